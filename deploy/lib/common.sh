@@ -1,0 +1,182 @@
+# shellcheck shell=bash
+# Shared helpers for deploy/servers.sh and the per-server files in deploy/lib/.
+# Sourced, not run. Expects DEPLOY_DIR to be set by the caller.
+
+SERVERS_HOME="${LODESTAR_SERVERS_HOME:-${HOME:?HOME is not set}/.cache/lodestar-servers}"
+# Maven's local repository for the fetched artifacts: our own, so that `rm -rf` of SERVERS_HOME
+# really removes everything and a developer's ~/.m2 is left alone.
+SERVERS_M2="${LODESTAR_SERVERS_M2:-$SERVERS_HOME/m2}"
+DIST_ROOT="$SERVERS_HOME/dist"     # unpacked/copied server jars, one folder per name-version
+BUILD_ROOT="$SERVERS_HOME/build"   # copies of deploy/maven/*/pom.xml and Maven logs
+RUN_ROOT="$SERVERS_HOME/run"       # per-server conf/, data/, logs/ and pid file
+BIND_HOST="127.0.0.1"
+
+_ts() { date +%H:%M:%S; }
+info() { printf '%s %s\n' "$(_ts)" "$*"; }
+warn() { printf '%s WARNING: %s\n' "$(_ts)" "$*" >&2; }
+die() { printf '%s ERROR: %s\n' "$(_ts)" "$*" >&2; exit 1; }
+
+# --- Java ---------------------------------------------------------------------------------------
+
+JAVA_BIN=""
+JAVA_HOME_DIR=""
+JAVA_MAJOR=""
+
+# Finds java (JAVA_HOME first, then PATH), requires >= 17; sets JAVA_BIN, JAVA_HOME_DIR, JAVA_MAJOR.
+require_java() {
+  [[ -n "$JAVA_BIN" ]] && return 0
+  local java
+  if [[ -n "${JAVA_HOME:-}" && -x "$JAVA_HOME/bin/java" ]]; then
+    java="$JAVA_HOME/bin/java"
+  else
+    java="$(command -v java || true)"
+    [[ -n "$java" ]] || die "java not found: install a JDK 17 (e.g. apt-get install openjdk-17-jdk-headless) or set JAVA_HOME"
+  fi
+  java="$(readlink -f "$java")"
+  local spec
+  spec="$("$java" -XshowSettings:properties -version 2>&1 | awk -F'= ' '/java.specification.version/ {print $2; exit}')"
+  [[ "$spec" =~ ^[0-9]+$ ]] || die "could not read the Java version of $java"
+  ((spec >= 17)) || die "$java is Java $spec; Kafka 4 and Cassandra 5 here need Java 17 (set JAVA_HOME)"
+  JAVA_BIN="$java"
+  JAVA_HOME_DIR="$(dirname "$(dirname "$java")")"
+  JAVA_MAJOR="$spec"
+}
+
+# --- Maven --------------------------------------------------------------------------------------
+
+# mvn_run NAME GOALS... -- runs Maven on a copy of deploy/maven/NAME/pom.xml (copied so that no
+# target/ or other output ever lands in the repository), with strict checksum checking.
+# Extra -Dkey=value arguments are passed through. The output goes to $BUILD_ROOT/NAME/mvn.log.
+mvn_run() {
+  local name="$1"; shift
+  command -v mvn >/dev/null || die "mvn not found: install Maven (apt-get install maven)"
+  local build="$BUILD_ROOT/$name"
+  mkdir -p "$build" "$SERVERS_M2"
+  cp "$DEPLOY_DIR/maven/$name/pom.xml" "$build/pom.xml"
+  local log="$build/mvn.log"
+  # Maven itself needs a JDK; hand it the one we checked.
+  if ! JAVA_HOME="$JAVA_HOME_DIR" mvn -B -C --no-transfer-progress \
+      -Dmaven.repo.local="$SERVERS_M2" \
+      -Ddependency.plugin.version="$MAVEN_DEPENDENCY_PLUGIN_VERSION" \
+      -f "$build/pom.xml" "$@" >"$log" 2>&1; then
+    echo "---- last lines of $log ----" >&2
+    grep -E '^\[(ERROR|WARNING)\]' "$log" | head -n 20 >&2 || true
+    tail -n 15 "$log" >&2
+    die "Maven could not fetch $name (network to Maven Central? full log: $log)"
+  fi
+}
+
+# --- ports and processes ------------------------------------------------------------------------
+
+# port_open PORT: true when something accepts TCP connections on BIND_HOST:PORT.
+port_open() {
+  timeout 3 bash -c 'exec 3<>"/dev/tcp/$0/$1"' "$BIND_HOST" "$1" 2>/dev/null
+}
+
+# port_owner PORT: a short description of who listens on PORT (best effort).
+port_owner() {
+  local out=""
+  if command -v ss >/dev/null; then
+    out="$(ss -Hltnp "sport = :$1" 2>/dev/null | awk '{ $1=$2=$3=""; print }' | sed 's/^ *//' | head -n 3)"
+  fi
+  printf '%s' "${out:-unknown process (install iproute2 for details: ss -ltnp)}"
+}
+
+# check_ports_free SERVER PORT...: dies with a clear message when a port is taken.
+check_ports_free() {
+  local server="$1"; shift
+  local p
+  for p in "$@"; do
+    if port_open "$p"; then
+      die "$server cannot start: port $BIND_HOST:$p is already in use by: $(port_owner "$p")
+       Stop that process, or pick other ports (see deploy/README.md: LODESTAR_*_PORT)."
+    fi
+  done
+}
+
+pid_file() { printf '%s/%s.pid' "$(run_dir "$1")" "$1"; }
+
+# server_pid SERVER: prints the pid of our running SERVER and returns 0, or returns 1.
+# The JVM carries -Dlodestar.server=SERVER, so a recycled pid is never mistaken for the server.
+server_pid() {
+  local f pid
+  f="$(pid_file "$1")"
+  [[ -r "$f" ]] || return 1
+  pid="$(tr -dc '0-9' <"$f")"
+  [[ -n "$pid" ]] || return 1
+  [[ -r "/proc/$pid/cmdline" ]] || return 1
+  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-Dlodestar.server=$1 " || return 1
+  printf '%s' "$pid"
+}
+
+# find_server_pid SERVER: like server_pid, but falls back to scanning /proc for our marker
+# (covers a pid file lost or not yet written).
+find_server_pid() {
+  server_pid "$1" && return 0
+  local d
+  for d in /proc/[0-9]*; do
+    [[ -r "$d/cmdline" ]] || continue
+    if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- "-Dlodestar.server=$1 .*-Dlodestar.home=$SERVERS_HOME "; then
+      printf '%s' "${d#/proc/}"
+      return 0
+    fi
+  done
+  return 1
+}
+
+rss_mb() {
+  awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || printf '?'
+}
+
+# stop_pid SERVER PID TIMEOUT: SIGTERM, wait, then SIGKILL.
+stop_pid() {
+  local server="$1" pid="$2" timeout="$3" i
+  kill -TERM "$pid" 2>/dev/null || true
+  for ((i = 0; i < timeout * 2; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.5
+  done
+  warn "$server (pid $pid) did not stop within ${timeout}s; killing it"
+  kill -KILL "$pid" 2>/dev/null || true
+  for ((i = 0; i < 20; i++)); do
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.5
+  done
+  die "$server (pid $pid) is still alive after SIGKILL"
+}
+
+# rotate_log FILE: keeps the previous run's log as FILE.1.
+rotate_log() {
+  [[ -s "$1" ]] && mv -f "$1" "$1.1"
+  : >"$1"
+}
+
+# launch SERVER LOG CMD...: starts CMD detached (own session, stdin closed, output to LOG) and
+# writes its pid to the pid file. CMD must exec the JVM in the end so that the pid is the JVM's.
+launch() {
+  local server="$1" log="$2"; shift 2
+  setsid "$@" </dev/null >>"$log" 2>&1 &
+  local pid=$!
+  printf '%s\n' "$pid" >"$(pid_file "$server")"
+}
+
+# render TEMPLATE OUT KEY=VALUE...: copies TEMPLATE to OUT replacing each @KEY@ by VALUE.
+render() {
+  local template="$1" out="$2"; shift 2
+  local args=() kv key val
+  for kv in "$@"; do
+    key="${kv%%=*}"
+    val="${kv#*=}"
+    val="$(printf '%s' "$val" | sed -e 's/[\\|&]/\\&/g')"
+    args+=(-e "s|@${key}@|${val}|g")
+  done
+  sed "${args[@]}" "$template" >"$out"
+  if grep -q '@[A-Z_][A-Z_]*@' "$out"; then
+    die "unfilled placeholder in $out: $(grep -o '@[A-Z_][A-Z_]*@' "$out" | sort -u | tr '\n' ' ')"
+  fi
+}
+
+# jvm_options_file FILE: prints the JVM flags of an options file (lines starting with '-').
+jvm_options_file() {
+  grep -E '^[[:space:]]*-' "$1" | sed -e 's/^[[:space:]]*//' -e 's/[[:space:]]*$//'
+}

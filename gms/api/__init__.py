@@ -1,0 +1,1 @@
+"""The REST API of GMS (aiohttp): native routes, DataHub-compatible routes, OpenAPI."""

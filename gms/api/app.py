@@ -1,0 +1,110 @@
+"""The aiohttp application: authentication, JSON errors, and the route tables."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from aiohttp import web
+
+from gms.api.auth import TokenAuth
+from gms.service import Gms
+from gms.write_path import Result
+from ingest.proposal import Proposal, ProposalError
+
+log = logging.getLogger(__name__)
+PUBLIC_PATHS = frozenset({"/health", "/config", "/openapi.json"})
+GMS_KEY = web.AppKey("gms", "Api")
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def error(status: int, code: str, message: str, headers: Mapping[str, str] | None = None,
+          **extra: Any) -> web.Response:
+    """A JSON error response: {"error": code, "message": ..., "status": ..., **extra}."""
+    return web.json_response({"error": code, "message": message, "status": status, **extra},
+                             status=status, headers=headers)
+
+
+class Api:
+    """What the handlers share: GMS, the authenticator, and the single writer thread."""
+
+    def __init__(self, gms: Gms, auth: TokenAuth):
+        self.gms = gms
+        self.auth = auth
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gms-writer")
+
+    async def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
+                    headers: Mapping[str, str]) -> list[Result]:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.writer, self.gms.apply, proposals, actor, headers)
+
+    async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a write-side call on the writer thread."""
+        return await asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+
+
+def api_of(request: web.Request) -> Api:
+    return request.app[GMS_KEY]
+
+
+def principal_of(request: web.Request) -> str:
+    return request["principal"]
+
+
+async def read_json(request: web.Request) -> Any:
+    try:
+        return await request.json(loads=json.loads)
+    except ValueError as err:
+        raise web.HTTPBadRequest(
+            text=json.dumps({"error": "invalid_json", "message": f"request body is not valid JSON: {err}",
+                             "status": 400}),
+            content_type="application/json",
+        ) from None
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.content_type == "application/json" or exc.status < 400:
+            raise
+        if exc.status == 413:
+            return error(413, "too_large", f"request body over the limit of {request.app['max_request_bytes']} bytes")
+        return error(exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason)
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return error(500, "internal_error", "internal error; see the server log")
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path in PUBLIC_PATHS:
+        return await handler(request)
+    principal = api_of(request).auth.principal(request.headers.get("Authorization"))
+    if principal is None:
+        return error(401, "unauthorized", "missing or invalid bearer token (Authorization: Bearer <token>)",
+                     headers={"WWW-Authenticate": "Bearer"})
+    request["principal"] = principal
+    return await handler(request)
+
+
+def create_app(gms: Gms, auth: TokenAuth) -> web.Application:
+    from gms.api import datahub, native, openapi
+
+    app = web.Application(middlewares=[json_errors, authenticate], client_max_size=gms.limits.max_request_bytes)
+    app["max_request_bytes"] = gms.limits.max_request_bytes
+    app[GMS_KEY] = Api(gms, auth)
+    native.add_routes(app)
+    datahub.add_routes(app)
+    openapi.add_routes(app)
+
+    async def shutdown(app: web.Application) -> None:
+        app[GMS_KEY].writer.shutdown(wait=True)
+
+    app.on_cleanup.append(shutdown)
+    return app

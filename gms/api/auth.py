@@ -1,0 +1,49 @@
+"""Bearer-token authentication. Tokens are kept as SHA-256 hashes; the admin token is also
+written, readable by its owner only, to the data directory so the CLI can find it."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import secrets
+from pathlib import Path
+
+ADMIN = "urn:li:corpuser:admin"
+TOKEN_FILE = "admin.token"
+
+
+def _hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+class TokenAuth:
+    """Maps bearer tokens to principals."""
+
+    def __init__(self) -> None:
+        self._principals: dict[str, str] = {}
+
+    def add(self, token: str, principal: str) -> None:
+        self._principals[_hash(token)] = principal
+
+    def principal(self, authorization: str | None) -> str | None:
+        """The principal of an `Authorization: Bearer <token>` header, or None."""
+        if not authorization:
+            return None
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        return self._principals.get(_hash(token.strip()))
+
+
+def admin_token(data_dir: Path, given: str | None = None) -> tuple[str, bool]:
+    """The admin token: `given`, else the one stored in data_dir, else a new one.
+    Returns (token, created) and stores it in data_dir."""
+    path = data_dir / TOKEN_FILE
+    if given is None and path.exists():
+        return path.read_text().strip(), False
+    token = given or secrets.token_urlsafe(32)
+    data_dir.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    return token, given is None

@@ -1,0 +1,186 @@
+"""The `lodestar` command: serve, ingest, get.
+
+Errors are one line on stderr and a non-zero exit; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from ingest.files import ProposalFileError, read_proposal_file
+from ingest.rest import LodestarError, RestClient
+from schemas.registry import default_registry
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("LODESTAR_DATA_DIR") or Path.home() / ".lodestar")
+
+
+def _client(args: argparse.Namespace) -> RestClient:
+    token = args.token or os.environ.get("LODESTAR_TOKEN")
+    if token is None:
+        token_file = Path(args.data_dir) / "admin.token"
+        if token_file.exists():
+            token = token_file.read_text().strip()
+    return RestClient(args.server or os.environ.get("LODESTAR_SERVER") or DEFAULT_SERVER, token)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from aiohttp import web
+
+    from gms.api.app import create_app
+    from gms.api.auth import ADMIN, TokenAuth, admin_token
+    from gms.service import Gms
+
+    data_dir = Path(args.data_dir)
+    try:
+        gms = Gms.embedded(data_dir)
+    except OSError as err:
+        raise CliError(f"cannot open data directory {data_dir}: {err}") from None
+    token, created = admin_token(data_dir, args.admin_token)
+    auth = TokenAuth()
+    auth.add(token, ADMIN)
+    if args.examples:
+        _load_examples(gms)
+    stop = threading.Event()
+    consumer = threading.Thread(target=gms.consume_proposals, args=(stop,), name="mcp-consumer", daemon=True)
+    consumer.start()
+    print(f"Lodestar GMS on http://{args.host}:{args.port} (data: {data_dir})", flush=True)
+    print(f"admin token{' (new)' if created else ''}: {token}", flush=True)
+    try:
+        web.run_app(create_app(gms, auth), host=args.host, port=args.port, print=None,
+                    access_log=None, handle_signals=True)
+    except OSError as err:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+    finally:
+        stop.set()
+        consumer.join(timeout=5)
+        gms.close()
+    return 0
+
+
+def _load_examples(gms) -> None:
+    from gms.api.auth import ADMIN
+    from ingest.proposal import ProposalError, parse_proposal
+
+    registry = gms.registry
+    counts: Counter[str] = Counter()
+    for path in sorted(EXAMPLES_DIR.glob("*.json")):
+        parsed = []
+        for item in read_proposal_file(path, registry):
+            try:
+                parsed.append(parse_proposal(item))
+            except ProposalError as err:
+                parsed.append(err)
+        for result in gms.apply(parsed, ADMIN):
+            counts[result.status] += 1
+            if result.failure is not None:
+                raise CliError(f"example {path.name}: {result.failure.message}")
+    print(f"examples loaded: {dict(counts)}", flush=True)
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    registry = default_registry()
+    proposals = []
+    for name in args.files:
+        proposals.extend(read_proposal_file(Path(name), registry))
+    client = _client(args)
+    counts: Counter[str] = Counter()
+    failures: list[str] = []
+    columns = (TextColumn("ingesting"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as progress:
+        task = progress.add_task("ingest", total=len(proposals))
+        for start in range(0, len(proposals), args.batch_size):
+            batch = proposals[start:start + args.batch_size]
+            for offset, result in enumerate(client.propose(batch)):
+                counts[result["status"]] += 1
+                if result["status"] == "failed":
+                    item = batch[offset]
+                    failures.append(f"proposal {start + offset} ({item.get('entityUrn')} {item.get('aspectName')}): "
+                                    f"{result.get('message')}")
+            progress.advance(task, len(batch))
+    for line in failures[:20]:
+        print(f"failed: {line}", file=sys.stderr)
+    if len(failures) > 20:
+        print(f"... and {len(failures) - 20} more failures", file=sys.stderr)
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("applied", "noop", "dropped", "failed"))
+    print(f"{len(proposals)} proposals: {summary}")
+    return 1 if failures else 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    client = _client(args)
+    if args.aspect:
+        body = client.aspect(args.urn, args.aspect, args.version)
+    elif args.version is not None:
+        raise CliError("--version needs --aspect")
+    else:
+        body = client.entity(args.urn)
+    print(json.dumps(body, indent=2, sort_keys=True))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lodestar", description="Lodestar metadata platform")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def client_options(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--server", help=f"GMS address (env LODESTAR_SERVER, default {DEFAULT_SERVER})")
+        p.add_argument("--token", help="bearer token (env LODESTAR_TOKEN, else the data directory's admin token)")
+        p.add_argument("--data-dir", default=str(default_data_dir()),
+                       help="data directory (env LODESTAR_DATA_DIR, default ~/.lodestar)")
+
+    serve = sub.add_parser("serve", help="run GMS on the embedded stores")
+    serve.add_argument("--data-dir", default=str(default_data_dir()))
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--admin-token", help="admin bearer token (default: stored in the data directory, "
+                                             "created on first start)")
+    serve.add_argument("--examples", action="store_true", help="load the example metadata on start")
+    serve.set_defaults(func=cmd_serve)
+
+    ingest = sub.add_parser("ingest", help="send proposal files (Lodestar or DataHub JSON) to GMS")
+    ingest.add_argument("files", nargs="+", metavar="FILE")
+    ingest.add_argument("--batch-size", type=int, default=500)
+    client_options(ingest)
+    ingest.set_defaults(func=cmd_ingest)
+
+    get = sub.add_parser("get", help="print an entity, or one aspect of it")
+    get.add_argument("urn")
+    get.add_argument("--aspect")
+    get.add_argument("--version", type=int)
+    client_options(get)
+    get.set_defaults(func=cmd_get)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (CliError, LodestarError, ProposalFileError) as err:
+        print(f"lodestar: error: {err}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

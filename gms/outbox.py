@@ -1,0 +1,36 @@
+"""Moves committed MCLs from the aspect store's outbox to the event log.
+
+A version and its MCL commit together; the relay publishes afterwards and then forgets
+the outbox entry. A crash in between leaves the entry to be published on restart; the
+entry's message id makes that second append a no-op on the embedded log.
+"""
+
+from __future__ import annotations
+
+import threading
+from itertools import groupby
+
+from gms.faults import crash_point
+from gms.store import AspectStore
+from ingest.eventlog import EventLog, LogMessage
+
+
+class OutboxRelay:
+    def __init__(self, store: AspectStore, log: EventLog, batch_size: int = 2000):
+        self.store = store
+        self.log = log
+        self.batch_size = batch_size
+        self._lock = threading.Lock()
+
+    def publish_pending(self) -> int:
+        """Publish everything committed so far, in commit order; returns the count."""
+        published = 0
+        with self._lock:
+            while pending := self.store.pending_outbox(self.batch_size):
+                crash_point("before-publish")
+                for topic, entries in groupby(pending, key=lambda entry: entry[1].topic):
+                    self.log.append(topic, [LogMessage(m.key, m.value, m.message_id) for _, m in entries])
+                crash_point("after-publish")
+                self.store.ack_outbox([entry_id for entry_id, _ in pending])
+                published += len(pending)
+        return published

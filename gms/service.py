@@ -1,0 +1,137 @@
+"""GMS assembled: registry, aspect store, event log, write path, outbox relay, MCP intake."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gms.errors import ProposalFailed
+from gms.faults import crash_point
+from gms.outbox import OutboxRelay
+from gms.store import AspectStore
+from gms.store.sqlite import SqliteAspectStore
+from gms.validation import DEFAULT_MAX_ASPECT_BYTES, ProposalValidator
+from gms.write_path import Result, WritePath
+from ingest import topics
+from ingest.eventlog import EventLog, LogMessage, LogRecord
+from ingest.eventlog.sqlite import SqliteEventLog
+from ingest.proposal import Proposal, ProposalError
+from schemas.events import FAILED_MCP, MCP, EventCodec, EventDecodeError, default_codec
+from schemas.registry import EntityRegistry, default_registry
+
+log = logging.getLogger(__name__)
+ACTOR_HEADER = "X-Lodestar-Actor"
+UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
+MCP_GROUP = "gms-mcp-consumer"
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_aspect_bytes: int = DEFAULT_MAX_ASPECT_BYTES
+    max_request_bytes: int = 64 * 1024 * 1024
+    max_batch: int = 10_000
+
+
+class Gms:
+    """The write and read side of the metadata service over one store and one log."""
+
+    def __init__(self, store: AspectStore, log_: EventLog, registry: EntityRegistry | None = None,
+                 codec: EventCodec | None = None, limits: Limits = Limits()):
+        self.registry = registry or default_registry()
+        self.codec = codec or default_codec()
+        self.store = store
+        self.log = log_
+        self.limits = limits
+        self.writes = WritePath(self.registry, store, self.codec,
+                                ProposalValidator(self.registry, limits.max_aspect_bytes))
+        self.relay = OutboxRelay(store, log_)
+        self.relay.publish_pending()  # whatever a previous process committed but did not publish
+
+    @classmethod
+    def embedded(cls, data_dir: Path, limits: Limits = Limits()) -> Gms:
+        """GMS on the embedded adapters: `aspects.db` and `eventlog.db` in data_dir."""
+        data_dir.mkdir(parents=True, exist_ok=True)
+        return cls(SqliteAspectStore(data_dir / "aspects.db"), SqliteEventLog(data_dir / "eventlog.db"),
+                   limits=limits)
+
+    def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
+              request_headers: Mapping[str, str] | None = None) -> list[Result]:
+        """Apply proposals synchronously; their MCLs are published before this returns."""
+        results = self.writes.apply(proposals, actor, request_headers)
+        crash_point("after-commit")
+        self.relay.publish_pending()
+        return results
+
+    def delete_entity(self, urn: str, hard: bool, actor: str) -> Result | None:
+        """Soft delete (status.removed = true) or, with hard, delete every aspect and purge
+        its history. None when the entity does not exist."""
+        entity_type = urn.removeprefix("urn:li:").partition(":")[0]
+        spec = self.registry.entity(entity_type)
+        if spec is None or not self.store.entity(urn):
+            return None
+        if not hard:
+            (result,) = self.apply([Proposal(entity_type, urn, "UPSERT", "status", {"removed": True})], actor)
+            return result
+        (result,) = self.apply([Proposal(entity_type, urn, "DELETE", spec.key_aspect)], actor)
+        if result.failure is None:
+            with self.store.batch() as batch:
+                batch.purge(urn)
+        return result
+
+    def enqueue(self, proposals: Sequence[Proposal], actor: str) -> None:
+        """Append proposals to the MCP topic for asynchronous application."""
+        self.log.append(topics.MCP, [
+            LogMessage(p.entity_urn, self.codec.encode(MCP, {**p.to_record(), "headers": {
+                **(p.headers or {}), ACTOR_HEADER: actor}}))
+            for p in proposals
+        ])
+
+    def consume_proposals(self, stop: threading.Event, poll_timeout: float = 0.5) -> None:
+        """Apply proposals from the MCP topic until stop is set; failures go to the FailedMCP topic.
+        Offsets are committed after the proposals are applied (at least once)."""
+        consumer = self.log.consumer(MCP_GROUP, [topics.MCP])
+        try:
+            while not stop.is_set():
+                records = consumer.poll(500, poll_timeout)
+                if records:
+                    self._apply_records(records)
+                    consumer.commit(records)
+        finally:
+            consumer.close()
+
+    def _apply_records(self, records: Sequence[LogRecord]) -> None:
+        failed: list[LogMessage] = []
+        for record in records:
+            try:
+                _, mcp = self.codec.decode(record.value)
+                proposal = Proposal.from_record(mcp)
+            except (EventDecodeError, ProposalError) as err:
+                log.warning("skipping unreadable proposal at %s/%d@%d: %s",
+                            record.topic, record.partition, record.offset, err)
+                failed.append(self._failed(_unreadable(record), f"unreadable proposal: {err}"))
+                continue
+            actor = proposal.headers.pop(ACTOR_HEADER, UNKNOWN_ACTOR)
+            (result,) = self.apply([proposal], actor)
+            if result.failure is not None:
+                failed.append(self._failed(proposal.to_record(), _reason(result.failure)))
+        if failed:
+            self.log.append(topics.FAILED_MCP, failed)
+
+    def _failed(self, mcp: dict, error: str) -> LogMessage:
+        return LogMessage(mcp.get("entityUrn") or "", self.codec.encode(FAILED_MCP, {"mcp": mcp, "error": error}))
+
+    def close(self) -> None:
+        self.store.close()
+        self.log.close()
+
+
+def _reason(failure: ProposalFailed) -> str:
+    return f"{failure.code}: {failure.message}"
+
+
+def _unreadable(record: LogRecord) -> dict:
+    return {"entityType": "unknown", "entityUrn": record.key, "changeType": "UPSERT", "aspectName": None,
+            "aspect": None, "entityKeyAspect": None, "systemMetadata": None, "headers": None}

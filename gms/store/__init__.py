@@ -1,0 +1,114 @@
+"""The aspect-store port: versioned aspects with an MCL outbox committed alongside.
+
+Every version of every aspect is a row keyed by (urn, aspect, version). Inserting a
+version that already exists fails, which is the compare-and-set that conditional writes
+rest on: of N writers that read version 3, exactly one can write version 4 (SQLite:
+primary key inside one write transaction; Cassandra: a lightweight transaction).
+A deleted aspect is a version whose value is None (a tombstone), so history survives.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class StoredAspect:
+    """One version of one aspect. `value_json` is canonical JSON, or None for a deletion."""
+
+    urn: str
+    aspect: str
+    version: int
+    value_json: str | None
+    system_metadata: dict[str, Any]
+
+    @property
+    def exists(self) -> bool:
+        return self.value_json is not None
+
+    @property
+    def value(self) -> Any:
+        return None if self.value_json is None else json.loads(self.value_json)
+
+    @property
+    def modified_ms(self) -> int:
+        stamp = self.system_metadata.get("aspectModified") or self.system_metadata.get("aspectCreated") or {}
+        return int(stamp.get("time", 0))
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxMessage:
+    """An event committed with an aspect write, published to the event log afterwards."""
+
+    topic: str
+    key: str
+    value: bytes
+    message_id: str
+
+
+class AspectBatch(ABC):
+    """Reads and writes of one unit of work; everything in it commits together."""
+
+    @abstractmethod
+    def latest(self, urn: str, aspect: str) -> StoredAspect | None:
+        """The newest version (possibly a deletion), seeing this batch's own writes."""
+
+    @abstractmethod
+    def live_aspects(self, urn: str) -> list[StoredAspect]:
+        """The newest version of each aspect of the entity that is not deleted."""
+
+    @abstractmethod
+    def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
+        """Add a version and its events atomically; False if that version already exists."""
+
+    @abstractmethod
+    def refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
+        """Replace the system metadata of a version (an unchanged write refreshes lastObserved)."""
+
+    @abstractmethod
+    def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
+        """Events without a stored version (timeseries aspects)."""
+
+    @abstractmethod
+    def purge(self, urn: str) -> None:
+        """Remove every version of every aspect of an entity (hard delete)."""
+
+
+class AspectStore(ABC):
+    """Versioned aspects and the MCL outbox."""
+
+    @abstractmethod
+    def batch(self) -> AbstractContextManager[AspectBatch]:
+        """A unit of work; committed when the block exits normally, else rolled back."""
+
+    @abstractmethod
+    def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
+        """One version, or the newest (which may be a deletion) when version is None."""
+
+    @abstractmethod
+    def history(self, urn: str, aspect: str) -> list[StoredAspect]:
+        """Every version of an aspect, oldest first."""
+
+    @abstractmethod
+    def entity(self, urn: str) -> list[StoredAspect]:
+        """The newest live version of each aspect of an entity."""
+
+    @abstractmethod
+    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
+        """Committed events not yet acknowledged as published, oldest first."""
+
+    @abstractmethod
+    def ack_outbox(self, ids: Sequence[int]) -> None:
+        """Forget published events."""
+
+    @abstractmethod
+    def scan_latest(self, after: tuple[str, str] | None = None, limit: int = 1000) -> Iterator[StoredAspect]:
+        """Newest live versions in (urn, aspect) order after a position, for restores."""
+
+    @abstractmethod
+    def close(self) -> None: ...

@@ -1,0 +1,162 @@
+"""The embedded aspect store: SQLite (WAL) in `<data dir>/aspects.db`."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
+from ingest.eventlog.sqlite import connect
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS aspects (
+    urn TEXT NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL,
+    value TEXT, system_metadata TEXT NOT NULL,
+    PRIMARY KEY (urn, aspect, version)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    topic TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, message_id TEXT NOT NULL
+);
+"""
+_COLUMNS = "urn, aspect, version, value, system_metadata"
+
+
+def _row(row: tuple[Any, ...]) -> StoredAspect:
+    return StoredAspect(row[0], row[1], row[2], row[3], json.loads(row[4]))
+
+
+class _Reads:
+    """Queries shared by the store (autocommit reads) and a batch (inside its transaction)."""
+
+    conn: sqlite3.Connection
+
+    def _latest(self, urn: str, aspect: str) -> StoredAspect | None:
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM aspects WHERE urn = ? AND aspect = ? ORDER BY version DESC LIMIT 1",
+            (urn, aspect),
+        ).fetchone()
+        return _row(row) if row else None
+
+    def _live(self, urn: str) -> list[StoredAspect]:
+        # SQLite returns the other columns of the row holding max(version).
+        rows = self.conn.execute(
+            "SELECT urn, aspect, max(version), value, system_metadata FROM aspects WHERE urn = ? GROUP BY aspect",
+            (urn,),
+        ).fetchall()
+        return [_row(row) for row in rows if row[3] is not None]
+
+
+class SqliteBatch(AspectBatch, _Reads):
+    def __init__(self, conn: sqlite3.Connection):
+        self.conn = conn
+
+    def latest(self, urn: str, aspect: str) -> StoredAspect | None:
+        return self._latest(urn, aspect)
+
+    def live_aspects(self, urn: str) -> list[StoredAspect]:
+        return self._live(urn)
+
+    def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
+        try:
+            self.conn.execute(
+                "INSERT INTO aspects VALUES (?, ?, ?, ?, ?)",
+                (row.urn, row.aspect, row.version, row.value_json, json.dumps(row.system_metadata)),
+            )
+        except sqlite3.IntegrityError:
+            return False
+        self.append_outbox(outbox)
+        return True
+
+    def refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
+        self.conn.execute(
+            "UPDATE aspects SET system_metadata = ? WHERE urn = ? AND aspect = ? AND version = ?",
+            (json.dumps(system_metadata), urn, aspect, version),
+        )
+
+    def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
+        self.conn.executemany(
+            "INSERT INTO outbox (topic, key, value, message_id) VALUES (?, ?, ?, ?)",
+            [(m.topic, m.key, m.value, m.message_id) for m in outbox],
+        )
+
+    def purge(self, urn: str) -> None:
+        self.conn.execute("DELETE FROM aspects WHERE urn = ?", (urn,))
+
+
+class SqliteAspectStore(AspectStore, _Reads):
+    """One writer connection (serialised by a lock and BEGIN IMMEDIATE, so other processes
+    on the same file are excluded too) and one reader connection per thread."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        self._writer = connect(self.path)
+        self._writer.executescript(_SCHEMA)
+
+    @property
+    def conn(self) -> sqlite3.Connection:  # the reader of the calling thread
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self.path)
+        return conn
+
+    @contextmanager
+    def batch(self) -> Iterator[AspectBatch]:
+        with self._write_lock:
+            self._writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield SqliteBatch(self._writer)
+            except BaseException:
+                self._writer.execute("ROLLBACK")
+                raise
+            self._writer.execute("COMMIT")
+
+    def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
+        if version is None:
+            return self._latest(urn, aspect)
+        row = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM aspects WHERE urn = ? AND aspect = ? AND version = ?", (urn, aspect, version)
+        ).fetchone()
+        return _row(row) if row else None
+
+    def history(self, urn: str, aspect: str) -> list[StoredAspect]:
+        rows = self.conn.execute(
+            f"SELECT {_COLUMNS} FROM aspects WHERE urn = ? AND aspect = ? ORDER BY version", (urn, aspect)
+        ).fetchall()
+        return [_row(row) for row in rows]
+
+    def entity(self, urn: str) -> list[StoredAspect]:
+        return self._live(urn)
+
+    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
+        rows = self.conn.execute(
+            "SELECT id, topic, key, value, message_id FROM outbox ORDER BY id LIMIT ?", (limit,)
+        ).fetchall()
+        return [(row[0], OutboxMessage(*row[1:])) for row in rows]
+
+    def ack_outbox(self, ids: Sequence[int]) -> None:
+        if ids:
+            with self._write_lock:
+                self._writer.execute("DELETE FROM outbox WHERE id <= ?", (max(ids),))
+
+    def scan_latest(self, after: tuple[str, str] | None = None, limit: int = 1000) -> Iterator[StoredAspect]:
+        urn, aspect = after or ("", "")
+        rows = self.conn.execute(
+            "SELECT urn, aspect, max(version), value, system_metadata FROM aspects"
+            " WHERE (urn, aspect) > (?, ?) GROUP BY urn, aspect ORDER BY urn, aspect LIMIT ?",
+            (urn, aspect, limit),
+        ).fetchall()
+        return (_row(row) for row in rows if row[3] is not None)
+
+    def close(self) -> None:
+        self._writer.close()
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()

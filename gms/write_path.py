@@ -1,0 +1,227 @@
+"""Applies validated proposals to the aspect store: change types, conditions, versions, MCLs.
+
+One call applies a list of proposals in order inside one store batch; each proposal is
+its own atomic unit (its version row, the entity's key aspect when new, and its MCLs are
+written together or not at all), and one failing proposal does not stop the others.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import jsonpatch
+
+from gms.errors import ProposalFailed
+from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
+from gms.validation import ProposalValidator, ValidProposal, canonical_json
+from ingest import topics
+from ingest.proposal import Proposal, ProposalError
+from schemas.events import MCL, EventCodec
+from schemas.registry import EntityRegistry
+
+MAX_RETRIES = 5
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """What happened to one proposal."""
+
+    status: str  # applied | noop | dropped | failed
+    version: int | None = None
+    failure: ProposalFailed | None = None
+
+    @property
+    def http_status(self) -> int:
+        return self.failure.http_status if self.failure else 200
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": self.status}
+        if self.version is not None:
+            body["version"] = self.version
+        if self.failure is not None:
+            body.update(self.failure.to_json())
+        return body
+
+
+class _Conflict(Exception):
+    """Another writer took the version; re-read and try again."""
+
+
+class WritePath:
+    def __init__(self, registry: EntityRegistry, store: AspectStore, codec: EventCodec,
+                 validator: ProposalValidator | None = None):
+        self.registry = registry
+        self.store = store
+        self.codec = codec
+        self.validator = validator or ProposalValidator(registry)
+
+    def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
+              request_headers: Mapping[str, str] | None = None) -> list[Result]:
+        """Validate and apply proposals in order; one Result each."""
+        results: list[Result | None] = [None] * len(proposals)
+        valid: list[tuple[int, ValidProposal]] = []
+        for i, proposal in enumerate(proposals):
+            try:
+                valid.append((i, self.validator.validate(proposal, request_headers)))
+            except ProposalFailed as failure:
+                results[i] = Result("failed", failure=failure)
+        if valid:
+            keyed: set[str] = set()  # entities whose key aspect this batch knows to exist
+            with self.store.batch() as batch:
+                for i, item in valid:
+                    results[i] = self._apply_with_retries(batch, item, actor, keyed)
+        return results  # type: ignore[return-value]
+
+    def _apply_with_retries(self, batch: AspectBatch, item: ValidProposal, actor: str,
+                            keyed: set[str]) -> Result:
+        for _ in range(MAX_RETRIES):
+            try:
+                return _Application(self, batch, item, actor, keyed).run()
+            except ProposalFailed as failure:
+                return Result("failed", failure=failure)
+            except _Conflict:
+                continue
+        return Result("failed", failure=ProposalFailed(
+            "conflict", "the aspect kept changing under concurrent writers; retry", 409))
+
+
+class _Application:
+    """The application of one proposal against the current state in a batch."""
+
+    def __init__(self, path: WritePath, batch: AspectBatch, item: ValidProposal, actor: str,
+                 keyed: set[str]):
+        self.path = path
+        self.keyed = keyed
+        self.batch = batch
+        self.item = item
+        self.proposal = item.proposal
+        self.urn = str(item.urn)
+        self.actor = actor
+        self.now = int(time.time() * 1000)
+
+    def run(self) -> Result:
+        item, proposal = self.item, self.proposal
+        if item.aspect.is_timeseries:
+            self.batch.append_outbox([self._mcl(topics.MCL_TIMESERIES, "UPSERT", item.aspect.name,
+                                                item.value_json, self._system_metadata(None, None))])
+            return Result("applied")
+        current = self.batch.latest(self.urn, item.aspect.name)
+        live = current if current is not None and current.exists else None
+        item.conditions.check(live.version if live else -1, live.modified_ms if live else None)
+        change = proposal.change_type
+        if change == "DELETE":
+            return self._delete(current, live)
+        if change == "CREATE" and live is not None:
+            return self._exists("aspect_exists", f"CREATE: aspect {item.aspect.name} of {self.urn} already exists",
+                                live.version)
+        if change == "CREATE_ENTITY":
+            existing = self.batch.live_aspects(self.urn)
+            if existing:
+                return self._exists("entity_exists", f"CREATE_ENTITY: entity {self.urn} already exists",
+                                    max(a.version for a in existing))
+        if change == "UPDATE" and live is None:
+            raise ProposalFailed("aspect_missing", f"UPDATE: aspect {item.aspect.name} of {self.urn} does not exist",
+                                 412, expected="exists", actual="absent")
+        value_json = self._patched(live) if change == "PATCH" else item.value_json
+        assert value_json is not None
+        if live is not None and live.value_json == value_json:
+            self.batch.refresh(self.urn, live.aspect, live.version, self._refreshed(live.system_metadata))
+            return Result("noop", live.version)
+        if item.aspect.key_for is None:
+            self._ensure_key_aspect()
+        mcl_change = "UPSERT" if change == "PATCH" else change
+        version = self._write(current, value_json, mcl_change)
+        return Result("applied", version)
+
+    def _exists(self, code: str, message: str, version: int) -> Result:
+        if self.item.conditions.none_match_any:
+            return Result("dropped", version)
+        raise ProposalFailed(code, message, 412, expected="absent", actual=f"version {version}")
+
+    def _patched(self, live: StoredAspect | None) -> str:
+        ops = self.path.validator.patch_operations(self.proposal.value)
+        try:
+            value = jsonpatch.apply_patch(live.value if live else {}, ops)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, ValueError) as err:
+            raise ProposalFailed("invalid_patch", f"aspect: JSON Patch does not apply: {err}") from None
+        return self.path.validator.check_value(self.item.aspect, value, context="aspect after PATCH")
+
+    def _delete(self, current: StoredAspect | None, live: StoredAspect | None) -> Result:
+        if live is None:
+            return Result("noop", current.version if current else None)
+        if self.item.aspect.key_for is None:
+            return Result("applied", self._write(current, None, "DELETE"))
+        # Deleting the key aspect deletes the entity: every other aspect first, the key last.
+        self.keyed.discard(self.urn)
+        for aspect in sorted(self.batch.live_aspects(self.urn), key=lambda a: a.aspect == live.aspect):
+            version = self._write(aspect, None, "DELETE")
+        return Result("applied", version)
+
+    def _ensure_key_aspect(self) -> None:
+        if self.urn in self.keyed:
+            return
+        key_name = self.item.entity.key_aspect
+        current = self.batch.latest(self.urn, key_name)
+        if current is None or not current.exists:
+            key_json = canonical_json(self.path.registry.key_value(self.item.urn))
+            self._write(current, key_json, "UPSERT", aspect_name=key_name)
+        self.keyed.add(self.urn)
+
+    def _write(self, current: StoredAspect | None, value_json: str | None, change: str,
+               aspect_name: str | None = None) -> int:
+        aspect_name = aspect_name or self.item.aspect.name
+        version = (current.version if current else 0) + 1
+        system_metadata = self._system_metadata(current, version)
+        mcl = self._mcl(topics.MCL_VERSIONED, change, aspect_name, value_json, system_metadata, current)
+        row = StoredAspect(self.urn, aspect_name, version, value_json, system_metadata)
+        if not self.batch.insert(row, [mcl]):
+            raise _Conflict
+        return version
+
+    def _system_metadata(self, current: StoredAspect | None, version: int | None) -> dict[str, Any]:
+        incoming = self.proposal.system_metadata or {}
+        system_metadata: dict[str, Any] = {k: v for k, v in incoming.items() if k not in _SERVER_OWNED}
+        system_metadata["lastObserved"] = incoming.get("lastObserved") or self.now
+        system_metadata.setdefault("runId", "no-run-id-provided")
+        stamp = {"time": self.now, "actor": self.actor}
+        if version is not None:
+            system_metadata["version"] = str(version)
+            created = current.system_metadata.get("aspectCreated") if current else None
+            system_metadata["aspectCreated"] = created or stamp
+            system_metadata["aspectModified"] = stamp
+        return system_metadata
+
+    def _refreshed(self, stored: dict[str, Any]) -> dict[str, Any]:
+        incoming = self.proposal.system_metadata or {}
+        refreshed = dict(stored)
+        refreshed["lastObserved"] = incoming.get("lastObserved") or self.now
+        run_id = incoming.get("runId")
+        if run_id and run_id != stored.get("runId"):
+            refreshed["lastRunId"] = stored.get("runId")
+            refreshed["runId"] = run_id
+        return refreshed
+
+    def _mcl(self, topic: str, change: str, aspect_name: str, value_json: str | None,
+             system_metadata: dict[str, Any], previous: StoredAspect | None = None) -> OutboxMessage:
+        record = {
+            "entityType": self.item.entity.name,
+            "entityUrn": self.urn,
+            "entityKeyAspect": None,
+            "changeType": change,
+            "aspectName": aspect_name,
+            "aspect": None if value_json is None else {"value": value_json.encode(), "contentType": "application/json"},
+            "systemMetadata": system_metadata,
+            "headers": self.proposal.headers or None,
+            "previousAspectValue": None if previous is None or previous.value_json is None else {
+                "value": previous.value_json.encode(), "contentType": "application/json"},
+            "previousSystemMetadata": previous.system_metadata if previous else None,
+            "created": {"time": self.now, "actor": self.actor},
+        }
+        return OutboxMessage(topic, self.urn, self.path.codec.encode(MCL, record), uuid.uuid4().hex)
+
+
+_SERVER_OWNED = frozenset({"version", "aspectCreated", "aspectModified"})

@@ -1,0 +1,78 @@
+"""The event-log port: durable, per-partition ordered topics keyed by URN, with consumer groups.
+
+Shaped after Kafka so the Kafka adapter fits: a message's key picks its partition, so all
+messages of one URN keep their order; consumers in a group commit the next offset to read
+per partition, and a restarted consumer resumes there.
+"""
+
+from __future__ import annotations
+
+import zlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LogMessage:
+    """A message to append. `message_id`, when given, makes the append idempotent where
+    the adapter supports it (the embedded log drops a second message with the same id)."""
+
+    key: str
+    value: bytes
+    message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LogRecord:
+    """A message read back, with its position."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: str
+    value: bytes
+    timestamp_ms: int
+
+
+def partition_for(key: str, partitions: int) -> int:
+    """The partition of a key: stable across processes and runs."""
+    return zlib.crc32(key.encode()) % partitions
+
+
+class Consumer(ABC):
+    """Reads topics as one member of a consumer group."""
+
+    @abstractmethod
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
+        """Up to max_records records after the consumer's position, waiting up to timeout
+        seconds when there are none."""
+
+    @abstractmethod
+    def commit(self, records: Iterable[LogRecord]) -> None:
+        """Mark records (and everything before them in their partitions) as processed."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class EventLog(ABC):
+    """Appends to and reads from topics."""
+
+    @abstractmethod
+    def append(self, topic: str, messages: Sequence[LogMessage]) -> None:
+        """Append durably, in order; returns once the messages are stored."""
+
+    @abstractmethod
+    def consumer(self, group: str, topics: Sequence[str]) -> Consumer:
+        """A consumer in `group`, starting at the group's committed offsets (else the start)."""
+
+    @abstractmethod
+    def read(self, topic: str, partition: int = 0, offset: int = 0, limit: int = 1000) -> list[LogRecord]:
+        """Records of one partition from an offset, without a consumer group."""
+
+    @abstractmethod
+    def partitions(self, topic: str) -> int: ...
+
+    @abstractmethod
+    def close(self) -> None: ...

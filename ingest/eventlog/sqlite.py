@@ -1,0 +1,159 @@
+"""The embedded event log: topics in one SQLite database (WAL) in the data directory."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS messages (
+    topic TEXT NOT NULL, part INTEGER NOT NULL, offset INTEGER NOT NULL,
+    key TEXT NOT NULL, value BLOB NOT NULL, ts INTEGER NOT NULL, message_id TEXT,
+    PRIMARY KEY (topic, part, offset)
+) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS messages_by_id ON messages (message_id) WHERE message_id IS NOT NULL;
+CREATE TABLE IF NOT EXISTS group_offsets (
+    grp TEXT NOT NULL, topic TEXT NOT NULL, part INTEGER NOT NULL, next_offset INTEGER NOT NULL,
+    PRIMARY KEY (grp, topic, part)
+) WITHOUT ROWID;
+"""
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection tuned for the embedded stores: WAL, NORMAL sync, autocommit mode."""
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    return conn
+
+
+class SqliteEventLog(EventLog):
+    """Durable topics in `<data dir>/eventlog.db`; appends from several processes are safe."""
+
+    def __init__(self, path: Path, partitions: int = 1):
+        self.path = Path(path)
+        self._partitions = partitions
+        self._local = threading.local()
+        self._appended = threading.Condition()
+        self._conn().executescript(_SCHEMA)
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self.path)
+        return conn
+
+    def partitions(self, topic: str) -> int:
+        return self._partitions
+
+    def append(self, topic: str, messages: Sequence[LogMessage]) -> None:
+        if not messages:
+            return
+        conn = self._conn()
+        now = int(time.time() * 1000)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            next_offset: dict[int, int] = {}
+            rows = []
+            for message in messages:
+                if message.message_id is not None and conn.execute(
+                    "SELECT 1 FROM messages WHERE message_id = ?", (message.message_id,)
+                ).fetchone():
+                    continue
+                part = partition_for(message.key, self._partitions)
+                if part not in next_offset:
+                    (last,) = conn.execute(
+                        "SELECT max(offset) FROM messages WHERE topic = ? AND part = ?", (topic, part)
+                    ).fetchone()
+                    next_offset[part] = 0 if last is None else last + 1
+                rows.append((topic, part, next_offset[part], message.key, message.value, now, message.message_id))
+                next_offset[part] += 1
+            conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        with self._appended:
+            self._appended.notify_all()
+
+    def read(self, topic: str, partition: int = 0, offset: int = 0, limit: int = 1000) -> list[LogRecord]:
+        rows = self._conn().execute(
+            "SELECT part, offset, key, value, ts FROM messages"
+            " WHERE topic = ? AND part = ? AND offset >= ? ORDER BY offset LIMIT ?",
+            (topic, partition, offset, limit),
+        ).fetchall()
+        return [LogRecord(topic, *row) for row in rows]
+
+    def committed(self, group: str, topic: str, partition: int) -> int:
+        row = self._conn().execute(
+            "SELECT next_offset FROM group_offsets WHERE grp = ? AND topic = ? AND part = ?",
+            (group, topic, partition),
+        ).fetchone()
+        return row[0] if row else 0
+
+    def commit(self, group: str, positions: dict[tuple[str, int], int]) -> None:
+        self._conn().executemany(
+            "INSERT INTO group_offsets VALUES (?, ?, ?, ?) ON CONFLICT (grp, topic, part)"
+            " DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)",
+            [(group, topic, part, offset) for (topic, part), offset in positions.items()],
+        )
+
+    def wait_for_append(self, timeout: float) -> None:
+        """Wait until this process appends, or timeout (appends by other processes are polled)."""
+        with self._appended:
+            self._appended.wait(timeout)
+
+    def consumer(self, group: str, topics: Sequence[str]) -> Consumer:
+        return SqliteConsumer(self, group, topics)
+
+    def close(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        if conn is not None:
+            conn.close()
+            self._local.conn = None
+
+
+class SqliteConsumer(Consumer):
+    """The only member of its group: it is assigned every partition of its topics."""
+
+    POLL_INTERVAL = 0.05
+
+    def __init__(self, log: SqliteEventLog, group: str, topics: Sequence[str]):
+        self.log = log
+        self.group = group
+        self.positions = {
+            (topic, part): log.committed(group, topic, part)
+            for topic in topics for part in range(log.partitions(topic))
+        }
+
+    def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
+        deadline = time.monotonic() + timeout
+        while True:
+            records: list[LogRecord] = []
+            for (topic, part), offset in self.positions.items():
+                batch = self.log.read(topic, part, offset, max_records - len(records))
+                if batch:
+                    self.positions[(topic, part)] = batch[-1].offset + 1
+                    records.extend(batch)
+                if len(records) >= max_records:
+                    break
+            remaining = deadline - time.monotonic()
+            if records or remaining <= 0:
+                return records
+            self.log.wait_for_append(min(remaining, self.POLL_INTERVAL))
+
+    def commit(self, records: Iterable[LogRecord]) -> None:
+        positions: dict[tuple[str, int], int] = {}
+        for record in records:
+            key = (record.topic, record.partition)
+            positions[key] = max(positions.get(key, 0), record.offset + 1)
+        if positions:
+            self.log.commit(self.group, positions)
+
+    def close(self) -> None:
+        """Nothing to release: positions not committed are simply read again next time."""

@@ -1,0 +1,87 @@
+"""A small synchronous client of GMS's REST API (keep-alive HTTP, bearer token)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+
+class LodestarError(Exception):
+    """A request that failed: the server's message, or why the server could not be reached."""
+
+    def __init__(self, message: str, status: int | None = None, body: Any = None):
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+class RestClient:
+    def __init__(self, server: str, token: str | None = None, timeout: float = 60.0):
+        parts = urlsplit(server if "://" in server else f"http://{server}")
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise LodestarError(f"invalid server address {server!r}")
+        self.server = server
+        self._conn_args = (parts.hostname, parts.port or (443 if parts.scheme == "https" else 80))
+        self._https = parts.scheme == "https"
+        self._timeout = timeout
+        self._token = token
+        self._conn: http.client.HTTPConnection | None = None
+
+    def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        """(status, decoded JSON body); raises LodestarError if the server cannot be reached."""
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self._token:
+            headers["Authorization"] = f"Bearer {self._token}"
+        for attempt in (1, 2):  # one retry on a dropped keep-alive connection
+            conn = self._connection()
+            try:
+                conn.request(method, path, payload, headers)
+                response = conn.getresponse()
+                raw = response.read()
+                break
+            except (ConnectionError, http.client.HTTPException, OSError) as err:
+                self.close()
+                if attempt == 2 or isinstance(err, ConnectionRefusedError):
+                    raise LodestarError(f"cannot reach Lodestar at {self.server}: {err}") from None
+        try:
+            decoded = json.loads(raw) if raw else None
+        except ValueError:
+            decoded = raw.decode(errors="replace")
+        return response.status, decoded
+
+    def call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
+        """The JSON body of a successful request; LodestarError with the server's message otherwise."""
+        status, decoded = self.request(method, path, body)
+        if status not in ok:
+            message = decoded.get("message") if isinstance(decoded, dict) else decoded
+            raise LodestarError(f"HTTP {status}: {message}", status, decoded)
+        return decoded
+
+    def propose(self, proposals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """POST /v1/proposals; one result per proposal (failed proposals are results, not errors)."""
+        status, decoded = self.request("POST", "/v1/proposals", {"proposals": proposals})
+        if isinstance(decoded, dict) and isinstance(decoded.get("results"), list):
+            return decoded["results"]
+        message = decoded.get("message") if isinstance(decoded, dict) else decoded
+        raise LodestarError(f"HTTP {status}: {message}", status, decoded)
+
+    def entity(self, urn: str) -> dict[str, Any]:
+        return self.call("GET", f"/v1/entities/{quote(urn, safe='')}")
+
+    def aspect(self, urn: str, aspect: str, version: int | None = None) -> dict[str, Any]:
+        query = f"?version={version}" if version is not None else ""
+        return self.call("GET", f"/v1/entities/{quote(urn, safe='')}/aspects/{quote(aspect, safe='')}{query}")
+
+    def _connection(self) -> http.client.HTTPConnection:
+        if self._conn is None:
+            cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+            self._conn = cls(*self._conn_args, timeout=self._timeout)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -1,0 +1,1 @@
+"""Entity registry, Avro schemas and codecs: the vocabulary every other package speaks."""

@@ -1,0 +1,196 @@
+"""The entity registry: entities, their key aspect and aspects, and each aspect's schema.
+
+Built from `entity-registry.yml` (which aspects belong to which entity, and each aspect's
+kind) and `schemas/avro/*.avsc` (one named Avro type per file; aspect records carry an
+`"Aspect": {"name": ...}` annotation).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from schemas.jsonform import Check, compile_validator, full_name
+from schemas.urns import Urn, UrnError
+
+SCHEMA_DIR = Path(__file__).parent / "avro"
+REGISTRY_FILE = Path(__file__).parent.parent / "entity-registry.yml"
+
+
+class RegistryError(ValueError):
+    """The registry file and the schemas disagree."""
+
+
+@dataclass(frozen=True)
+class AspectSpec:
+    """One aspect: its name, kind (versioned | timeseries) and Avro schema."""
+
+    name: str
+    kind: str
+    schema_name: str
+    schema: Mapping[str, Any] = field(repr=False)
+    check: Check = field(repr=False, compare=False)
+    key_for: str | None = None
+
+    @property
+    def is_timeseries(self) -> bool:
+        return self.kind == "timeseries"
+
+
+@dataclass(frozen=True)
+class EntitySpec:
+    """One entity type: its key aspect (which defines its URN) and the aspects it may have."""
+
+    name: str
+    key_aspect: str
+    aspects: tuple[str, ...]
+    doc: str = ""
+
+
+@dataclass(frozen=True)
+class KeyPart:
+    """One element of an entity's URN: a key-aspect field."""
+
+    name: str
+    urn_types: tuple[str, ...] | None
+    symbols: frozenset[str] | None
+
+
+class EntityRegistry:
+    """Entities and aspects, with validation of URNs against key aspects."""
+
+    def __init__(self, entities: Mapping[str, EntitySpec], aspects: Mapping[str, AspectSpec],
+                 named_types: Mapping[str, Any]):
+        self.entities = dict(entities)
+        self.aspects = dict(aspects)
+        self.named_types = dict(named_types)
+        self._key_parts = {name: self._key_parts_of(spec) for name, spec in self.entities.items()}
+        self._by_schema_name = {spec.schema_name: spec for spec in self.aspects.values()}
+
+    def entity(self, name: str) -> EntitySpec | None:
+        return self.entities.get(name)
+
+    def aspect(self, name: str) -> AspectSpec | None:
+        return self.aspects.get(name)
+
+    def aspect_for_schema(self, schema_name: str) -> AspectSpec | None:
+        """The aspect whose record has this full name (`com.linkedin.pegasus2avro.` accepted)."""
+        return self._by_schema_name.get(schema_name.replace(".pegasus2avro.", "."))
+
+    def key_parts(self, entity_type: str) -> tuple[KeyPart, ...]:
+        return self._key_parts[entity_type]
+
+    def parse_urn(self, text: str, entity_type: str | None = None) -> Urn:
+        """Parse and check a URN against its entity's key; raises UrnError with the reason."""
+        urn = Urn.parse(text)
+        if urn.entity_type not in self.entities:
+            raise UrnError(f"{text!r}: unknown entity type {urn.entity_type!r}")
+        if entity_type is not None and urn.entity_type != entity_type:
+            raise UrnError(f"{text!r} is a {urn.entity_type} URN, not a {entity_type} URN")
+        parts = self._key_parts[urn.entity_type]
+        if len(urn.parts) != len(parts):
+            names = ", ".join(p.name for p in parts)
+            raise UrnError(
+                f"{text!r}: a {urn.entity_type} URN has {len(parts)} part(s) ({names}), found {len(urn.parts)}"
+            )
+        for part, value in zip(parts, urn.parts, strict=True):
+            if part.urn_types is not None:
+                inner = self.parse_urn(value)
+                if inner.entity_type not in part.urn_types:
+                    raise UrnError(f"{text!r}: {part.name} must be a {' or '.join(part.urn_types)} URN")
+            elif part.symbols is not None and value not in part.symbols:
+                raise UrnError(f"{text!r}: {part.name} {value!r} is not one of {', '.join(sorted(part.symbols))}")
+        return urn
+
+    def key_value(self, urn: Urn) -> dict[str, str]:
+        """The key aspect's value for a (validated) URN."""
+        return {part.name: value for part, value in zip(self._key_parts[urn.entity_type], urn.parts, strict=True)}
+
+    def _key_parts_of(self, entity: EntitySpec) -> tuple[KeyPart, ...]:
+        schema = self.aspects[entity.key_aspect].schema
+        parts = []
+        for f in schema["fields"]:
+            symbols = None
+            ftype = f["type"]
+            if isinstance(ftype, str) and ftype in self.named_types and self.named_types[ftype]["type"] == "enum":
+                symbols = frozenset(self.named_types[ftype]["symbols"])
+            urn_types = tuple(f["Urn"]) if f.get("Urn") else None
+            parts.append(KeyPart(f["name"], urn_types, symbols))
+        return tuple(parts)
+
+
+def _walk_named(schema: Any, namespace: str | None) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every named type defined (not just referenced) inside a schema."""
+    if isinstance(schema, list):
+        for branch in schema:
+            yield from _walk_named(branch, namespace)
+    elif isinstance(schema, dict):
+        kind = schema.get("type")
+        if kind in ("record", "error", "enum", "fixed"):
+            name = full_name(schema, namespace)
+            yield name, schema
+            ns = name.rpartition(".")[0] or None
+            for f in schema.get("fields", ()):
+                yield from _walk_named(f["type"], ns)
+        elif kind == "array":
+            yield from _walk_named(schema["items"], namespace)
+        elif kind == "map":
+            yield from _walk_named(schema["values"], namespace)
+        elif isinstance(kind, dict | list):
+            yield from _walk_named(kind, namespace)
+
+
+def load_named_types(schema_dir: Path = SCHEMA_DIR) -> dict[str, dict[str, Any]]:
+    """All named Avro types of the schema directory, by full name."""
+    named: dict[str, dict[str, Any]] = {}
+    for path in sorted(schema_dir.glob("*.avsc")):
+        raw = json.loads(path.read_text())
+        for name, schema in _walk_named(raw, None):
+            if name in named and named[name] != schema:
+                raise RegistryError(f"{path.name}: type {name} is defined twice with different shapes")
+            named[name] = schema
+    return named
+
+
+def load_registry(registry_file: Path = REGISTRY_FILE, schema_dir: Path = SCHEMA_DIR) -> EntityRegistry:
+    named = load_named_types(schema_dir)
+    annotated = {s["Aspect"]["name"]: (n, s) for n, s in named.items() if "Aspect" in s}
+    doc = yaml.safe_load(registry_file.read_text())
+    kinds = doc.get("aspects") or {}
+    aspects: dict[str, AspectSpec] = {}
+    for aspect_name, props in kinds.items():
+        if aspect_name not in annotated:
+            raise RegistryError(f"aspect {aspect_name!r} has no schema with \"Aspect\": {{\"name\": {aspect_name!r}}}")
+        schema_name, schema = annotated[aspect_name]
+        kind = (props or {}).get("kind", "versioned")
+        if kind not in ("versioned", "timeseries"):
+            raise RegistryError(f"aspect {aspect_name!r}: kind must be versioned or timeseries, not {kind!r}")
+        schema_kind = "timeseries" if schema["Aspect"].get("type") == "timeseries" else "versioned"
+        if schema_kind != kind:
+            raise RegistryError(f"aspect {aspect_name!r}: registry says {kind}, schema says {schema_kind}")
+        aspects[aspect_name] = AspectSpec(
+            aspect_name, kind, schema_name, schema, compile_validator(schema, named),
+            schema["Aspect"].get("keyForEntity"),
+        )
+    entities: dict[str, EntitySpec] = {}
+    for entry in doc.get("entities") or []:
+        spec = EntitySpec(entry["name"], entry["keyAspect"], tuple(entry["aspects"]), entry.get("doc", ""))
+        missing = [a for a in (spec.key_aspect, *spec.aspects) if a not in aspects]
+        if missing:
+            raise RegistryError(f"entity {spec.name!r} names aspects without a kind in 'aspects:': {missing}")
+        if spec.key_aspect not in spec.aspects:
+            spec = EntitySpec(spec.name, spec.key_aspect, (spec.key_aspect, *spec.aspects), spec.doc)
+        entities[spec.name] = spec
+    return EntityRegistry(entities, aspects, named)
+
+
+@cache
+def default_registry() -> EntityRegistry:
+    """The registry of this installation, loaded once."""
+    return load_registry()

@@ -1,0 +1,87 @@
+"""URNs: `urn:li:<entityType>:<id>` where <id> is one value or a tuple `(part,part,...)`.
+
+Tuple parts may themselves be URNs with parentheses (a dataJob's flow, a schemaField's
+dataset); commas and parentheses inside a part are percent-encoded, as DataHub does.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PREFIX = "urn:li:"
+_ENCODE = {"%": "%25", "(": "%28", ")": "%29", ",": "%2C"}
+
+
+class UrnError(ValueError):
+    """A string that is not a well-formed URN."""
+
+
+def encode_part(text: str) -> str:
+    """Percent-encode the characters that would break a URN tuple."""
+    return "".join(_ENCODE.get(ch, ch) for ch in text)
+
+
+@dataclass(frozen=True, slots=True)
+class Urn:
+    entity_type: str
+    parts: tuple[str, ...]
+
+    def __str__(self) -> str:
+        if len(self.parts) == 1 and not self.parts[0].startswith("("):
+            return f"{PREFIX}{self.entity_type}:{self.parts[0]}"
+        return f"{PREFIX}{self.entity_type}:({','.join(self.parts)})"
+
+    @classmethod
+    def create(cls, entity_type: str, *parts: str) -> Urn:
+        return cls(entity_type, tuple(parts))
+
+    @classmethod
+    def parse(cls, text: str) -> Urn:
+        if not isinstance(text, str) or not text.startswith(PREFIX):
+            raise UrnError(f"{text!r} does not start with {PREFIX!r}")
+        rest = text[len(PREFIX):]
+        entity_type, sep, ident = rest.partition(":")
+        if not sep or not entity_type or not entity_type.isidentifier():
+            raise UrnError(f"{text!r} has no entity type (expected urn:li:<type>:<id>)")
+        if not ident:
+            raise UrnError(f"{text!r} has an empty id")
+        if ident.startswith("("):
+            if not ident.endswith(")"):
+                raise UrnError(f"{text!r}: tuple id is not closed by ')'")
+            parts = _split_tuple(ident[1:-1], text)
+        else:
+            _check_balanced(ident, text)
+            parts = (ident,)
+        return cls(entity_type, parts)
+
+
+def _split_tuple(body: str, whole: str) -> tuple[str, ...]:
+    parts: list[str] = []
+    depth = 0
+    start = 0
+    for i, ch in enumerate(body):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth < 0:
+                raise UrnError(f"{whole!r}: unbalanced ')'")
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+    if depth != 0:
+        raise UrnError(f"{whole!r}: unbalanced '('")
+    parts.append(body[start:])
+    if any(not p for p in parts):
+        raise UrnError(f"{whole!r}: empty part in tuple")
+    return tuple(parts)
+
+
+def _check_balanced(ident: str, whole: str) -> None:
+    depth = 0
+    for ch in ident:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            raise UrnError(f"{whole!r}: unbalanced ')'")
+    if depth:
+        raise UrnError(f"{whole!r}: unbalanced '('")

@@ -1,0 +1,90 @@
+"""Shared fixtures: an embedded GMS, and a live HTTP server on a free port."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from gms.api.app import create_app
+from gms.api.auth import ADMIN, TokenAuth
+from gms.service import Gms, Limits
+from ingest.rest import RestClient
+from schemas.registry import EntityRegistry, default_registry
+
+TOKEN = "test-admin-token"
+
+
+@pytest.fixture(scope="session")
+def registry() -> EntityRegistry:
+    return default_registry()
+
+
+@pytest.fixture
+def gms(tmp_path: Path) -> Iterator[Gms]:
+    service = Gms.embedded(tmp_path / "data")
+    yield service
+    service.close()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class LiveServer:
+    url: str
+    token: str
+    gms: Gms
+
+    def client(self, token: str | None = TOKEN) -> RestClient:
+        return RestClient(self.url, token)
+
+
+class _ServerThread(threading.Thread):
+    def __init__(self, app: web.Application, port: int):
+        super().__init__(daemon=True, name="test-gms")
+        self.app, self.port = app, port
+        self.ready = threading.Event()
+        self.loop = asyncio.new_event_loop()
+
+    def run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.runner = web.AppRunner(self.app, access_log=None)
+        self.loop.run_until_complete(self.runner.setup())
+        site = web.TCPSite(self.runner, "127.0.0.1", self.port)
+        self.loop.run_until_complete(site.start())
+        self.ready.set()
+        self.loop.run_forever()
+        self.loop.run_until_complete(self.runner.cleanup())
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.join(timeout=10)
+
+
+def start_server(gms: Gms) -> tuple[LiveServer, _ServerThread]:
+    auth = TokenAuth()
+    auth.add(TOKEN, ADMIN)
+    port = free_port()
+    thread = _ServerThread(create_app(gms, auth), port)
+    thread.start()
+    assert thread.ready.wait(10), "server did not start"
+    return LiveServer(f"http://127.0.0.1:{port}", TOKEN, gms), thread
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[LiveServer]:
+    service = Gms.embedded(tmp_path / "data", Limits(max_aspect_bytes=64 * 1024, max_request_bytes=1024 * 1024))
+    live, thread = start_server(service)
+    yield live
+    thread.stop()
+    service.close()
