@@ -158,7 +158,7 @@ class _Application:
         # Deleting the key aspect deletes the entity: every other aspect first, the key last.
         self.keyed.discard(self.urn)
         for aspect in sorted(self.batch.live_aspects(self.urn), key=lambda a: a.aspect == live.aspect):
-            version = self._write(aspect, None, "DELETE")
+            version = self._write(aspect, None, "DELETE", aspect_name=aspect.aspect)
         return Result("applied", version)
 
     def _ensure_key_aspect(self) -> None:

@@ -19,6 +19,8 @@ from ingest.proposal import Proposal, ProposalError
 log = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/health", "/config", "/openapi.json"})
 GMS_KEY = web.AppKey("gms", "Api")
+LIMIT_KEY = web.AppKey("max_request_bytes", int)
+PRINCIPAL_KEY = web.RequestKey("principal", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
@@ -52,7 +54,7 @@ def api_of(request: web.Request) -> Api:
 
 
 def principal_of(request: web.Request) -> str:
-    return request["principal"]
+    return request[PRINCIPAL_KEY]
 
 
 async def read_json(request: web.Request) -> Any:
@@ -74,7 +76,7 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         if exc.content_type == "application/json" or exc.status < 400:
             raise
         if exc.status == 413:
-            return error(413, "too_large", f"request body over the limit of {request.app['max_request_bytes']} bytes")
+            return error(413, "too_large", f"request body over the limit of {request.app[LIMIT_KEY]} bytes")
         return error(exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason)
     except Exception:
         log.exception("unhandled error on %s %s", request.method, request.path)
@@ -89,7 +91,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     if principal is None:
         return error(401, "unauthorized", "missing or invalid bearer token (Authorization: Bearer <token>)",
                      headers={"WWW-Authenticate": "Bearer"})
-    request["principal"] = principal
+    request[PRINCIPAL_KEY] = principal
     return await handler(request)
 
 
@@ -97,7 +99,7 @@ def create_app(gms: Gms, auth: TokenAuth) -> web.Application:
     from gms.api import datahub, native, openapi
 
     app = web.Application(middlewares=[json_errors, authenticate], client_max_size=gms.limits.max_request_bytes)
-    app["max_request_bytes"] = gms.limits.max_request_bytes
+    app[LIMIT_KEY] = gms.limits.max_request_bytes
     app[GMS_KEY] = Api(gms, auth)
     native.add_routes(app)
     datahub.add_routes(app)

@@ -1,0 +1,63 @@
+"""Conditional writes hold under concurrency: of N racing writers, exactly one wins."""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from gms.service import Gms
+from tests.builders import dataset_urn, mcp, proposal
+
+URN = dataset_urn("race.target")
+WRITERS = 8
+
+
+def _race_in_process(data_dir: str, writer: int, barrier, results) -> None:
+    gms = Gms.embedded(Path(data_dir))
+    barrier.wait()
+    (result,) = gms.apply([proposal(URN, "datasetProperties", {"description": f"writer {writer}"},
+                                    headers={"If-Version-Match": "1"})], f"urn:li:corpuser:w{writer}")
+    results.put((writer, result.status, result.failure.code if result.failure else None))
+    gms.close()
+
+
+def test_processes_racing_with_the_same_expected_version_produce_one_winner(tmp_path):
+    setup = Gms.embedded(tmp_path)
+    setup.apply([proposal(URN, "datasetProperties", {"description": "initial"})], "urn:li:corpuser:setup")
+    setup.close()
+    ctx = multiprocessing.get_context("fork")
+    barrier, results = ctx.Barrier(WRITERS), ctx.Queue()
+    procs = [ctx.Process(target=_race_in_process, args=(str(tmp_path), i, barrier, results)) for i in range(WRITERS)]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    winners = [o for o in outcomes if o[1] == "applied"]
+    assert len(winners) == 1
+    assert all(o[2] == "precondition_failed" for o in outcomes if o[1] != "applied")
+    check = Gms.embedded(tmp_path)
+    history = check.store.history(URN, "datasetProperties")
+    assert [h.version for h in history] == [1, 2]
+    assert history[1].value["description"] == f"writer {winners[0][0]}"
+    check.close()
+
+
+def test_http_clients_racing_with_the_same_expected_version_produce_one_winner(server):
+    server.client().propose([mcp(URN, "datasetProperties", {"description": "initial"})])
+
+    def write(i: int) -> dict:
+        client = server.client()
+        try:
+            status, body = client.request("POST", "/v1/proposals", {"proposals": [
+                mcp(URN, "datasetProperties", {"description": f"writer {i}"}, headers={"If-Version-Match": "1"})]})
+            return {"http": status, **body["results"][0]}
+        finally:
+            client.close()
+
+    with ThreadPoolExecutor(WRITERS) as pool:
+        outcomes = list(pool.map(write, range(WRITERS)))
+    assert sorted(o["http"] for o in outcomes) == [200] + [412] * (WRITERS - 1)
+    assert sorted(o["status"] for o in outcomes) == ["applied"] + ["failed"] * (WRITERS - 1)
+    assert [h.version for h in server.gms.store.history(URN, "datasetProperties")] == [1, 2]
