@@ -1,8 +1,8 @@
 """Moves committed MCLs from the aspect store's outbox to the event log.
 
 A version and its MCL commit together; the relay publishes afterwards and then forgets
-the outbox entry. A crash in between leaves the entry to be published on restart; the
-entry's message id makes that second append a no-op on the embedded log.
+the outbox entry. A crash in between leaves the entry to be published on restart; its
+outbox id is its sequence number as the store's producer, so the log drops a second copy.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ class OutboxRelay:
             while pending := self.store.pending_outbox(self.batch_size):
                 crash_point("before-publish")
                 for topic, entries in groupby(pending, key=lambda entry: entry[1].topic):
-                    self.log.append(topic, [LogMessage(m.key, m.value, m.message_id) for _, m in entries])
+                    self.log.append(topic, [LogMessage(m.key, m.value, seq) for seq, m in entries],
+                                    producer=self.store.producer_id)
                 crash_point("after-publish")
                 self.store.ack_outbox([entry_id for entry_id, _ in pending])
                 published += len(pending)

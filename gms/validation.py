@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from gms.conditions import Conditions, parse_conditions
 from gms.errors import ProposalFailed
@@ -20,7 +21,10 @@ DEFAULT_MAX_ASPECT_BYTES = 4 * 1024 * 1024
 
 def canonical_json(value: Any) -> str:
     """The stored form of an aspect value: compact, keys sorted, so equal values compare equal."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except (orjson.JSONEncodeError, TypeError) as err:
+        raise ProposalFailed("invalid_aspect", f"aspect: value cannot be stored as JSON ({err})") from None
 
 
 @dataclass(frozen=True, slots=True)

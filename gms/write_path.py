@@ -8,7 +8,6 @@ written together or not at all), and one failing proposal does not stop the othe
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -221,7 +220,7 @@ class _Application:
             "previousSystemMetadata": previous.system_metadata if previous else None,
             "created": {"time": self.now, "actor": self.actor},
         }
-        return OutboxMessage(topic, self.urn, self.path.codec.encode(MCL, record), uuid.uuid4().hex)
+        return OutboxMessage(topic, self.urn, self.path.codec.encode(MCL, record))
 
 
 _SERVER_OWNED = frozenset({"version", "aspectCreated", "aspectModified"})

@@ -11,6 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 CHANGE_TYPES = ("UPSERT", "CREATE", "CREATE_ENTITY", "UPDATE", "DELETE", "PATCH")
 JSON = "application/json"
 JSON_PATCH = "application/json-patch+json"
@@ -76,7 +78,7 @@ class Proposal:
         if aspect is not None:
             content_type = aspect["contentType"]
             try:
-                value = json.loads(aspect["value"])
+                value = orjson.loads(aspect["value"])
             except ValueError as err:
                 raise ProposalError("aspect.value", f"not valid JSON ({err})") from None
         return cls(
@@ -152,7 +154,7 @@ def _aspect_value(aspect: Any) -> tuple[Any, str]:
     value = aspect["value"]
     if isinstance(value, str):
         try:
-            value = json.loads(value)
+            value = orjson.loads(value)
         except ValueError as err:
             raise ProposalError("aspect.value", f"is not valid JSON ({err})") from None
     return value, content_type

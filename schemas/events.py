@@ -14,10 +14,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from fastavro import schemaless_reader, schemaless_writer
+from fastavro import schemaless_reader
 from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
-from schemas.registry import SCHEMA_DIR
+from schemas.avro_binary import Encoder, compile_encoder
+from schemas.registry import SCHEMA_DIR, load_named_types
 
 MARKER = b"\xc3\x01"
 MCP = "com.linkedin.mxe.MetadataChangeProposal"
@@ -35,6 +36,7 @@ class _Writer:
     type_name: str
     schema: Any
     fingerprint: bytes
+    encode: Encoder
 
 
 def _fingerprint(parsed: Any) -> bytes:
@@ -47,19 +49,19 @@ class EventCodec:
     def __init__(self, schema_dir: Path = SCHEMA_DIR):
         self._current: dict[str, _Writer] = {}
         self._by_fingerprint: dict[bytes, _Writer] = {}
+        named = load_named_types(schema_dir)
         for type_name in EVENT_TYPES:
             parsed = load_schema(schema_dir / f"{type_name}.avsc")
-            writer = _Writer(type_name, parsed, _fingerprint(parsed))
+            writer = _Writer(type_name, parsed, _fingerprint(parsed), compile_encoder(named[type_name], named))
             self._current[type_name] = writer
             self._by_fingerprint[writer.fingerprint] = writer
 
     def encode(self, type_name: str, record: dict[str, Any]) -> bytes:
         writer = self._current[type_name]
-        buf = io.BytesIO()
-        buf.write(MARKER)
-        buf.write(writer.fingerprint)
-        schemaless_writer(buf, writer.schema, record)
-        return buf.getvalue()
+        out = bytearray(MARKER)
+        out += writer.fingerprint
+        writer.encode(record, out)
+        return bytes(out)
 
     def decode(self, data: bytes) -> tuple[str, dict[str, Any]]:
         """(type name, record) of an encoded event; raises EventDecodeError."""

@@ -75,11 +75,17 @@ port_open() {
 
 # port_owner PORT: a short description of who listens on PORT (best effort).
 port_owner() {
-  local out=""
+  local line=""
   if command -v ss >/dev/null; then
-    out="$(ss -Hltnp "sport = :$1" 2>/dev/null | awk '{ $1=$2=$3=""; print }' | sed 's/^ *//' | head -n 3)"
+    line="$(ss -Hltnp "sport = :$1" 2>/dev/null | head -n 1)"
   fi
-  printf '%s' "${out:-unknown process (install iproute2 for details: ss -ltnp)}"
+  if [[ "$line" == *users:* ]]; then
+    sed -E 's/.*users:\(\("([^"]+)",pid=([0-9]+).*/\1 (pid \2)/' <<<"$line"
+  elif [[ -n "$line" ]]; then
+    printf "another user's process (run as root or see: ss -ltnp)"
+  else
+    printf 'an unknown process (see: ss -ltnp)'
+  fi
 }
 
 # check_ports_free SERVER PORT...: dies with a clear message when a port is taken.
@@ -96,16 +102,24 @@ check_ports_free() {
 
 pid_file() { printf '%s/%s.pid' "$(run_dir "$1")" "$1"; }
 
-# server_pid SERVER: prints the pid of our running SERVER and returns 0, or returns 1.
-# The JVM carries -Dlodestar.server=SERVER, so a recycled pid is never mistaken for the server.
+# _is_server PID SERVER: true when PID is our SERVER. Every process we launch carries
+# LODESTAR_SERVER=SERVER in its environment (also while bin/opensearch is still running its helper
+# JVMs), and the server JVM carries -Dlodestar.server=SERVER, so a recycled pid is never mistaken
+# for the server.
+_is_server() {
+  [[ -r "/proc/$1/cmdline" ]] || return 1
+  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q -- "-Dlodestar.server=$2 " && return 0
+  tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qx -- "LODESTAR_SERVER=$2"
+}
+
+# server_pid SERVER: prints the pid of our running SERVER (from its pid file) and returns 0, or 1.
 server_pid() {
   local f pid
   f="$(pid_file "$1")"
   [[ -r "$f" ]] || return 1
   pid="$(tr -dc '0-9' <"$f")"
   [[ -n "$pid" ]] || return 1
-  [[ -r "/proc/$pid/cmdline" ]] || return 1
-  tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q -- "-Dlodestar.server=$1 " || return 1
+  _is_server "$pid" "$1" || return 1
   printf '%s' "$pid"
 }
 
@@ -128,7 +142,7 @@ rss_mb() {
   awk '/^VmRSS:/ { printf "%d", $2 / 1024 }' "/proc/$1/status" 2>/dev/null || printf '?'
 }
 
-# stop_pid SERVER PID TIMEOUT: SIGTERM, wait, then SIGKILL.
+# stop_pid SERVER PID TIMEOUT: SIGTERM (unless already sent), wait, then SIGKILL.
 stop_pid() {
   local server="$1" pid="$2" timeout="$3" i
   kill -TERM "$pid" 2>/dev/null || true
@@ -155,7 +169,7 @@ rotate_log() {
 # writes its pid to the pid file. CMD must exec the JVM in the end so that the pid is the JVM's.
 launch() {
   local server="$1" log="$2"; shift 2
-  setsid "$@" </dev/null >>"$log" 2>&1 &
+  LODESTAR_SERVER="$server" setsid "$@" </dev/null >>"$log" 2>&1 &
   local pid=$!
   printf '%s\n' "$pid" >"$(pid_file "$server")"
 }

@@ -70,7 +70,8 @@ kafka_healthy() {
       printf "\x00\x00\x00\x0f\x00\x03\x00\x04\x00\x00\x00\x07\xff\xff\xff\xff\xff\xff\x00" >&3
       head -c 16 <&3 | od -An -v -tu1
     ' "$BIND_HOST" "$KAFKA_PORT" 2>/dev/null)" || return 1
-  read -r -a b <<<"$bytes"
+  local -a b
+  read -r -a b <<<"${bytes//$'\n'/ }"
   ((${#b[@]} == 16)) || return 1
   # correlation id 7 echoed back, and at least one broker registered.
   [[ "${b[4]} ${b[5]} ${b[6]} ${b[7]}" == "0 0 0 7" ]] || return 1

@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from gms.api.auth import TokenAuth
@@ -59,8 +60,8 @@ def principal_of(request: web.Request) -> str:
 
 async def read_json(request: web.Request) -> Any:
     try:
-        return await request.json(loads=json.loads)
-    except ValueError as err:
+        return orjson.loads(await request.read())
+    except orjson.JSONDecodeError as err:
         raise web.HTTPBadRequest(
             text=json.dumps({"error": "invalid_json", "message": f"request body is not valid JSON: {err}",
                              "status": 400}),

@@ -9,12 +9,13 @@ A deleted aspect is a version whose value is None (a tombstone), so history surv
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +34,7 @@ class StoredAspect:
 
     @property
     def value(self) -> Any:
-        return None if self.value_json is None else json.loads(self.value_json)
+        return None if self.value_json is None else orjson.loads(self.value_json)
 
     @property
     def modified_ms(self) -> int:
@@ -48,7 +49,6 @@ class OutboxMessage:
     topic: str
     key: str
     value: bytes
-    message_id: str
 
 
 class AspectBatch(ABC):
@@ -98,9 +98,15 @@ class AspectStore(ABC):
     def entity(self, urn: str) -> list[StoredAspect]:
         """The newest live version of each aspect of an entity."""
 
+    @property
+    @abstractmethod
+    def producer_id(self) -> str:
+        """A stable id of this store as a producer of events; outbox ids are its sequence numbers."""
+
     @abstractmethod
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
-        """Committed events not yet acknowledged as published, oldest first."""
+        """Committed events not yet acknowledged as published, oldest first, with their
+        increasing outbox ids."""
 
     @abstractmethod
     def ack_outbox(self, ids: Sequence[int]) -> None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from ingest.eventlog.sqlite import connect
@@ -21,14 +23,15 @@ CREATE TABLE IF NOT EXISTS aspects (
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
-    topic TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL, message_id TEXT NOT NULL
+    topic TEXT NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL
 );
+CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _COLUMNS = "urn, aspect, version, value, system_metadata"
 
 
 def _row(row: tuple[Any, ...]) -> StoredAspect:
-    return StoredAspect(row[0], row[1], row[2], row[3], json.loads(row[4]))
+    return StoredAspect(row[0], row[1], row[2], row[3], orjson.loads(row[4]))
 
 
 class _Reads:
@@ -66,7 +69,7 @@ class SqliteBatch(AspectBatch, _Reads):
         try:
             self.conn.execute(
                 "INSERT INTO aspects VALUES (?, ?, ?, ?, ?)",
-                (row.urn, row.aspect, row.version, row.value_json, json.dumps(row.system_metadata)),
+                (row.urn, row.aspect, row.version, row.value_json, orjson.dumps(row.system_metadata)),
             )
         except sqlite3.IntegrityError:
             return False
@@ -76,13 +79,12 @@ class SqliteBatch(AspectBatch, _Reads):
     def refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
         self.conn.execute(
             "UPDATE aspects SET system_metadata = ? WHERE urn = ? AND aspect = ? AND version = ?",
-            (json.dumps(system_metadata), urn, aspect, version),
+            (orjson.dumps(system_metadata), urn, aspect, version),
         )
 
     def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
         self.conn.executemany(
-            "INSERT INTO outbox (topic, key, value, message_id) VALUES (?, ?, ?, ?)",
-            [(m.topic, m.key, m.value, m.message_id) for m in outbox],
+            "INSERT INTO outbox (topic, key, value) VALUES (?, ?, ?)", [(m.topic, m.key, m.value) for m in outbox],
         )
 
     def purge(self, urn: str) -> None:
@@ -99,6 +101,13 @@ class SqliteAspectStore(AspectStore, _Reads):
         self._write_lock = threading.Lock()
         self._writer = connect(self.path)
         self._writer.executescript(_SCHEMA)
+        self._writer.execute("INSERT OR IGNORE INTO store_meta VALUES ('producer_id', ?)", (uuid.uuid4().hex,))
+        (self._producer_id,) = self._writer.execute(
+            "SELECT value FROM store_meta WHERE name = 'producer_id'").fetchone()
+
+    @property
+    def producer_id(self) -> str:
+        return self._producer_id
 
     @property
     def conn(self) -> sqlite3.Connection:  # the reader of the calling thread
@@ -137,7 +146,7 @@ class SqliteAspectStore(AspectStore, _Reads):
 
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
         rows = self.conn.execute(
-            "SELECT id, topic, key, value, message_id FROM outbox ORDER BY id LIMIT ?", (limit,)
+            "SELECT id, topic, key, value FROM outbox ORDER BY id LIMIT ?", (limit,)
         ).fetchall()
         return [(row[0], OutboxMessage(*row[1:])) for row in rows]
 

@@ -15,12 +15,11 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class LogMessage:
-    """A message to append. `message_id`, when given, makes the append idempotent where
-    the adapter supports it (the embedded log drops a second message with the same id)."""
+    """A message to append. `sequence` numbers the messages of one producer (see append)."""
 
     key: str
     value: bytes
-    message_id: str | None = None
+    sequence: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,8 +59,12 @@ class EventLog(ABC):
     """Appends to and reads from topics."""
 
     @abstractmethod
-    def append(self, topic: str, messages: Sequence[LogMessage]) -> None:
-        """Append durably, in order; returns once the messages are stored."""
+    def append(self, topic: str, messages: Sequence[LogMessage], producer: str | None = None) -> None:
+        """Append durably, in order; returns once the messages are stored.
+
+        With a producer id, messages carry increasing sequence numbers and the log drops
+        any whose sequence is not above the last it stored for that producer (Kafka's
+        idempotent-producer model), so re-sending after a crash adds nothing twice."""
 
     @abstractmethod
     def consumer(self, group: str, topics: Sequence[str]) -> Consumer:

@@ -1,0 +1,226 @@
+#!/usr/bin/env bash
+# Runs the real backends of Lodestar (Apache Kafka, Apache Cassandra, OpenSearch) on this machine
+# without Docker: fetched from Maven Central with Maven, cached outside the repository, bound to
+# 127.0.0.1 with small heaps. See deploy/README.md.
+#
+#   deploy/servers.sh start   [kafka|cassandra|opensearch ...]   fetch if needed, start, wait healthy
+#   deploy/servers.sh stop    [...]                               stop (ok when already stopped)
+#   deploy/servers.sh restart [...]
+#   deploy/servers.sh status  [...]                               state, port, pid, RSS (exit 3 if any is down)
+#   deploy/servers.sh fetch   [...]                               only download / assemble
+#   deploy/servers.sh reset   [...]                               stop and wipe data (downloads kept)
+#   deploy/servers.sh logs    SERVER [N]                          last N lines of the server's log
+#
+# With no server named, the command applies to all three.
+set -euo pipefail
+
+DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib/versions.sh
+source "$DEPLOY_DIR/lib/versions.sh"
+# shellcheck source=lib/common.sh
+source "$DEPLOY_DIR/lib/common.sh"
+# shellcheck source=lib/kafka.sh
+source "$DEPLOY_DIR/lib/kafka.sh"
+# shellcheck source=lib/cassandra.sh
+source "$DEPLOY_DIR/lib/cassandra.sh"
+# shellcheck source=lib/opensearch.sh
+source "$DEPLOY_DIR/lib/opensearch.sh"
+
+ALL_SERVERS=(kafka cassandra opensearch)
+STOP_TIMEOUT="${LODESTAR_STOP_TIMEOUT:-60}"
+
+run_dir() {
+  case "$1" in
+    opensearch) opensearch_run_dir ;;
+    *) printf '%s/%s' "$RUN_ROOT" "$1" ;;
+  esac
+}
+log_file() { printf '%s/logs/%s.log' "$(run_dir "$1")" "$1"; }
+start_timeout() {
+  case "$1" in
+    kafka) echo "$KAFKA_START_TIMEOUT" ;;
+    cassandra) echo "$CASSANDRA_START_TIMEOUT" ;;
+    opensearch) echo "$OPENSEARCH_START_TIMEOUT" ;;
+  esac
+}
+
+usage() {
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  exit "${1:-2}"
+}
+
+# parse_servers ARGS...: fills SERVERS (all when none given), rejects unknown names.
+parse_servers() {
+  SERVERS=()
+  local s known
+  for s in "$@"; do
+    known=0
+    for k in "${ALL_SERVERS[@]}"; do [[ "$s" == "$k" ]] && known=1; done
+    ((known)) || die "unknown server '$s' (expected: ${ALL_SERVERS[*]})"
+    SERVERS+=("$s")
+  done
+  ((${#SERVERS[@]})) || SERVERS=("${ALL_SERVERS[@]}")
+}
+
+print_log_tail() {
+  local log; log="$(log_file "$1")"
+  if [[ -s "$log" ]]; then
+    echo "---- last ${2:-40} lines of $log ----" >&2
+    tail -n "${2:-40}" "$log" >&2
+    echo "----" >&2
+  else
+    echo "(no output in $log)" >&2
+  fi
+}
+
+# wait_healthy SERVER STARTED_AT: 0 when healthy; otherwise explains, stops it and returns 1.
+wait_healthy() {
+  local s="$1" t0="$2" timeout pid
+  timeout="$(start_timeout "$s")"
+  while :; do
+    if ! pid="$(server_pid "$s")"; then
+      echo "$(_ts) ERROR: $s exited during start-up (after $((SECONDS - t0))s)" >&2
+      print_log_tail "$s"
+      return 1
+    fi
+    if "${s}_healthy"; then
+      info "$s: up on $("${s}_describe") (pid $pid, $(("${SECONDS}" - t0))s)"
+      return 0
+    fi
+    if ((SECONDS - t0 >= timeout)); then
+      echo "$(_ts) ERROR: $s (pid $pid) not healthy after ${timeout}s; stopping it" \
+        "(raise LODESTAR_${s^^}_START_TIMEOUT on a slow machine)" >&2
+      print_log_tail "$s"
+      stop_pid "$s" "$pid" "$STOP_TIMEOUT"
+      rm -f "$(pid_file "$s")"
+      return 1
+    fi
+    sleep 1
+  done
+}
+
+cmd_fetch() {
+  require_java
+  local s
+  for s in "${SERVERS[@]}"; do
+    "${s}_fetch"
+    info "$s: $("${s}_version") ready in $DIST_ROOT"
+  done
+}
+
+cmd_start() {
+  require_java
+  local s pid
+  local -a launched=() running=()
+  declare -A started_at=()
+  # Check everything first so that a taken port fails fast, before any download.
+  for s in "${SERVERS[@]}"; do
+    if pid="$(find_server_pid "$s")"; then
+      printf '%s\n' "$pid" >"$(pid_file "$s")"
+      running+=("$s")
+      continue
+    fi
+    # shellcheck disable=SC2046
+    check_ports_free "$s" $("${s}_ports")
+  done
+  for s in "${SERVERS[@]}"; do
+    [[ " ${running[*]} " == *" $s "* ]] && continue
+    "${s}_fetch"
+  done
+  for s in "${SERVERS[@]}"; do
+    if [[ " ${running[*]} " == *" $s "* ]]; then
+      info "$s: already running (pid $(server_pid "$s"))"
+      started_at[$s]=$SECONDS
+      continue
+    fi
+    mkdir -p "$(run_dir "$s")"
+    info "$s: starting $("${s}_version") (log: $(log_file "$s"))"
+    started_at[$s]=$SECONDS
+    "${s}_launch"
+    launched+=("$s")
+  done
+  local failed=0
+  for s in "${SERVERS[@]}"; do
+    wait_healthy "$s" "${started_at[$s]}" || failed=1
+  done
+  ((failed == 0)) || die "not all servers came up (see above)"
+}
+
+cmd_stop() {
+  local s pid
+  declare -A pids=()
+  # Signal all first, then wait: the servers shut down in parallel.
+  for s in "${SERVERS[@]}"; do
+    if pid="$(find_server_pid "$s")"; then
+      info "$s: stopping (pid $pid)"
+      kill -TERM "$pid" 2>/dev/null || true
+      pids[$s]=$pid
+    else
+      info "$s: not running"
+      rm -f "$(pid_file "$s")"
+    fi
+  done
+  for s in "${SERVERS[@]}"; do
+    [[ -n "${pids[$s]:-}" ]] || continue
+    stop_pid "$s" "${pids[$s]}" "$STOP_TIMEOUT"
+    rm -f "$(pid_file "$s")"
+    info "$s: stopped"
+  done
+}
+
+cmd_status() {
+  local s pid rc=0 p busy
+  for s in "${SERVERS[@]}"; do
+    if pid="$(find_server_pid "$s")"; then
+      local state="running"
+      "${s}_healthy" || { state="unhealthy"; rc=3; }
+      printf '%-11s %-10s %-42s %s\n' "$s" "$state" "$("${s}_describe")" \
+        "pid $pid, rss $(rss_mb "$pid") MB, $("${s}_version"), data $(run_dir "$s")"
+    else
+      rc=3
+      busy=""
+      for p in $("${s}_ports"); do
+        port_open "$p" && busy+="${busy:+; }port $p in use by $(port_owner "$p")"
+      done
+      printf '%-11s %-10s %-42s %s\n' "$s" "stopped" "$("${s}_describe")" "$busy"
+    fi
+  done
+  return "$rc"
+}
+
+cmd_reset() {
+  cmd_stop
+  local s dir
+  for s in "${SERVERS[@]}"; do
+    dir="$(run_dir "$s")"
+    rm -rf "$dir"
+    info "$s: data wiped ($dir)"
+  done
+}
+
+cmd_logs() {
+  (($# >= 1)) || die "usage: servers.sh logs SERVER [LINES]"
+  parse_servers "$1"
+  local log; log="$(log_file "$1")"
+  [[ -f "$log" ]] || die "no log yet: $log"
+  echo "==> $log <=="
+  tail -n "${2:-50}" "$log"
+}
+
+main() {
+  (($# >= 1)) || usage
+  local cmd="$1"; shift
+  case "$cmd" in
+    start) parse_servers "$@"; cmd_start ;;
+    stop) parse_servers "$@"; cmd_stop ;;
+    restart) parse_servers "$@"; cmd_stop; cmd_start ;;
+    status) parse_servers "$@"; cmd_status ;;
+    fetch) parse_servers "$@"; cmd_fetch ;;
+    reset) parse_servers "$@"; cmd_reset ;;
+    logs) cmd_logs "$@" ;;
+    -h | --help | help) usage 0 ;;
+    *) echo "unknown command '$cmd'" >&2; usage ;;
+  esac
+}
+
+main "$@"
