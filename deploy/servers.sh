@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # Runs the real backends of Lodestar (Apache Kafka, Apache Cassandra, OpenSearch) on this machine
 # without Docker: fetched from Maven Central with Maven, cached outside the repository, bound to
 # 127.0.0.1 with small heaps. See deploy/README.md.
@@ -15,15 +16,10 @@
 set -euo pipefail
 
 DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-# shellcheck source=lib/versions.sh
 source "$DEPLOY_DIR/lib/versions.sh"
-# shellcheck source=lib/common.sh
 source "$DEPLOY_DIR/lib/common.sh"
-# shellcheck source=lib/kafka.sh
 source "$DEPLOY_DIR/lib/kafka.sh"
-# shellcheck source=lib/cassandra.sh
 source "$DEPLOY_DIR/lib/cassandra.sh"
-# shellcheck source=lib/opensearch.sh
 source "$DEPLOY_DIR/lib/opensearch.sh"
 
 ALL_SERVERS=(kafka cassandra opensearch)
@@ -45,7 +41,8 @@ start_timeout() {
 }
 
 usage() {
-  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  # The comment block at the top of this file, without the shellcheck directive.
+  sed -n '3,/^set -euo pipefail/p' "${BASH_SOURCE[0]}" | sed -n 's/^# \{0,1\}//p'
   exit "${1:-2}"
 }
 

@@ -6,9 +6,11 @@ Errors are one line on stderr and a non-zero exit; never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 import threading
 from collections import Counter
@@ -42,35 +44,83 @@ def _client(args: argparse.Namespace) -> RestClient:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    from gms.api.auth import admin_token
+    from gms.service import Gms
+
+    if args.workers < 1:
+        raise CliError("--workers must be at least 1")
+    data_dir = Path(args.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        token, created = admin_token(data_dir, args.admin_token)
+        if args.examples:
+            gms = Gms.embedded(data_dir)
+            try:
+                _load_examples(gms)
+            finally:
+                gms.close()
+    except OSError as err:
+        raise CliError(f"cannot use data directory {data_dir}: {err}") from None
+    print(f"Lodestar GMS on http://{args.host}:{args.port} (data: {data_dir}, workers: {args.workers})", flush=True)
+    print(f"admin token{' (new)' if created else ''}: {token}", flush=True)
+    if args.workers == 1:
+        return _serve_worker(args, token, consume=True, reuse_port=False)
+    return _serve_forked(args, token)
+
+
+def _serve_forked(args: argparse.Namespace, token: str) -> int:
+    """Several GMS processes on one port (SO_REUSEPORT) and one data directory; the first
+    also applies proposals from the MCP topic."""
+    children = []
+    for worker in range(args.workers):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                code = _serve_worker(args, token, consume=worker == 0, reuse_port=True)
+            finally:
+                os._exit(code)
+        children.append(pid)
+
+    def forward(signum: int, _frame: object) -> None:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
+
+    signal.signal(signal.SIGTERM, forward)
+    signal.signal(signal.SIGINT, forward)
+    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
+    return next((code for code in codes if code not in (0, -signal.SIGTERM, -signal.SIGINT)), 0)
+
+
+def _serve_worker(args: argparse.Namespace, token: str, consume: bool, reuse_port: bool) -> int:
     from aiohttp import web
 
     from gms.api.app import create_app
-    from gms.api.auth import ADMIN, TokenAuth, admin_token
+    from gms.api.auth import ADMIN, TokenAuth
     from gms.service import Gms
 
-    data_dir = Path(args.data_dir)
     try:
-        gms = Gms.embedded(data_dir)
+        gms = Gms.embedded(Path(args.data_dir))
     except OSError as err:
-        raise CliError(f"cannot open data directory {data_dir}: {err}") from None
-    token, created = admin_token(data_dir, args.admin_token)
+        print(f"lodestar: error: cannot open data directory {args.data_dir}: {err}", file=sys.stderr)
+        return 1
     auth = TokenAuth()
     auth.add(token, ADMIN)
-    if args.examples:
-        _load_examples(gms)
     stop = threading.Event()
     consumer = threading.Thread(target=gms.consume_proposals, args=(stop,), name="mcp-consumer", daemon=True)
-    consumer.start()
-    print(f"Lodestar GMS on http://{args.host}:{args.port} (data: {data_dir})", flush=True)
-    print(f"admin token{' (new)' if created else ''}: {token}", flush=True)
+    if consume:
+        consumer.start()
     try:
         web.run_app(create_app(gms, auth), host=args.host, port=args.port, print=None,
-                    access_log=None, handle_signals=True)
+                    access_log=None, handle_signals=True, reuse_port=reuse_port)
     except OSError as err:
-        raise CliError(f"cannot listen on {args.host}:{args.port}: {err.strerror or err}") from None
+        print(f"lodestar: error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
+        return 1
     finally:
         stop.set()
-        consumer.join(timeout=5)
+        if consume:
+            consumer.join(timeout=5)
         gms.close()
     return 0
 
@@ -153,6 +203,8 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--admin-token", help="admin bearer token (default: stored in the data directory, "
                                              "created on first start)")
     serve.add_argument("--examples", action="store_true", help="load the example metadata on start")
+    serve.add_argument("--workers", type=int, default=1,
+                       help="GMS processes sharing the port and the data directory (default 1)")
     serve.set_defaults(func=cmd_serve)
 
     ingest = sub.add_parser("ingest", help="send proposal files (Lodestar or DataHub JSON) to GMS")

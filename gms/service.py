@@ -26,6 +26,7 @@ log = logging.getLogger(__name__)
 ACTOR_HEADER = "X-Lodestar-Actor"
 UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
 MCP_GROUP = "gms-mcp-consumer"
+DATABASE = "lodestar.db"
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,11 @@ class Gms:
 
     @classmethod
     def embedded(cls, data_dir: Path, limits: Limits = Limits()) -> Gms:
-        """GMS on the embedded adapters: `aspects.db` and `eventlog.db` in data_dir."""
+        """GMS on the embedded adapters: aspects and topics in `lodestar.db` in data_dir, so a
+        version and its MCL commit in one transaction."""
         data_dir.mkdir(parents=True, exist_ok=True)
-        return cls(SqliteAspectStore(data_dir / "aspects.db"), SqliteEventLog(data_dir / "eventlog.db"),
-                   limits=limits)
+        log_ = SqliteEventLog(data_dir / DATABASE)
+        return cls(SqliteAspectStore(data_dir / DATABASE, colocated_log=log_), log_, limits=limits)
 
     def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
               request_headers: Mapping[str, str] | None = None) -> list[Result]:

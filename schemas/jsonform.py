@@ -177,30 +177,29 @@ class _Compiler:
         return check_enum
 
     def _record(self, schema: Mapping[str, Any], namespace: str | None) -> Check:
-        fields = []
-        for field in schema["fields"]:
-            check = self.compile(field["type"], namespace, field.get("Urn"))
-            required = "default" not in field and not _is_nullable(field["type"])
-            fields.append((field["name"], check, required))
-        known = frozenset(name for name, _, _ in fields)
+        checks = {field["name"]: self.compile(field["type"], namespace, field.get("Urn")) for field in schema["fields"]}
+        required = frozenset(
+            field["name"] for field in schema["fields"]
+            if "default" not in field and not _is_nullable(field["type"])
+        )
+        order = [field["name"] for field in schema["fields"]]
 
         def check_record(value: Any) -> None:
             if not isinstance(value, dict):
                 raise AspectValueError(f"expected an object, got {_kind(value)}")
-            for name, check, required in fields:
-                if name in value:
-                    item = value[name]
-                    if item is None and not required:
-                        continue
-                    try:
-                        check(item)
-                    except AspectValueError as err:
-                        raise err.within(name) from None
-                elif required:
-                    raise AspectValueError("required field is missing", name)
-            if len(value) > len(known) or not known.issuperset(value):
-                extra = sorted(set(value) - known)
-                raise AspectValueError("unknown field", extra[0])
+            if not required <= value.keys():
+                missing = next(name for name in order if name in required and name not in value)
+                raise AspectValueError("required field is missing", missing)
+            for name, item in value.items():  # usually fewer than the schema's fields
+                check = checks.get(name)
+                if check is None:
+                    raise AspectValueError("unknown field", name)
+                if item is None and name not in required:
+                    continue
+                try:
+                    check(item)
+                except AspectValueError as err:
+                    raise err.within(name) from None
         return check_record
 
     def _array(self, schema: Mapping[str, Any], namespace: str | None, urn_types: list[str] | None) -> Check:

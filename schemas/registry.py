@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +72,7 @@ class EntityRegistry:
         self.named_types = dict(named_types)
         self._key_parts = {name: self._key_parts_of(spec) for name, spec in self.entities.items()}
         self._by_schema_name = {spec.schema_name: spec for spec in self.aspects.values()}
+        self._checked_urn = lru_cache(maxsize=65536)(self._check_urn)
 
     def entity(self, name: str) -> EntitySpec | None:
         return self.entities.get(name)
@@ -88,11 +89,15 @@ class EntityRegistry:
 
     def parse_urn(self, text: str, entity_type: str | None = None) -> Urn:
         """Parse and check a URN against its entity's key; raises UrnError with the reason."""
+        urn = self._checked_urn(text) if isinstance(text, str) else Urn.parse(text)
+        if entity_type is not None and urn.entity_type != entity_type:
+            raise UrnError(f"{text!r} is a {urn.entity_type} URN, not a {entity_type} URN")
+        return urn
+
+    def _check_urn(self, text: str) -> Urn:
         urn = Urn.parse(text)
         if urn.entity_type not in self.entities:
             raise UrnError(f"{text!r}: unknown entity type {urn.entity_type!r}")
-        if entity_type is not None and urn.entity_type != entity_type:
-            raise UrnError(f"{text!r} is a {urn.entity_type} URN, not a {entity_type} URN")
         parts = self._key_parts[urn.entity_type]
         if len(urn.parts) != len(parts):
             names = ", ".join(p.name for p in parts)

@@ -7,6 +7,7 @@ dataset); commas and parentheses inside a part are percent-encoded, as DataHub d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 PREFIX = "urn:li:"
 _ENCODE = {"%": "%25", "(": "%28", ")": "%29", ",": "%2C"}
@@ -37,7 +38,14 @@ class Urn:
 
     @classmethod
     def parse(cls, text: str) -> Urn:
-        if not isinstance(text, str) or not text.startswith(PREFIX):
+        """Parse a URN; raises UrnError saying what is wrong. Results are cached."""
+        if not isinstance(text, str):
+            raise UrnError(f"{text!r} is not a string")
+        return _parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> Urn:
+        if not text.startswith(PREFIX):
             raise UrnError(f"{text!r} does not start with {PREFIX!r}")
         rest = text[len(PREFIX):]
         entity_type, sep, ident = rest.partition(":")
@@ -53,6 +61,11 @@ class Urn:
             _check_balanced(ident, text)
             parts = (ident,)
         return cls(entity_type, parts)
+
+
+@lru_cache(maxsize=65536)
+def _parse(text: str) -> Urn:
+    return Urn._parse(text)
 
 
 def _split_tuple(body: str, whole: str) -> tuple[str, ...]:

@@ -61,3 +61,29 @@ def test_http_clients_racing_with_the_same_expected_version_produce_one_winner(s
     assert sorted(o["http"] for o in outcomes) == [200] + [412] * (WRITERS - 1)
     assert sorted(o["status"] for o in outcomes) == ["applied"] + ["failed"] * (WRITERS - 1)
     assert [h.version for h in server.gms.store.history(URN, "datasetProperties")] == [1, 2]
+
+
+def test_several_server_processes_on_one_data_directory_keep_versions_contiguous(tmp_path):
+    from tests.processes import ServeProcess
+
+    urns = [dataset_urn(f"workers.t{i}") for i in range(4)]
+    with ServeProcess(tmp_path, None, "--workers", "2") as serve:
+        def write(i: int) -> list[str]:
+            client = serve.client()
+            statuses = []
+            for round_ in range(10):
+                results = client.propose([mcp(urn, "datasetProperties", {"description": f"w{i} r{round_}"})
+                                          for urn in urns])
+                statuses += [r["status"] for r in results]
+            client.close()
+            return statuses
+
+        with ThreadPoolExecutor(4) as pool:
+            outcomes = [s for statuses in pool.map(write, range(4)) for s in statuses]
+        assert outcomes.count("failed") == 0
+        applied = outcomes.count("applied")
+        check = Gms.embedded(tmp_path)
+        versions = [[h.version for h in check.store.history(urn, "datasetProperties")] for urn in urns]
+        check.close()
+    assert sum(len(v) for v in versions) == applied
+    assert all(v == list(range(1, len(v) + 1)) for v in versions)

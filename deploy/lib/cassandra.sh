@@ -45,7 +45,15 @@ cassandra_launch() {
   done < <(jvm_options_file "$DEPLOY_DIR/conf/cassandra/jvm.options")
   jamm="$(compgen -G "$CASSANDRA_DIST/lib/jamm-*.jar" | head -n 1)"
 
-  launch cassandra "$log" "$JAVA_BIN" "-Dlodestar.server=cassandra" "-Dlodestar.home=$SERVERS_HOME" \
+  # CassandraDaemon always calls mlockall(MCL_CURRENT); as root (CAP_IPC_LOCK) that succeeds and
+  # pins the whole 1G heap in RAM. A dev node does not need that: drop the capability.
+  local -a nolock=()
+  if ((EUID == 0)) && command -v setpriv >/dev/null &&
+    setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock true 2>/dev/null; then
+    nolock=(setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock)
+  fi
+
+  launch cassandra "$log" "${nolock[@]}" "$JAVA_BIN" "-Dlodestar.server=cassandra" "-Dlodestar.home=$SERVERS_HOME" \
     "-Xms$CASSANDRA_HEAP" "-Xmx$CASSANDRA_HEAP" \
     "${opts[@]}" \
     "-javaagent:$jamm" \

@@ -108,8 +108,8 @@ pid_file() { printf '%s/%s.pid' "$(run_dir "$1")" "$1"; }
 # for the server.
 _is_server() {
   [[ -r "/proc/$1/cmdline" ]] || return 1
-  tr '\0' ' ' <"/proc/$1/cmdline" 2>/dev/null | grep -q -- "-Dlodestar.server=$2 " && return 0
-  tr '\0' '\n' <"/proc/$1/environ" 2>/dev/null | grep -qx -- "LODESTAR_SERVER=$2"
+  grep -qzxF -- "-Dlodestar.server=$2" "/proc/$1/cmdline" 2>/dev/null && return 0
+  grep -qzxF -- "LODESTAR_SERVER=$2" "/proc/$1/environ" 2>/dev/null
 }
 
 # server_pid SERVER: prints the pid of our running SERVER (from its pid file) and returns 0, or 1.
@@ -127,14 +127,15 @@ server_pid() {
 # (covers a pid file lost or not yet written).
 find_server_pid() {
   server_pid "$1" && return 0
-  local d
-  for d in /proc/[0-9]*; do
-    [[ -r "$d/cmdline" ]] || continue
-    if tr '\0' ' ' <"$d/cmdline" 2>/dev/null | grep -q -- "-Dlodestar.server=$1 .*-Dlodestar.home=$SERVERS_HOME "; then
-      printf '%s' "${d#/proc/}"
+  local f pid
+  while IFS= read -r f; do
+    pid="${f#/proc/}"
+    pid="${pid%/cmdline}"
+    if grep -qzxF -- "-Dlodestar.home=$SERVERS_HOME" "$f" 2>/dev/null; then
+      printf '%s' "$pid"
       return 0
     fi
-  done
+  done < <(grep -lzxF -- "-Dlodestar.server=$1" /proc/[0-9]*/cmdline 2>/dev/null || true)
   return 1
 }
 

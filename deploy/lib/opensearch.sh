@@ -56,11 +56,10 @@ opensearch_fetch() {
   chmod 0755 "$home"/bin/*
   mkdir -p "$home/plugins" "$home/logs"
 
-  local name class extended description jar
+  local name class extended description
   while IFS='|' read -r name class extended description; do
     [[ -z "$name" || "$name" == \#* ]] && continue
     [[ -d "$home/modules/$name" ]] || die "opensearch: module $name was not fetched"
-    jar="$(compgen -G "$home/modules/$name/*.jar" | head -n 1)"
     # The descriptor names the plugin class; make sure one of the module's jars really has it.
     if ! grep -qa "${class//.//}.class" "$home/modules/$name"/*.jar; then
       die "opensearch: module $name: class $class not found in its jars (OpenSearch version change?)"
@@ -147,5 +146,7 @@ _http_get() {
 
 # Healthy = GET /_cluster/health answers with status yellow or green.
 opensearch_healthy() {
-  _http_get "$OPENSEARCH_PORT" /_cluster/health | grep -Eq '"status" *: *"(green|yellow)"'
+  local body
+  body="$(_http_get "$OPENSEARCH_PORT" /_cluster/health)" || return 1
+  [[ "$body" =~ \"status\"\ *:\ *\"(green|yellow)\" ]]
 }

@@ -59,8 +59,14 @@ def principal_of(request: web.Request) -> str:
 
 
 async def read_json(request: web.Request) -> Any:
+    """The decoded JSON body. Decoding runs on the writer thread: in a process whose writer
+    holds the store's write lock, the event loop must not compete with it for the GIL."""
+    return await api_of(request).run(_decode, await request.read())
+
+
+def _decode(raw: bytes) -> Any:
     try:
-        return orjson.loads(await request.read())
+        return orjson.loads(raw)
     except orjson.JSONDecodeError as err:
         raise web.HTTPBadRequest(
             text=json.dumps({"error": "invalid_json", "message": f"request body is not valid JSON: {err}",

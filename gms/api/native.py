@@ -46,7 +46,7 @@ async def post_proposals(request: web.Request) -> web.Response:
     items = body["proposals"]
     if len(items) > api.gms.limits.max_batch:
         return error(413, "too_large", f"{len(items)} proposals, over the limit of {api.gms.limits.max_batch}")
-    parsed = parse_all(items)
+    parsed = await api.run(parse_all, items)
     if body.get("async") is True:
         return await enqueue(request, parsed)
     results = await api.apply(parsed, principal_of(request), conditional_headers(request))

@@ -1,19 +1,22 @@
-"""The embedded aspect store: SQLite (WAL) in `<data dir>/aspects.db`."""
+"""The embedded aspect store: SQLite (WAL), by default in `<data dir>/lodestar.db`."""
 
 from __future__ import annotations
 
+import fcntl
 import sqlite3
 import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
-from ingest.eventlog.sqlite import connect
+from ingest.eventlog import LogMessage
+from ingest.eventlog.sqlite import SqliteEventLog, connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS aspects (
@@ -58,6 +61,7 @@ class _Reads:
 class SqliteBatch(AspectBatch, _Reads):
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
+        self.events: list[OutboxMessage] = []  # written when the batch commits
 
     def latest(self, urn: str, aspect: str) -> StoredAspect | None:
         return self._latest(urn, aspect)
@@ -83,9 +87,7 @@ class SqliteBatch(AspectBatch, _Reads):
         )
 
     def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
-        self.conn.executemany(
-            "INSERT INTO outbox (topic, key, value) VALUES (?, ?, ?)", [(m.topic, m.key, m.value) for m in outbox],
-        )
+        self.events.extend(outbox)
 
     def purge(self, urn: str) -> None:
         self.conn.execute("DELETE FROM aspects WHERE urn = ?", (urn,))
@@ -93,12 +95,20 @@ class SqliteBatch(AspectBatch, _Reads):
 
 class SqliteAspectStore(AspectStore, _Reads):
     """One writer connection (serialised by a lock and BEGIN IMMEDIATE, so other processes
-    on the same file are excluded too) and one reader connection per thread."""
+    on the same file are excluded too) and one reader connection per thread.
 
-    def __init__(self, path: Path):
+    Given an embedded event log in the same database file, a batch appends its MCLs to
+    that log in its own transaction: the outbox stays empty and nothing needs relaying.
+    Otherwise MCLs wait in the outbox table for the relay."""
+
+    def __init__(self, path: Path, colocated_log: SqliteEventLog | None = None):
         self.path = Path(path)
+        if colocated_log is not None and colocated_log.path.resolve() != self.path.resolve():
+            raise ValueError("a co-located event log must use the aspect store's database file")
+        self._log = colocated_log
         self._local = threading.local()
         self._write_lock = threading.Lock()
+        self._lockfile = open(f"{self.path}.lock", "a")  # noqa: SIM115 - held for the store's lifetime
         self._writer = connect(self.path)
         self._writer.executescript(_SCHEMA)
         self._writer.execute("INSERT OR IGNORE INTO store_meta VALUES ('producer_id', ?)", (uuid.uuid4().hex,))
@@ -118,14 +128,36 @@ class SqliteAspectStore(AspectStore, _Reads):
 
     @contextmanager
     def batch(self) -> Iterator[AspectBatch]:
-        with self._write_lock:
+        with self._write_lock, self._process_lock():
             self._writer.execute("BEGIN IMMEDIATE")
+            batch = SqliteBatch(self._writer)
             try:
-                yield SqliteBatch(self._writer)
+                yield batch
+                self._write_events(batch.events)
             except BaseException:
                 self._writer.execute("ROLLBACK")
                 raise
             self._writer.execute("COMMIT")
+        if self._log is not None and batch.events:
+            self._log.notify_appended()
+
+    @contextmanager
+    def _process_lock(self) -> Iterator[None]:
+        """Writers in other processes wait here rather than in SQLite's sleeping busy handler,
+        so the write lock passes from one GMS process to the next without delay."""
+        fcntl.flock(self._lockfile, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lockfile, fcntl.LOCK_UN)
+
+    def _write_events(self, events: list[OutboxMessage]) -> None:
+        if self._log is None:
+            self._writer.executemany("INSERT INTO outbox (topic, key, value) VALUES (?, ?, ?)",
+                                     [(m.topic, m.key, m.value) for m in events])
+            return
+        for topic, group in groupby(events, key=lambda m: m.topic):
+            self._log.append_in_transaction(self._writer, topic, [LogMessage(m.key, m.value) for m in group])
 
     def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
         if version is None:
@@ -166,6 +198,7 @@ class SqliteAspectStore(AspectStore, _Reads):
 
     def close(self) -> None:
         self._writer.close()
+        self._lockfile.close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()

@@ -57,27 +57,36 @@ class SqliteEventLog(EventLog):
         if not messages:
             return
         conn = self._conn()
-        now = int(time.time() * 1000)
         conn.execute("BEGIN IMMEDIATE")
         try:
             if producer is not None:
                 messages = self._unseen(conn, producer, messages)
-            next_offset: dict[int, int] = {}
-            rows = []
-            for message in messages:
-                part = partition_for(message.key, self._partitions)
-                if part not in next_offset:
-                    (last,) = conn.execute(
-                        "SELECT max(offset) FROM messages WHERE topic = ? AND part = ?", (topic, part)
-                    ).fetchone()
-                    next_offset[part] = 0 if last is None else last + 1
-                rows.append((topic, part, next_offset[part], message.key, message.value, now))
-                next_offset[part] += 1
-            conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?)", rows)
+            self.append_in_transaction(conn, topic, messages)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        self.notify_appended()
+
+    def append_in_transaction(self, conn: sqlite3.Connection, topic: str, messages: Sequence[LogMessage]) -> None:
+        """Append inside a write transaction the caller holds on a connection to this log's
+        database, so the messages commit (or roll back) with the caller's other writes.
+        The caller calls notify_appended() after its commit."""
+        now = int(time.time() * 1000)
+        next_offset: dict[int, int] = {}
+        rows = []
+        for message in messages:
+            part = partition_for(message.key, self._partitions)
+            if part not in next_offset:
+                (last,) = conn.execute(
+                    "SELECT max(offset) FROM messages WHERE topic = ? AND part = ?", (topic, part)
+                ).fetchone()
+                next_offset[part] = 0 if last is None else last + 1
+            rows.append((topic, part, next_offset[part], message.key, message.value, now))
+            next_offset[part] += 1
+        conn.executemany("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def notify_appended(self) -> None:
         with self._appended:
             self._appended.notify_all()
 
