@@ -6,13 +6,10 @@ Errors are one line on stderr and a non-zero exit; never a traceback.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import logging
 import os
-import signal
 import sys
-import threading
 from collections import Counter
 from pathlib import Path
 
@@ -45,6 +42,7 @@ def _client(args: argparse.Namespace) -> RestClient:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     from gms.api.auth import admin_token
+    from gms.server import ServeError, serve_one, serve_workers
     from gms.service import Gms
 
     if args.workers < 1:
@@ -63,66 +61,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"cannot use data directory {data_dir}: {err}") from None
     print(f"Lodestar GMS on http://{args.host}:{args.port} (data: {data_dir}, workers: {args.workers})", flush=True)
     print(f"admin token{' (new)' if created else ''}: {token}", flush=True)
-    if args.workers == 1:
-        return _serve_worker(args, token, consume=True, reuse_port=False)
-    return _serve_forked(args, token)
-
-
-def _serve_forked(args: argparse.Namespace, token: str) -> int:
-    """Several GMS processes on one port (SO_REUSEPORT) and one data directory; the first
-    also applies proposals from the MCP topic."""
-    children = []
-    for worker in range(args.workers):
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                code = _serve_worker(args, token, consume=worker == 0, reuse_port=True)
-            finally:
-                os._exit(code)
-        children.append(pid)
-
-    def forward(signum: int, _frame: object) -> None:
-        for pid in children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signum)
-
-    signal.signal(signal.SIGTERM, forward)
-    signal.signal(signal.SIGINT, forward)
-    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
-    return next((code for code in codes if code not in (0, -signal.SIGTERM, -signal.SIGINT)), 0)
-
-
-def _serve_worker(args: argparse.Namespace, token: str, consume: bool, reuse_port: bool) -> int:
-    from aiohttp import web
-
-    from gms.api.app import create_app
-    from gms.api.auth import ADMIN, TokenAuth
-    from gms.service import Gms
-
     try:
-        gms = Gms.embedded(Path(args.data_dir))
-    except OSError as err:
-        print(f"lodestar: error: cannot open data directory {args.data_dir}: {err}", file=sys.stderr)
-        return 1
-    auth = TokenAuth()
-    auth.add(token, ADMIN)
-    stop = threading.Event()
-    consumer = threading.Thread(target=gms.consume_proposals, args=(stop,), name="mcp-consumer", daemon=True)
-    if consume:
-        consumer.start()
-    try:
-        web.run_app(create_app(gms, auth), host=args.host, port=args.port, print=None,
-                    access_log=None, handle_signals=True, reuse_port=reuse_port)
-    except OSError as err:
-        print(f"lodestar: error: cannot listen on {args.host}:{args.port}: {err.strerror or err}", file=sys.stderr)
-        return 1
-    finally:
-        stop.set()
-        if consume:
-            consumer.join(timeout=5)
-        gms.close()
-    return 0
+        if args.workers == 1:
+            serve_one(data_dir, args.host, args.port, token)
+            return 0
+        return serve_workers(data_dir, args.host, args.port, token, args.workers)
+    except ServeError as err:
+        raise CliError(str(err)) from None
 
 
 def _load_examples(gms) -> None:
