@@ -16,7 +16,8 @@ import orjson
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from ingest.eventlog import LogMessage
-from ingest.eventlog.sqlite import SqliteEventLog, connect
+from ingest.eventlog.sqlite import SqliteEventLog
+from ingest.sqlitedb import WalCheckpointer, connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS aspects (
@@ -111,6 +112,7 @@ class SqliteAspectStore(AspectStore, _Reads):
         self._lockfile = open(f"{self.path}.lock", "a")  # noqa: SIM115 - held for the store's lifetime
         self._writer = connect(self.path)
         self._writer.executescript(_SCHEMA)
+        self._checkpointer = None if colocated_log is not None else WalCheckpointer(self.path)
         self._writer.execute("INSERT OR IGNORE INTO store_meta VALUES ('producer_id', ?)", (uuid.uuid4().hex,))
         (self._producer_id,) = self._writer.execute(
             "SELECT value FROM store_meta WHERE name = 'producer_id'").fetchone()
@@ -197,6 +199,8 @@ class SqliteAspectStore(AspectStore, _Reads):
         return (_row(row) for row in rows if row[3] is not None)
 
     def close(self) -> None:
+        if self._checkpointer is not None:
+            self._checkpointer.close()
         self._writer.close()
         self._lockfile.close()
         conn = getattr(self._local, "conn", None)

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for
+from ingest.sqlitedb import WalCheckpointer, connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -24,18 +25,8 @@ CREATE TABLE IF NOT EXISTS group_offsets (
 """
 
 
-def connect(path: Path) -> sqlite3.Connection:
-    """A connection tuned for the embedded stores: WAL, NORMAL sync, autocommit mode."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")  # durable across process crashes; fsync at checkpoints
-    conn.execute("PRAGMA wal_autocheckpoint=16384")  # checkpoint every 64 MiB of WAL, not every 4 MiB
-    conn.execute("PRAGMA cache_size=-65536")
-    return conn
-
-
 class SqliteEventLog(EventLog):
-    """Durable topics in `<data dir>/eventlog.db`; appends from several processes are safe."""
+    """Durable topics in one SQLite database; appends from several processes are safe."""
 
     def __init__(self, path: Path, partitions: int = 1):
         self.path = Path(path)
@@ -43,6 +34,7 @@ class SqliteEventLog(EventLog):
         self._local = threading.local()
         self._appended = threading.Condition()
         self._conn().executescript(_SCHEMA)
+        self._checkpointer = WalCheckpointer(self.path)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -132,6 +124,7 @@ class SqliteEventLog(EventLog):
         return SqliteConsumer(self, group, topics)
 
     def close(self) -> None:
+        self._checkpointer.close()
         conn = getattr(self._local, "conn", None)
         if conn is not None:
             conn.close()
