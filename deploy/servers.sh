@@ -204,9 +204,23 @@ cmd_logs() {
   tail -n "${2:-50}" "$log"
 }
 
+# One servers.sh at a time per LODESTAR_SERVERS_HOME (e.g. parallel test jobs calling start).
+take_lock() {
+  command -v flock >/dev/null || return 0
+  mkdir -p "$SERVERS_HOME"
+  exec 9>"$SERVERS_HOME/.lock"
+  if ! flock -n 9; then
+    info "waiting for another servers.sh using $SERVERS_HOME"
+    flock -w 900 9 || die "another servers.sh still holds $SERVERS_HOME/.lock after 900s"
+  fi
+}
+
 main() {
   (($# >= 1)) || usage
   local cmd="$1"; shift
+  case "$cmd" in
+    start | stop | restart | fetch | reset) take_lock ;;
+  esac
   case "$cmd" in
     start) parse_servers "$@"; cmd_start ;;
     stop) parse_servers "$@"; cmd_stop ;;

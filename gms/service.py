@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from itertools import groupby
 from pathlib import Path
 
 from gms.errors import ProposalFailed
@@ -105,22 +106,26 @@ class Gms:
             consumer.close()
 
     def _apply_records(self, records: Sequence[LogRecord]) -> None:
-        failed: list[LogMessage] = []
-        for record in records:
+        failed: list[tuple[int, LogMessage]] = []  # by position, so the FailedMCP topic keeps their order
+        readable: list[tuple[str, int, Proposal]] = []
+        for position, record in enumerate(records):
             try:
                 _, mcp = self.codec.decode(record.value)
                 proposal = Proposal.from_record(mcp)
             except (EventDecodeError, ProposalError) as err:
                 log.warning("skipping unreadable proposal at %s/%d@%d: %s",
                             record.topic, record.partition, record.offset, err)
-                failed.append(self._failed(_unreadable(record), f"unreadable proposal: {err}"))
+                failed.append((position, self._failed(_unreadable(record), f"unreadable proposal: {err}")))
                 continue
-            actor = proposal.headers.pop(ACTOR_HEADER, UNKNOWN_ACTOR)
-            (result,) = self.apply([proposal], actor)
-            if result.failure is not None:
-                failed.append(self._failed(proposal.to_record(), _reason(result.failure)))
+            readable.append((proposal.headers.pop(ACTOR_HEADER, UNKNOWN_ACTOR), position, proposal))
+        for actor, group in groupby(readable, key=lambda item: item[0]):  # one batch per run of one actor
+            items = list(group)
+            results = self.apply([proposal for _, _, proposal in items], actor)
+            for (_, position, proposal), result in zip(items, results, strict=True):
+                if result.failure is not None:
+                    failed.append((position, self._failed(proposal.to_record(), _reason(result.failure))))
         if failed:
-            self.log.append(topics.FAILED_MCP, failed)
+            self.log.append(topics.FAILED_MCP, [message for _, message in sorted(failed, key=lambda f: f[0])])
 
     def _failed(self, mcp: dict, error: str) -> LogMessage:
         return LogMessage(mcp.get("entityUrn") or "", self.codec.encode(FAILED_MCP, {"mcp": mcp, "error": error}))

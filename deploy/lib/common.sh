@@ -170,7 +170,8 @@ rotate_log() {
 # writes its pid to the pid file. CMD must exec the JVM in the end so that the pid is the JVM's.
 launch() {
   local server="$1" log="$2"; shift 2
-  LODESTAR_SERVER="$server" setsid "$@" </dev/null >>"$log" 2>&1 &
+  # 9>&-: the server must not inherit (and keep holding) servers.sh's lock.
+  LODESTAR_SERVER="$server" setsid "$@" </dev/null >>"$log" 2>&1 9>&- &
   local pid=$!
   printf '%s\n' "$pid" >"$(pid_file "$server")"
 }
