@@ -49,7 +49,7 @@ usage() {
 # parse_servers ARGS...: fills SERVERS (all when none given), rejects unknown names.
 parse_servers() {
   SERVERS=()
-  local s known
+  local s k known
   for s in "$@"; do
     known=0
     for k in "${ALL_SERVERS[@]}"; do [[ "$s" == "$k" ]] && known=1; done
@@ -81,7 +81,7 @@ wait_healthy() {
       return 1
     fi
     if "${s}_healthy"; then
-      info "$s: up on $("${s}_describe") (pid $pid, $(("${SECONDS}" - t0))s)"
+      info "$s: up on $("${s}_describe") (pid $pid, $((SECONDS - t0))s)"
       return 0
     fi
     if ((SECONDS - t0 >= timeout)); then
@@ -108,7 +108,7 @@ cmd_fetch() {
 cmd_start() {
   require_java
   local s pid
-  local -a launched=() running=()
+  local -a running=()
   declare -A started_at=()
   # Check everything first so that a taken port fails fast, before any download.
   for s in "${SERVERS[@]}"; do
@@ -134,7 +134,6 @@ cmd_start() {
     info "$s: starting $("${s}_version") (log: $(log_file "$s"))"
     started_at[$s]=$SECONDS
     "${s}_launch"
-    launched+=("$s")
   done
   local failed=0
   for s in "${SERVERS[@]}"; do

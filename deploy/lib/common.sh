@@ -103,13 +103,13 @@ check_ports_free() {
 pid_file() { printf '%s/%s.pid' "$(run_dir "$1")" "$1"; }
 
 # _is_server PID SERVER: true when PID is our SERVER. Every process we launch carries
-# LODESTAR_SERVER=SERVER in its environment (also while bin/opensearch is still running its helper
+# LODESTAR_DEV_SERVER=SERVER in its environment (also while bin/opensearch is still running its helper
 # JVMs), and the server JVM carries -Dlodestar.server=SERVER, so a recycled pid is never mistaken
 # for the server.
 _is_server() {
   [[ -r "/proc/$1/cmdline" ]] || return 1
   grep -qzxF -- "-Dlodestar.server=$2" "/proc/$1/cmdline" 2>/dev/null && return 0
-  grep -qzxF -- "LODESTAR_SERVER=$2" "/proc/$1/environ" 2>/dev/null
+  grep -qzxF -- "LODESTAR_DEV_SERVER=$2" "/proc/$1/environ" 2>/dev/null
 }
 
 # server_pid SERVER: prints the pid of our running SERVER (from its pid file) and returns 0, or 1.
@@ -171,7 +171,7 @@ rotate_log() {
 launch() {
   local server="$1" log="$2"; shift 2
   # 9>&-: the server must not inherit (and keep holding) servers.sh's lock.
-  LODESTAR_SERVER="$server" setsid "$@" </dev/null >>"$log" 2>&1 9>&- &
+  LODESTAR_DEV_SERVER="$server" setsid "$@" </dev/null >>"$log" 2>&1 9>&- &
   local pid=$!
   printf '%s\n' "$pid" >"$(pid_file "$server")"
 }

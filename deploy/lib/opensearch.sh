@@ -49,7 +49,6 @@ opensearch_fetch() {
   mvn_run opensearch dependency:unpack@dist dependency:copy@modules \
     -Dopensearch.version="$OPENSEARCH_VERSION" \
     -Ddist.dir="$stage" -Dmodules.dir="$stage/opensearch-$OPENSEARCH_VERSION/modules"
-  [[ -x "$JAVA_BIN" ]] || require_java
   local home="$stage/opensearch-$OPENSEARCH_VERSION"
   [[ -f "$home/lib/opensearch-$OPENSEARCH_VERSION.jar" ]] ||
     die "opensearch: the unpacked distribution has no lib/opensearch-$OPENSEARCH_VERSION.jar ($home)"
@@ -81,6 +80,8 @@ EOF
     fi
   done <"$DEPLOY_DIR/conf/opensearch/modules/modules.txt"
 
+  # Readable by the unprivileged user OpenSearch runs as when this script runs as root.
+  chmod -R a+rX "$home"
   mv "$home" "$OPENSEARCH_DIST"
   rm -rf "$stage"
   touch "$OPENSEARCH_DIST/.complete"
@@ -129,7 +130,7 @@ opensearch_launch() {
 
   # bin/opensearch runs a few helper JVMs, then execs the node: the pid stays the node's.
   launch opensearch "$log" "${as_user[@]}" env -i \
-    PATH="/usr/local/bin:/usr/bin:/bin" HOME="$run" LANG=C.UTF-8 LODESTAR_SERVER=opensearch \
+    PATH="/usr/local/bin:/usr/bin:/bin" HOME="$run" LANG=C.UTF-8 LODESTAR_DEV_SERVER=opensearch \
     OPENSEARCH_JAVA_HOME="$JAVA_HOME_DIR" OPENSEARCH_PATH_CONF="$run/conf" \
     OPENSEARCH_JAVA_OPTS="-Dlodestar.server=opensearch -Dlodestar.home=$SERVERS_HOME" \
     "$home/bin/opensearch"
