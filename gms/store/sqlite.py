@@ -193,10 +193,11 @@ class SqliteAspectStore(AspectStore, _Reads):
         urn, aspect = after or ("", "")
         rows = self.conn.execute(
             "SELECT urn, aspect, max(version), value, system_metadata FROM aspects"
-            " WHERE (urn, aspect) > (?, ?) GROUP BY urn, aspect ORDER BY urn, aspect LIMIT ?",
+            " WHERE (urn, aspect) > (?, ?) GROUP BY urn, aspect HAVING value IS NOT NULL"
+            " ORDER BY urn, aspect LIMIT ?",
             (urn, aspect, limit),
         ).fetchall()
-        return (_row(row) for row in rows if row[3] is not None)
+        return (_row(row) for row in rows)
 
     def close(self) -> None:
         if self._checkpointer is not None:
