@@ -2,7 +2,8 @@
 
 With several workers, the parent process accepts connections and hands them round-robin
 to the workers over Unix sockets (SCM_RIGHTS), so the load spreads evenly however few
-connections there are; each worker runs its own GMS on the shared data directory.
+connections there are; each worker runs its own GMS on the shared data directory, and the
+first also runs the MCP consumer and the MCL processor.
 """
 
 from __future__ import annotations
@@ -22,45 +23,58 @@ from aiohttp import web
 from gms.api.app import create_app
 from gms.api.auth import ADMIN, TokenAuth
 from gms.service import Gms
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import MclProcessor
 
 
 class ServeError(Exception):
     """The server could not start: a taken port, an unusable data directory."""
 
 
-def _open_gms(data_dir: Path) -> Gms:
-    try:
-        return Gms.embedded(data_dir)
-    except OSError as err:
-        raise ServeError(f"cannot open data directory {data_dir}: {err}") from None
+class Node:
+    """What one GMS process runs: GMS, the read models, and, in the process that does the
+    background work, the MCP consumer and the MCL processor."""
 
+    def __init__(self, data_dir: Path, background: bool):
+        try:
+            self.gms = Gms.embedded(data_dir)
+            self.read_models = SqliteReadModels.in_data_dir(data_dir, self.gms.registry)
+        except OSError as err:
+            raise ServeError(f"cannot open data directory {data_dir}: {err}") from None
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models) if background else None
 
-def _auth(token: str) -> TokenAuth:
-    auth = TokenAuth()
-    auth.add(token, ADMIN)
-    return auth
+    def app(self, token: str) -> web.Application:
+        auth = TokenAuth()
+        auth.add(token, ADMIN)
+        return create_app(self.gms, auth, self.read_models, self.processor)
 
-
-def _with_mcp_consumer(gms: Gms, run: Callable[[], None]) -> None:
-    """Run the server while a thread applies proposals from the MCP topic."""
-    stop = threading.Event()
-    consumer = threading.Thread(target=gms.consume_proposals, args=(stop,), name="mcp-consumer", daemon=True)
-    consumer.start()
-    try:
-        run()
-    finally:
-        stop.set()
-        consumer.join(timeout=5)
+    def run(self, serve: Callable[[], None]) -> None:
+        """Serve, with the background threads running when this node has them."""
+        stop = threading.Event()
+        threads = []
+        if self.processor is not None:
+            threads = [
+                threading.Thread(target=self.gms.consume_proposals, args=(stop,), name="mcp-consumer", daemon=True),
+                threading.Thread(target=self.processor.run, args=(self.gms.log, stop), name="mcl-processor",
+                                 daemon=True),
+            ]
+        for thread in threads:
+            thread.start()
+        try:
+            serve()
+        finally:
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=10)
+            self.read_models.close()
+            self.gms.close()
 
 
 def serve_one(data_dir: Path, host: str, port: int, token: str) -> None:
-    """GMS in this process, until SIGINT or SIGTERM."""
-    gms = _open_gms(data_dir)
-    try:
-        app = create_app(gms, _auth(token))
-        _with_mcp_consumer(gms, lambda: _run_app(app, host, port))
-    finally:
-        gms.close()
+    """GMS, the MCP consumer and the MCL processor in this process, until SIGINT or SIGTERM."""
+    node = Node(data_dir, background=True)
+    app = node.app(token)
+    node.run(lambda: _run_app(app, host, port))
 
 
 def _run_app(app: web.Application, host: str, port: int) -> None:
@@ -117,19 +131,12 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
 
 def _worker_main(channel: socket.socket, data_dir: Path, token: str, consume: bool) -> int:
     try:
-        gms = _open_gms(data_dir)
+        node = Node(data_dir, background=consume)
     except ServeError as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1
-    try:
-        app = create_app(gms, _auth(token))
-        run = lambda: asyncio.run(_serve_handed_connections(app, channel))  # noqa: E731
-        if consume:
-            _with_mcp_consumer(gms, run)
-        else:
-            run()
-    finally:
-        gms.close()
+    app = node.app(token)
+    node.run(lambda: asyncio.run(_serve_handed_connections(app, channel)))
     return 0
 
 

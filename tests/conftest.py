@@ -16,6 +16,8 @@ from gms.api.app import create_app
 from gms.api.auth import ADMIN, TokenAuth
 from gms.service import Gms, Limits
 from ingest.rest import RestClient
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import MclProcessor
 from schemas.registry import EntityRegistry, default_registry
 
 TOKEN = "test-admin-token"
@@ -71,11 +73,12 @@ class _ServerThread(threading.Thread):
         self.join(timeout=10)
 
 
-def start_server(gms: Gms) -> tuple[LiveServer, _ServerThread]:
+def start_server(gms: Gms, read_models: SqliteReadModels, processor: MclProcessor | None = None
+                 ) -> tuple[LiveServer, _ServerThread]:
     auth = TokenAuth()
     auth.add(TOKEN, ADMIN)
     port = free_port()
-    thread = _ServerThread(create_app(gms, auth), port)
+    thread = _ServerThread(create_app(gms, auth, read_models, processor), port)
     thread.start()
     assert thread.ready.wait(10), "server did not start"
     return LiveServer(f"http://127.0.0.1:{port}", TOKEN, gms), thread
@@ -83,8 +86,17 @@ def start_server(gms: Gms) -> tuple[LiveServer, _ServerThread]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[LiveServer]:
+    """A live server with the MCL processor running beside it, as `lodestar serve` runs them."""
     service = Gms.embedded(tmp_path / "data", Limits(max_aspect_bytes=64 * 1024, max_request_bytes=1024 * 1024))
-    live, thread = start_server(service)
+    read_models = SqliteReadModels.in_data_dir(tmp_path / "data", service.registry)
+    processor = MclProcessor(service.registry, service.codec, read_models)
+    stop = threading.Event()
+    indexing = threading.Thread(target=processor.run, args=(service.log, stop, 0.05), daemon=True)
+    indexing.start()
+    live, thread = start_server(service, read_models, processor)
     yield live
     thread.stop()
+    stop.set()
+    indexing.join(10)
+    read_models.close()
     service.close()

@@ -16,6 +16,8 @@ from gms.api.auth import TokenAuth
 from gms.service import Gms
 from gms.write_path import Result
 from ingest.proposal import Proposal, ProposalError
+from mcl_processor.processor import MclProcessor, wait_until_caught_up
+from mcl_processor.readmodels import ReadModels
 
 log = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/health", "/config", "/openapi.json"})
@@ -33,12 +35,21 @@ def error(status: int, code: str, message: str, headers: Mapping[str, str] | Non
 
 
 class Api:
-    """What the handlers share: GMS, the authenticator, and the single writer thread."""
+    """What the handlers share: GMS, the read models, the authenticator, and the single
+    writer thread; `processor` is the MCL processor when it runs in this process."""
 
-    def __init__(self, gms: Gms, auth: TokenAuth):
+    def __init__(self, gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: MclProcessor | None = None):
         self.gms = gms
         self.auth = auth
+        self.read_models = read_models
+        self.processor = processor
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gms-writer")
+
+    async def wait_for_index(self, timeout: float = 30.0) -> bool:
+        """Whether every MCL published so far is in the read models within timeout seconds."""
+        if self.processor is not None:
+            return await asyncio.to_thread(self.processor.wait_until_caught_up, self.gms.log, timeout)
+        return await asyncio.to_thread(wait_until_caught_up, self.gms.log, timeout)
 
     async def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
                     headers: Mapping[str, str]) -> list[Result]:
@@ -102,13 +113,15 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     return await handler(request)
 
 
-def create_app(gms: Gms, auth: TokenAuth) -> web.Application:
-    from gms.api import datahub, native, openapi
+def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
+               processor: MclProcessor | None = None) -> web.Application:
+    from gms.api import datahub, native, openapi, reads
 
     app = web.Application(middlewares=[json_errors, authenticate], client_max_size=gms.limits.max_request_bytes)
     app[LIMIT_KEY] = gms.limits.max_request_bytes
-    app[GMS_KEY] = Api(gms, auth)
+    app[GMS_KEY] = Api(gms, auth, read_models, processor)
     native.add_routes(app)
+    reads.add_routes(app)
     datahub.add_routes(app)
     openapi.add_routes(app)
 

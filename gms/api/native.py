@@ -50,7 +50,10 @@ async def post_proposals(request: web.Request) -> web.Response:
     if body.get("async") is True:
         return await enqueue(request, parsed)
     results = await api.apply(parsed, principal_of(request), conditional_headers(request))
-    return web.json_response({"results": [r.to_json() for r in results]}, status=batch_status(results))
+    answer: dict[str, Any] = {"results": [r.to_json() for r in results]}
+    if body.get("waitForIndex") is True:
+        answer["indexed"] = await api.wait_for_index()
+    return web.json_response(answer, status=batch_status(results))
 
 
 async def enqueue(request: web.Request, parsed: list) -> web.Response:

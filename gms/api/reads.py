@@ -1,0 +1,81 @@
+"""Read-model routes: search, autocomplete, lineage, field lineage, timeseries."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from gms.api.app import api_of, error
+
+
+def _int(request: web.Request, name: str, default: int | None, minimum: int = 0) -> int | None:
+    text = request.query.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"{name}: {text!r} is not an integer") from None
+    if value < minimum:
+        raise web.HTTPBadRequest(text=f"{name}: must be at least {minimum}")
+    return value
+
+
+def _bad_request(err: ValueError) -> web.Response:
+    return error(400, "invalid_request", str(err))
+
+
+async def search(request: web.Request) -> web.Response:
+    query = request.query.get("query", "*")
+    types = [t for t in request.query.get("types", "").split(",") if t] or None
+    include_removed = request.query.get("includeRemoved", "false").lower() == "true"
+    scope = request.query.get("scope")
+    try:
+        result = api_of(request).read_models.search.query(
+            query, types, _int(request, "start", 0), _int(request, "count", 10, minimum=1) or 10,
+            include_removed, request.query.get("sort", "relevance"), scope.upper() if scope else None)
+    except ValueError as err:
+        return _bad_request(err)
+    return web.json_response(result.to_json())
+
+
+async def autocomplete(request: web.Request) -> web.Response:
+    suggestions = api_of(request).read_models.search.autocomplete(
+        request.query.get("query", ""), _int(request, "limit", 10, minimum=1) or 10)
+    return web.json_response({"suggestions": [s.to_json() for s in suggestions]})
+
+
+async def _lineage(request: web.Request, fields: bool) -> web.Response:
+    urn = request.query.get("urn")
+    if not urn:
+        return error(400, "invalid_request", "urn: is required")
+    graph = api_of(request).read_models.lineage
+    walk = graph.field_query if fields else graph.query
+    try:
+        result = walk(urn, request.query.get("direction", "both"), _int(request, "maxHops", 1, minimum=1) or 1)
+    except ValueError as err:
+        return _bad_request(err)
+    return web.json_response(result.to_json())
+
+
+async def lineage(request: web.Request) -> web.Response:
+    return await _lineage(request, fields=False)
+
+
+async def field_lineage(request: web.Request) -> web.Response:
+    return await _lineage(request, fields=True)
+
+
+async def timeseries(request: web.Request) -> web.Response:
+    urn, aspect = request.match_info["urn"], request.match_info["aspect"]
+    points = api_of(request).read_models.timeseries.query(
+        urn, aspect, _int(request, "start", None), _int(request, "end", None),
+        _int(request, "limit", 1000, minimum=1) or 1000)
+    return web.json_response({"urn": urn, "aspect": aspect, "points": points})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/search", search)
+    app.router.add_get("/v1/autocomplete", autocomplete)
+    app.router.add_get("/v1/lineage", lineage)
+    app.router.add_get("/v1/lineage/fields", field_lineage)
+    app.router.add_get("/v1/timeseries/{urn}/{aspect}", timeseries)

@@ -1,0 +1,75 @@
+"""The changes the read models apply: aspect versions, entity deletions and timeseries points."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class AspectChange:
+    """A version of one versioned aspect; value None means the aspect was deleted."""
+
+    urn: str
+    entity_type: str
+    aspect: str
+    version: int
+    value: Any
+
+    @property
+    def deleted(self) -> bool:
+        return self.value is None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeseriesPoint:
+    """One value of a timeseries aspect, identified by (urn, aspect, timestamp, partition, message id)."""
+
+    urn: str
+    aspect: str
+    timestamp_ms: int
+    partition: str
+    message_id: str
+    value_json: str
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeBatch:
+    """What one batch does: forget the `resets` entities entirely, then apply `changes`.
+
+    A change applies when its version is above the one the read model reflects (or equal,
+    with `replace_equal`, so a restore can repair a damaged entry without ever going back)."""
+
+    resets: tuple[str, ...] = ()
+    changes: tuple[AspectChange, ...] = ()
+    replace_equal: bool = False
+
+    def __bool__(self) -> bool:
+        return bool(self.resets or self.changes)
+
+
+def collapse(changes: Iterable[AspectChange], key_aspects: frozenset[str],
+             replace_equal: bool = False) -> ChangeBatch:
+    """One batch from changes in log order: deleting an entity's key aspect resets the entity
+    (what came before it no longer matters), and of several versions of one aspect the
+    highest wins."""
+    resets: dict[str, None] = {}
+    latest: dict[tuple[str, str], AspectChange] = {}
+    for change in changes:
+        if change.deleted and change.aspect in key_aspects:
+            resets[change.urn] = None
+            for key in [k for k in latest if k[0] == change.urn]:
+                del latest[key]
+            continue
+        key = (change.urn, change.aspect)
+        current = latest.get(key)
+        if current is None or change.version >= current.version:
+            latest[key] = change
+    return ChangeBatch(tuple(resets), tuple(latest.values()), replace_equal)
+
+
+def chunks(items: Sequence[Any], size: int = 500) -> Iterable[Sequence[Any]]:
+    """Slices of at most `size` items (SQL parameter lists stay under SQLite's limits)."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]

@@ -1,0 +1,34 @@
+"""The read models on the embedded default: SQLite (FTS5) in `<data dir>/readmodels.db`."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+from mcl_processor.annotations import annotations_of
+from mcl_processor.lineage.sqlite import SqliteLineageGraph
+from mcl_processor.readmodels import ReadModels
+from mcl_processor.search.sqlite import SqliteSearchIndex
+from mcl_processor.sqlite_db import FILE_NAME, Database
+from mcl_processor.timeseries.sqlite import SqliteTimeseriesStore
+from schemas.registry import EntityRegistry, default_registry
+
+
+class SqliteReadModels(ReadModels):
+    def __init__(self, path: Path, registry: EntityRegistry | None = None):
+        annotations = annotations_of(registry or default_registry())
+        self.db = Database(path)
+        self.search = SqliteSearchIndex(self.db, annotations)
+        self.lineage = SqliteLineageGraph(self.db, annotations)
+        self.timeseries = SqliteTimeseriesStore(self.db)
+
+    @classmethod
+    def in_data_dir(cls, data_dir: Path, registry: EntityRegistry | None = None) -> SqliteReadModels:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        return cls(data_dir / FILE_NAME, registry)
+
+    def transaction(self) -> AbstractContextManager[object]:
+        return self.db.transaction()
+
+    def close(self) -> None:
+        self.db.close()

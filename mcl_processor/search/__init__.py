@@ -1,0 +1,104 @@
+"""The search-index port: entity documents merged from their aspects' searchable values.
+
+The index vocabulary (which index fields are names, descriptions, schema field names, tags,
+USER-scope values) is shared by every adapter; the query language is `query_syntax`.
+
+Ranking: a name equal to a free-text term first, then by the best place a term matched
+(name > schema field name > keyword, tag or property > description text), then by bm25
+relevance, then by URN. Filter-only queries (`tags:pii`, `*`) order by URN.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcl_processor.changes import AspectChange, ChangeBatch
+from mcl_processor.divergence import Divergence
+
+NAME_FIELD = "name"
+DESCRIPTION_FIELDS = ("editedDescription", "description")  # the first present is the shown description
+SCHEMA_FIELDS = frozenset({"fieldPaths"})
+TAG_FIELDS = frozenset({"tags", "userTags", "systemTags"})
+USER_SCOPE_FIELDS = frozenset({"userTags", "userProperties"})  # USER scope; everything else is SYSTEM
+SCOPES = ("USER", "SYSTEM")
+SORTS = ("relevance", "name", "-name", "urn", "-urn")
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    urn: str
+    entity_type: str
+    name: str | None
+    description: str | None
+    matches: list[dict[str, str]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"urn": self.urn, "entityType": self.entity_type, "name": self.name,
+                "description": self.description, "matches": self.matches}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResult:
+    """One page of results. Facet counts cover every hit, or, when `facets_sampled`, a sample
+    of the hits scaled to the total (very broad queries)."""
+
+    total: int
+    hits: list[SearchHit]
+    facets: dict[str, list[tuple[str, int]]]
+    facets_sampled: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "results": [hit.to_json() for hit in self.hits],
+            "facets": {name: [{"value": value, "count": count} for value, count in values]
+                       for name, values in self.facets.items()},
+            "facetsSampled": self.facets_sampled,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Suggestion:
+    """An autocompletion: an entity name, a schema field name or a tag, with how many entities carry it."""
+
+    text: str
+    kind: str  # name | field | tag
+    count: int
+
+    def to_json(self) -> dict[str, Any]:
+        return {"text": self.text, "kind": self.kind, "count": self.count}
+
+
+class SearchIndex(ABC):
+    @abstractmethod
+    def apply(self, batch: ChangeBatch) -> None:
+        """Apply a batch inside the read models' current transaction."""
+
+    @abstractmethod
+    def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
+              include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
+        """One page of the entities matching `query` (see query_syntax).
+
+        types: entity types to keep (None: all). scope: "USER" or "SYSTEM" restricts `key:value`
+        and `tags:` to that scope's properties and tags. sort: one of SORTS (ties by URN).
+        Raises ValueError for a bad sort or scope."""
+
+    @abstractmethod
+    def autocomplete(self, prefix: str, limit: int = 10) -> list[Suggestion]:
+        """Names, schema field names and tags of visible entities starting with `prefix` (as a
+        whole, first; or at a later token), the most common first."""
+
+    @abstractmethod
+    def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
+        """Differences between what the index holds for these entities and their latest aspects."""
+
+    @abstractmethod
+    def urns(self, after: str = "", limit: int = 1000) -> list[str]:
+        """URNs of the entities the index holds a live document for, in order, after `after`."""
+
+    @abstractmethod
+    def clear(self) -> None:
+        """Forget everything (inside the current transaction)."""

@@ -1,0 +1,246 @@
+"""How an aspect's searchable values become its share of the entity document, and how shares merge.
+
+An aspect version is analysed once into a `Fragment`: lines of text per full-text column
+(with the index field of each line, to tell which values a query matched), filter tokens,
+the candidate shown name and description, the soft-delete flag, facets, property rows (for
+`key:value*` prefix filters) and suggestion rows (for autocomplete). An entity's document is
+the merge of its aspects' fragments.
+
+Exact filters (`key:value`, `tags:`, entity type, soft-deleted state, exact name) become
+opaque tokens in a `meta` text column, so the full-text engine evaluates them together with
+the text query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import orjson
+
+from mcl_processor.annotations import REMOVED_FIELD, AspectAnnotations, SearchField, simple_id
+from mcl_processor.search import DESCRIPTION_FIELDS, NAME_FIELD, SCHEMA_FIELDS, TAG_FIELDS, USER_SCOPE_FIELDS
+
+COLUMNS = ("name", "schema", "text", "keywords", "meta")
+NAME, SCHEMA, TEXT, KEYWORDS = range(4)
+BM25_WEIGHTS = (10.0, 4.0, 1.0, 2.0, 0.0)  # in COLUMNS order
+TAGS_KEY = "tags"
+_TEXT_TYPES = frozenset({"TEXT", "TEXT_PARTIAL"})
+_UNTEXTED_TYPES = frozenset({"BOOLEAN", "COUNT"})  # filterable, but not found by free text
+NO_RANK = 1e9
+
+
+class Fragment(NamedTuple):
+    """What one aspect version adds to its entity's document."""
+
+    texts: tuple[str, str, str, str]  # lines of the name, schema, text and keywords columns
+    fields: tuple[list[list[Any]], ...]  # per column, the index field of the lines as runs [[field, count]]
+    meta: str  # filter tokens
+    title: str | None
+    title_rank: float
+    description: str | None
+    description_rank: float
+    removed: bool
+    facets: list[list[str]]  # [facet, value]
+    properties: list[list[str]]  # [key, lower-cased value, scope]
+    suggestions: list[list[str]]  # [lower-cased value, kind, value]
+
+    def encode(self) -> bytes:
+        return orjson.dumps(tuple(self))
+
+    @classmethod
+    def decode(cls, data: bytes) -> Fragment:
+        return cls(*orjson.loads(data))
+
+
+class Document(NamedTuple):
+    name: str | None
+    description: str | None
+    removed: bool
+    columns: tuple[str, str, str, str, str]  # in COLUMNS order
+    facets: list[tuple[str, str]]
+
+
+def meta_token(name: str) -> str:
+    """An opaque single token for an exact filter term (letters and digits only)."""
+    return "m" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+
+
+def property_token(scope: str, key: str, lvalue: str) -> str:
+    return meta_token(f"{scope}:{key}={lvalue}")
+
+
+def type_token(entity_type: str) -> str:
+    return meta_token(f"@type={entity_type.lower()}")
+
+
+def removed_token() -> str:
+    return meta_token("@removed")
+
+
+def everything_token() -> str:
+    return meta_token("@all")
+
+
+def name_token(lvalue: str) -> str:
+    return meta_token(f"@name={lvalue}")
+
+
+class _Parts:
+    """A fragment being built."""
+
+    def __init__(self) -> None:
+        self.lines: tuple[list[str], ...] = ([], [], [], [])
+        self.fields: tuple[list[str], ...] = ([], [], [], [])
+        self.tokens: set[tuple[str, str, str]] = set()
+        self.names: set[str] = set()
+        self.properties: set[tuple[str, str, str]] = set()
+        self.suggestions: set[tuple[str, str, str]] = set()
+        self.facets: set[tuple[str, str]] = set()
+        self.title: str | None = None
+        self.title_rank = NO_RANK
+        self.description: str | None = None
+        self.description_rank = NO_RANK
+        self.removed = False
+
+    def line(self, column: int, field: str, text: str) -> None:
+        self.lines[column].append(text.replace("\n", " "))
+        self.fields[column].append(field)
+
+    def fragment(self) -> Fragment:
+        meta = [property_token(scope, key, lvalue) for key, lvalue, scope in sorted(self.tokens)]
+        meta += [name_token(n) for n in sorted(self.names)]
+        return Fragment(
+            tuple("\n".join(lines) for lines in self.lines),  # type: ignore[arg-type]
+            tuple(_runs(fields) for fields in self.fields), " ".join(meta), self.title, self.title_rank,
+            self.description, self.description_rank, self.removed, sorted(map(list, self.facets)),
+            sorted(map(list, self.properties)), sorted(map(list, self.suggestions)))
+
+
+Handler = Callable[[list[Any], _Parts], None]
+
+
+def _scalars(found: list[Any]) -> list[str]:
+    out = []
+    for item in found:
+        if isinstance(item, str):
+            out.append(item)
+        elif isinstance(item, bool):
+            out.append("true" if item else "false")
+        elif isinstance(item, int | float):
+            out.append(str(item))
+    return out
+
+
+def _handler(spec: SearchField) -> Handler:
+    """How values of one searchable field enter a fragment, decided once per field."""
+    field, scope = spec.name, "USER" if spec.name in USER_SCOPE_FIELDS else "SYSTEM"
+    facet = (TAGS_KEY if field in TAG_FIELDS else field) if spec.facet else None
+
+    if spec.field_type == "MAP":
+        def on_map(found: list[Any], parts: _Parts) -> None:
+            for item in found:
+                if isinstance(item, dict):
+                    for key, value in item.items():
+                        if value is None:
+                            continue
+                        value = value if isinstance(value, str) else str(value)
+                        entry = (key.lower(), value.lower(), scope)
+                        parts.line(KEYWORDS, key, f"{key} {value}")
+                        parts.tokens.add(entry)
+                        parts.properties.add(entry)
+        return on_map
+
+    if field in SCHEMA_FIELDS:
+        def on_field_name(found: list[Any], parts: _Parts) -> None:
+            for value in _scalars(found):
+                parts.line(SCHEMA, field, value)
+                parts.suggestions.add((value.lower(), "field", value))
+        return on_field_name
+
+    if spec.field_type in _TEXT_TYPES and spec.boost > 1:  # a name
+        key, rank = field.lower(), (0 if field == NAME_FIELD else 100) - spec.boost
+
+        def on_name(found: list[Any], parts: _Parts) -> None:
+            for value in _scalars(found):
+                lvalue = value.lower()
+                parts.line(NAME, field, value)
+                parts.tokens.add((key, lvalue, scope))
+                parts.names.add(lvalue)
+                parts.suggestions.add((lvalue, "name", value))
+                if rank < parts.title_rank:
+                    parts.title, parts.title_rank = value, rank
+        return on_name
+
+    if spec.field_type in _TEXT_TYPES:  # a description or other text
+        rank = DESCRIPTION_FIELDS.index(field) if field in DESCRIPTION_FIELDS else NO_RANK
+
+        def on_text(found: list[Any], parts: _Parts) -> None:
+            for value in _scalars(found):
+                parts.line(TEXT, field, value)
+                if rank < parts.description_rank:
+                    parts.description, parts.description_rank = value, rank
+        return on_text
+
+    is_tag, texted = field in TAG_FIELDS, spec.field_type not in _UNTEXTED_TYPES
+    key = TAGS_KEY if is_tag else field.lower()
+
+    def on_keyword(found: list[Any], parts: _Parts) -> None:  # keywords, URNs, flags, counts
+        for value in _scalars(found):
+            shown = simple_id(value) if value.startswith("urn:li:") else value
+            if texted and shown is not None:
+                parts.line(KEYWORDS, field, shown)
+            parts.tokens.add((key, value.lower(), scope))
+            if shown is not None and shown is not value:
+                parts.tokens.add((key, shown.lower(), scope))
+            if is_tag and shown is not None:
+                parts.properties.add((key, shown.lower(), scope))
+                parts.suggestions.add((shown.lower(), "tag", shown))
+            if facet is not None:
+                parts.facets.add((facet, shown or value))
+            if field == REMOVED_FIELD and value == "true":
+                parts.removed = True
+    return on_keyword
+
+
+def _runs(fields: list[str]) -> list[list[Any]]:
+    runs: list[list[Any]] = []
+    for field in fields:
+        if runs and runs[-1][0] == field:
+            runs[-1][1] += 1
+        else:
+            runs.append([field, 1])
+    return runs
+
+
+class Analyzer:
+    """Turns values of one aspect into fragments."""
+
+    def __init__(self, annotations: AspectAnnotations):
+        self.annotations = annotations
+        self.handlers = {spec: _handler(spec) for spec in annotations.searchable}
+
+    def fragment(self, value: Any) -> Fragment:
+        parts = _Parts()
+        for spec, found in self.annotations.found(value):
+            self.handlers[spec](found, parts)
+        return parts.fragment()
+
+
+def merge(entity_type: str, parts: Sequence[Fragment]) -> Document:
+    """An entity's document from its aspects' fragments (in aspect order)."""
+    title = min(parts, key=lambda p: p.title_rank)
+    description = min(parts, key=lambda p: p.description_rank)
+    removed = any(p.removed for p in parts)
+    texts = tuple("\n".join(p.texts[i] for p in parts if p.texts[i]) for i in range(4))
+    meta = [everything_token(), type_token(entity_type), *(p.meta for p in parts if p.meta)]
+    if removed:
+        meta.insert(0, removed_token())
+    facets = sorted({("entityType", entity_type), *((f, v) for p in parts for f, v in p.facets)})
+    return Document(title.title, description.description, removed, (*texts, " ".join(meta)), facets)  # type: ignore[arg-type]
+
+
+def line_fields(parts: Sequence[Fragment], column: int) -> list[str]:
+    """The index field of each line of a merged document's column."""
+    return [field for p in parts if p.texts[column] for field, count in p.fields[column] for _ in range(count)]

@@ -1,0 +1,461 @@
+"""Search on SQLite: FTS5 documents merged from per-aspect fragments.
+
+Tables: `search_docs` (one row per entity: shown name and description, flags, facets),
+`search_versions` (per entity and aspect: the version reflected and the aspect's fragment,
+NULL for a deleted aspect), `search_properties` (property and tag values, for prefix
+filters), `search_suggestions` (names, field names and tags, for autocomplete) and
+`search_fts` (the merged documents; rowid = document id).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+import orjson
+
+from mcl_processor.annotations import Annotations
+from mcl_processor.changes import AspectChange, ChangeBatch, chunks
+from mcl_processor.divergence import Divergence
+from mcl_processor.query_syntax import Query, Term, parse, tokens
+from mcl_processor.search import SCOPES, SORTS, SearchHit, SearchIndex, SearchResult, Suggestion
+from mcl_processor.search.document import (
+    BM25_WEIGHTS,
+    COLUMNS,
+    TAGS_KEY,
+    Analyzer,
+    Fragment,
+    everything_token,
+    line_fields,
+    merge,
+    name_token,
+    property_token,
+    removed_token,
+    type_token,
+)
+from mcl_processor.sqlite_db import Database
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS search_docs (
+    id INTEGER PRIMARY KEY, urn TEXT NOT NULL, entity_type TEXT NOT NULL, name TEXT, description TEXT,
+    live INTEGER NOT NULL DEFAULT 0, removed INTEGER NOT NULL DEFAULT 0, facets BLOB
+);
+CREATE UNIQUE INDEX IF NOT EXISTS search_docs_urn ON search_docs (urn);
+CREATE TABLE IF NOT EXISTS search_versions (
+    doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, fragment BLOB,
+    PRIMARY KEY (doc_id, aspect)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS search_properties (
+    key TEXT NOT NULL, lvalue TEXT NOT NULL, scope TEXT NOT NULL, doc_id INTEGER NOT NULL, aspect TEXT NOT NULL,
+    PRIMARY KEY (key, lvalue, scope, doc_id, aspect)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS search_suggestions (
+    lvalue TEXT NOT NULL, kind TEXT NOT NULL, doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, value TEXT NOT NULL,
+    PRIMARY KEY (lvalue, kind, doc_id, aspect)
+) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
+    name, schema, text, keywords, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
+);
+"""
+_TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_docs")
+TEXT_COLUMNS = "{name schema text keywords}"
+TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
+SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
+FACET_SAMPLE = 2000  # broader queries count facets on this many hits and scale the counts
+FACET_VALUES = 20
+MAX_MATCHES = 5
+MODEL = "search"
+_MARK, _END = "\x01", "\x02"
+
+
+class SqliteSearchIndex(SearchIndex):
+    def __init__(self, db: Database, annotations: Annotations):
+        self.db = db
+        self.annotations = annotations
+        self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
+        db.writer.executescript(_SCHEMA)
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def apply(self, batch: ChangeBatch) -> None:
+        conn = self.db.writer
+        if batch.resets:
+            self._reset(conn, batch.resets)
+        changes = [c for c in batch.changes if c.aspect in self.analyzers]
+        if not changes:
+            return
+        ids, created = self._doc_ids(conn, {c.urn: c.entity_type for c in changes})
+        current = self._versions(conn, [ids[c.urn] for c in changes if ids[c.urn] not in created])
+        fresh = []
+        for change in changes:
+            stored = current.get((ids[change.urn], change.aspect))
+            if stored is None or change.version > stored or (batch.replace_equal and change.version == stored):
+                fresh.append(change)
+        if not fresh:
+            return
+        self._forget_rows(conn, [(ids[c.urn], c.aspect) for c in fresh if (ids[c.urn], c.aspect) in current])
+        versions, properties, suggestions = [], [], []
+        for change in fresh:
+            doc_id = ids[change.urn]
+            if change.deleted:
+                versions.append((doc_id, change.aspect, change.version, None))
+                continue
+            fragment = self.analyzers[change.aspect].fragment(change.value)
+            versions.append((doc_id, change.aspect, change.version, fragment.encode()))
+            properties.extend((*p, doc_id, change.aspect) for p in fragment.properties)
+            suggestions.extend((lvalue, kind, doc_id, change.aspect, value)
+                               for lvalue, kind, value in fragment.suggestions)
+        conn.executemany("INSERT OR REPLACE INTO search_versions VALUES (?, ?, ?, ?)", versions)
+        conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)", properties)
+        conn.executemany("INSERT OR IGNORE INTO search_suggestions VALUES (?, ?, ?, ?, ?)", suggestions)
+        self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created)
+
+    def _doc_ids(self, conn: sqlite3.Connection, types: dict[str, str]) -> tuple[dict[str, int], set[int]]:
+        ids = self._ids(conn, list(types))
+        missing = [urn for urn in types if urn not in ids]
+        if not missing:
+            return ids, set()
+        conn.executemany("INSERT INTO search_docs (urn, entity_type) VALUES (?, ?)",
+                         [(urn, types[urn]) for urn in missing])
+        new = self._ids(conn, missing)
+        ids.update(new)
+        return ids, set(new.values())
+
+    @staticmethod
+    def _ids(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[str, int]:
+        ids: dict[str, int] = {}
+        for chunk in chunks(urns):
+            marks = ",".join("?" * len(chunk))
+            ids.update(conn.execute(f"SELECT urn, id FROM search_docs WHERE urn IN ({marks})", chunk))
+        return ids
+
+    @staticmethod
+    def _versions(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> dict[tuple[int, str], int]:
+        found: dict[tuple[int, str], int] = {}
+        for chunk in chunks(sorted(set(doc_ids))):
+            marks = ",".join("?" * len(chunk))
+            for doc_id, aspect, version in conn.execute(
+                    f"SELECT doc_id, aspect, version FROM search_versions WHERE doc_id IN ({marks})", chunk):
+                found[(doc_id, aspect)] = version
+        return found
+
+    @staticmethod
+    def _fragments(conn: sqlite3.Connection, doc_ids: Iterable[int]) -> dict[int, list[tuple[str, Fragment]]]:
+        """The live fragments of documents, in aspect order."""
+        found: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)
+        for chunk in chunks(sorted(set(doc_ids))):
+            marks = ",".join("?" * len(chunk))
+            for doc_id, aspect, data in conn.execute(
+                    f"SELECT doc_id, aspect, fragment FROM search_versions WHERE doc_id IN ({marks})"
+                    " AND fragment IS NOT NULL ORDER BY doc_id, aspect", chunk):
+                found[doc_id].append((aspect, Fragment.decode(data)))
+        return found
+
+    def _forget_rows(self, conn: sqlite3.Connection, keys: Sequence[tuple[int, str]]) -> None:
+        """Delete the property and suggestion rows of these (document, aspect) versions."""
+        wanted = set(keys)
+        properties, suggestions = [], []
+        for doc_id, parts in self._fragments(conn, {doc_id for doc_id, _ in keys}).items():
+            for aspect, fragment in parts:
+                if (doc_id, aspect) in wanted:
+                    properties.extend((*p, doc_id, aspect) for p in fragment.properties)
+                    suggestions.extend((lvalue, kind, doc_id, aspect) for lvalue, kind, _ in fragment.suggestions)
+        conn.executemany("DELETE FROM search_properties WHERE key = ? AND lvalue = ? AND scope = ? AND doc_id = ?"
+                         " AND aspect = ?", properties)
+        conn.executemany("DELETE FROM search_suggestions WHERE lvalue = ? AND kind = ? AND doc_id = ? AND aspect = ?",
+                         suggestions)
+
+    def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: set[int]) -> None:
+        """Re-merge the documents of `touched` (id -> entity type) from their aspects' fragments."""
+        fragments = self._fragments(conn, touched)
+        updates, fts_rows = [], []
+        for doc_id, entity_type in touched.items():
+            if doc_id not in fragments:
+                updates.append((None, None, 0, 0, None, doc_id))
+                continue
+            doc = merge(entity_type, [fragment for _, fragment in fragments[doc_id]])
+            updates.append((doc.name, doc.description, 1, int(doc.removed), orjson.dumps(doc.facets), doc_id))
+            fts_rows.append((doc_id, *doc.columns))
+        conn.executemany("UPDATE search_docs SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
+                         " WHERE id = ?", updates)
+        conn.executemany("DELETE FROM search_fts WHERE rowid = ?", [(i,) for i in touched if i not in created])
+        conn.executemany(f"INSERT INTO search_fts (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
+
+    def _reset(self, conn: sqlite3.Connection, urns: Iterable[str]) -> None:
+        doc_ids = list(self._ids(conn, list(urns)).values())
+        self._forget_rows(conn, list(self._versions(conn, doc_ids)))
+        for table, column in (("search_versions", "doc_id"), ("search_fts", "rowid"), ("search_docs", "id")):
+            conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(doc_id,) for doc_id in doc_ids])
+
+    def clear(self) -> None:
+        for table in _TABLES:
+            self.db.writer.execute(f"DELETE FROM {table}")
+
+    # -- queries --------------------------------------------------------------------------
+
+    def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
+              include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
+        if sort not in SORTS:
+            raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+        if scope is not None and scope.upper() not in SCOPES:
+            raise ValueError(f"scope must be USER or SYSTEM, not {scope!r}")
+        start, count = max(0, start), max(0, count)
+        parsed = parse(query)
+        if parsed.matches_nothing or (types is not None and not types):
+            return SearchResult(0, [], {})
+        conn = self.db.reader()
+        hits = _Hits.of(parsed, types, include_removed, scope and scope.upper())
+        total = hits.count(conn)
+        if total == 0:
+            return SearchResult(0, [], {})
+        if parsed.terms and sort == "relevance":
+            page = _ranked(conn, parsed, hits, start, count)
+        elif sort.lstrip("-") == "name":
+            page = hits.sorted(conn, f"d.name COLLATE NOCASE{' DESC' if sort[0] == '-' else ''}", start, count)
+        elif total <= SORT_LIMIT:
+            page = hits.sorted(conn, "d.urn DESC" if sort == "-urn" else "d.urn", start, count)
+        else:
+            page = hits.walk_urns(conn, sort == "-urn", start, count)
+        facets, sampled = hits.facets(conn, total)
+        return SearchResult(total, self._hits(conn, page, hits, parsed), facets, sampled)
+
+    def _hits(self, conn: sqlite3.Connection, page: list[int], hits: _Hits, parsed: Query) -> list[SearchHit]:
+        if not page:
+            return []
+        marks = ",".join("?" * len(page))
+        docs = {row[0]: row[1:] for row in conn.execute(
+            f"SELECT id, urn, entity_type, name, description FROM search_docs WHERE id IN ({marks})", page)}
+        columns = ", ".join(f"highlight(search_fts, {i}, '{_MARK}', '{_END}')" for i in range(4))
+        marked = {row[0]: row[1:] for row in conn.execute(
+            f"SELECT rowid, {columns} FROM search_fts WHERE search_fts MATCH ? AND rowid IN ({marks})",
+            (hits.expression, *page))}
+        fragments = self._fragments(conn, page)
+        filters = [{"field": f.key, "value": f.value + ("*" if f.prefix else "")} for f in parsed.filters]
+        filters += [{"field": TAGS_KEY, "value": f.value + ("*" if f.prefix else "")} for f in parsed.tags]
+        out = []
+        for doc_id in page:
+            urn, entity_type, name, description = docs[doc_id]
+            parts = [fragment for _, fragment in fragments.get(doc_id, [])]
+            matches = _marked_lines(marked.get(doc_id, ("",) * 4), parts) + filters
+            out.append(SearchHit(urn, entity_type, name, description, matches[:MAX_MATCHES]))
+        return out
+
+    def autocomplete(self, prefix: str, limit: int = 10) -> list[Suggestion]:
+        wanted = tokens(prefix)
+        if not wanted or limit <= 0:
+            return []
+        conn = self.db.reader()
+        low = prefix.strip().lower()
+        # Whole values starting with the prefix, then values of matching documents with a later
+        # token starting with it.
+        rows = conn.execute(
+            "SELECT lvalue, kind, value, doc_id FROM search_suggestions WHERE lvalue >= ? AND lvalue < ? LIMIT 2000",
+            (low, low + "\U0010ffff")).fetchall()
+        if len({row[:2] for row in rows}) < limit:
+            matching = f"{{name schema keywords}} : ({_phrase(tuple(wanted), True)}) NOT {_any_of([removed_token()])}"
+            for doc_id, data in conn.execute(
+                    "SELECT v.doc_id, v.fragment FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
+                    " LIMIT 50) h JOIN search_versions v ON v.doc_id = h.rowid WHERE v.fragment IS NOT NULL",
+                    (matching,)):
+                rows.extend((lvalue, kind, value, doc_id) for lvalue, kind, value in Fragment.decode(data).suggestions
+                            if not lvalue.startswith(low) and _has_tokens(lvalue, wanted))
+        visible = _visible(conn, {row[3] for row in rows})
+        found: dict[tuple[str, str], tuple[str, set[int]]] = {}
+        for lvalue, kind, value, doc_id in rows:
+            if doc_id in visible:
+                found.setdefault((lvalue, kind), (value, set()))[1].add(doc_id)
+        ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -len(kv[1][1]), kv[0]))
+        return [Suggestion(value, kind, len(docs)) for (_, kind), (value, docs) in ranked[:limit]]
+
+    # -- consistency ----------------------------------------------------------------------
+
+    def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
+        conn = self.db.reader()
+        ids = self._ids(conn, urns)
+        urn_of = {doc_id: urn for urn, doc_id in ids.items()}
+        stored: dict[tuple[str, str], tuple[int, bytes]] = {}
+        for chunk in chunks(sorted(urn_of)):
+            marks = ",".join("?" * len(chunk))
+            for doc_id, aspect, version, data in conn.execute(
+                    f"SELECT doc_id, aspect, version, fragment FROM search_versions WHERE doc_id IN ({marks})"
+                    " AND fragment IS NOT NULL", chunk):
+                stored[(urn_of[doc_id], aspect)] = (version, data)
+        out = []
+        wanted = {(c.urn, c.aspect): c for c in expected if c.aspect in self.analyzers}
+        for key, change in wanted.items():
+            found = stored.get(key)
+            if found is None:
+                out.append(Divergence(MODEL, "missing", *key, f"version {change.version} not indexed"))
+            elif found[0] != change.version:
+                out.append(Divergence(MODEL, "stale", *key, f"indexed version {found[0]}, store has {change.version}"))
+            elif found[1] != self.analyzers[change.aspect].fragment(change.value).encode():
+                out.append(Divergence(MODEL, "content", *key, f"version {change.version} indexed differently"))
+        out.extend(Divergence(MODEL, "extra", *key, f"version {stored[key][0]} indexed, not live in the store")
+                   for key in stored if key not in wanted)
+        return out
+
+    def urns(self, after: str = "", limit: int = 1000) -> list[str]:
+        return [row[0] for row in self.db.reader().execute(
+            "SELECT urn FROM search_docs WHERE urn > ? AND live = 1 ORDER BY urn LIMIT ?", (after, limit))]
+
+
+def _phrase(words: tuple[str, ...], prefix: bool) -> str:
+    """An FTS5 phrase of sanitised tokens (letters and digits only, each quoted)."""
+    return " + ".join(f'"{w}"' for w in words) + (" *" if prefix else "")
+
+
+def _term_expression(term: Term) -> str:
+    """A free-text term matches as typed or, unless it asked for a prefix only, also as a
+    prefix; a document matching both ranks higher (so exact above prefix)."""
+    if term.prefix:
+        return f"({_phrase(term.tokens, True)})"
+    return f"({_phrase(term.tokens, False)} OR {_phrase(term.tokens, True)})"
+
+
+def _any_of(words: Sequence[str]) -> str:
+    return "meta : (" + " OR ".join(f'"{w}"' for w in words) + ")"
+
+
+class _Hits:
+    """The documents a query matches: one FTS5 expression (text, exact filters, entity types,
+    soft-deleted state) and an SQL condition for prefix filters on properties and tags."""
+
+    def __init__(self, expression: str, text: str, sql: str, params: list[str]):
+        self.expression = expression
+        self.text = text
+        self.sql = sql
+        self.params = params
+
+    @classmethod
+    def of(cls, parsed: Query, types: Sequence[str] | None, include_removed: bool, scope: str | None) -> _Hits:
+        scopes = (scope,) if scope else SCOPES
+        text = " OR ".join(_term_expression(term) for term in parsed.terms)
+        parts = [f"({TEXT_COLUMNS} : ({text}))"] if text else []
+        if types is not None:
+            parts.append(_any_of([type_token(t) for t in types]))
+        sql, params = [], []
+        for key, flt in [(f.key, f) for f in parsed.filters] + [(TAGS_KEY, f) for f in parsed.tags]:
+            if flt.prefix:
+                sql.append(f" AND rowid IN (SELECT doc_id FROM search_properties WHERE key = ? AND lvalue >= ?"
+                           f" AND lvalue < ? AND scope IN ({','.join('?' * len(scopes))}))")
+                params.extend([key, flt.value, flt.value + "\U0010ffff", *scopes])
+            else:
+                parts.append(_any_of([property_token(s, key, flt.value) for s in scopes]))
+        parts.extend(f"schema : ({_phrase(term.tokens, term.prefix)})" for term in parsed.schema)
+        expression = " AND ".join(parts) or _any_of([everything_token()])
+        if not include_removed:
+            expression = f"({expression}) NOT {_any_of([removed_token()])}"
+        return cls(expression, text, "".join(sql), params)
+
+    def narrowed(self, expression: str) -> _Hits:
+        return _Hits(f"({expression}) AND ({self.expression})", self.text, self.sql, self.params)
+
+    def _select(self, what: str = "rowid") -> str:
+        return f"SELECT {what} FROM search_fts WHERE search_fts MATCH ?{self.sql}"
+
+    def count(self, conn: sqlite3.Connection) -> int:
+        return conn.execute(self._select("count(*)"), (self.expression, *self.params)).fetchone()[0]
+
+    def ranked(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
+        bm25 = "bm25(search_fts, " + ", ".join(str(w) for w in BM25_WEIGHTS) + ")"
+        return [row[0] for row in conn.execute(
+            f"SELECT search_fts.rowid FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
+            f" WHERE search_fts MATCH ?{self.sql} ORDER BY {bm25}, d.urn LIMIT ? OFFSET ?",
+            (self.expression, *self.params, count, start))]
+
+    def sorted(self, conn: sqlite3.Connection, order: str, start: int, count: int) -> list[int]:
+        tie = "d.urn DESC" if order.endswith("DESC") else "d.urn"
+        return [row[0] for row in conn.execute(
+            f"SELECT d.id FROM ({self._select()}) h JOIN search_docs d ON d.id = h.rowid"
+            f" ORDER BY {order}, {tie} LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
+
+    def walk_urns(self, conn: sqlite3.Connection, descending: bool, start: int, count: int) -> list[int]:
+        """Many hits: walk the documents in URN order and keep those that are hits."""
+        order, beyond = ("DESC", "<") if descending else ("ASC", ">")
+        page: list[int] = []
+        cursor, batch = None, 64
+        while len(page) < count:
+            after = "" if cursor is None else f" AND urn {beyond} ?"
+            rows = conn.execute(f"SELECT id, urn FROM search_docs WHERE live = 1{after} ORDER BY urn {order} LIMIT ?",
+                                (*(() if cursor is None else (cursor,)), batch)).fetchall()
+            if not rows:
+                break
+            ids = [row[0] for row in rows]
+            found = {row[0] for row in conn.execute(
+                self._select() + f" AND rowid IN ({','.join('?' * len(ids))})", (self.expression, *self.params, *ids))}
+            for doc_id in ids:
+                if doc_id in found:
+                    if start:
+                        start -= 1
+                    else:
+                        page.append(doc_id)
+                        if len(page) == count:
+                            break
+            cursor, batch = rows[-1][1], min(batch * 4, 4096)
+        return page
+
+    def facets(self, conn: sqlite3.Connection, total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
+        counts: Counter[tuple[str, str]] = Counter()
+        for (facets,) in conn.execute(
+                f"SELECT d.facets FROM ({self._select()} LIMIT ?) h JOIN search_docs d ON d.id = h.rowid",
+                (self.expression, *self.params, FACET_SAMPLE)):
+            counts.update((facet, value) for facet, value in orjson.loads(facets))
+        sampled = total > FACET_SAMPLE
+        grouped: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for (facet, value), n in counts.items():
+            grouped[facet].append((value, round(n * total / FACET_SAMPLE) if sampled else n))
+        return {facet: sorted(values, key=lambda v: (-v[1], v[0]))[:FACET_VALUES]
+                for facet, values in sorted(grouped.items())}, sampled
+
+
+def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, count: int) -> list[int]:
+    """Page through the tiers: a name equal to a term, then where the terms matched, best first."""
+    text = hits.text
+    exact = [name_token(t.text) for t in parsed.terms if not t.prefix and t.text]
+    tiers = [_any_of(exact)] if exact else []
+    not_exact = f" NOT {_any_of(exact)}" if exact else ""
+    for i, column in enumerate(TIERS):
+        better = "".join(f" NOT ({c} : ({text}))" for c in TIERS[:i])
+        tiers.append(f"({column} : ({text})){better}{not_exact}")
+    page: list[int] = []
+    for tier in tiers:
+        if len(page) >= count:
+            break
+        within = hits.narrowed(tier)
+        size = within.count(conn)
+        if start >= size:
+            start -= size
+            continue
+        page.extend(within.ranked(conn, start, count - len(page)))
+        start = 0
+    return page
+
+
+def _marked_lines(marked: Sequence[str], parts: list[Fragment]) -> list[dict[str, str]]:
+    """The values a highlighted document column marks as matched, with their index fields."""
+    out = []
+    for column, text in enumerate(marked):
+        if not text or _MARK not in text:
+            continue
+        for field, line in zip(line_fields(parts, column), text.split("\n"), strict=False):
+            if _MARK in line:
+                out.append({"field": field, "value": line.replace(_MARK, "").replace(_END, "")})
+    return out
+
+
+def _visible(conn: sqlite3.Connection, doc_ids: set[int]) -> set[int]:
+    visible: set[int] = set()
+    for chunk in chunks(sorted(doc_ids)):
+        marks = ",".join("?" * len(chunk))
+        visible.update(row[0] for row in conn.execute(
+            f"SELECT id FROM search_docs WHERE id IN ({marks}) AND live = 1 AND removed = 0", chunk))
+    return visible
+
+
+def _has_tokens(value: str, wanted: list[str]) -> bool:
+    """Whether the wanted tokens occur in order in value's tokens, the last as a prefix."""
+    have = tokens(value)
+    n = len(wanted)
+    return any(have[i:i + n - 1] == wanted[:-1] and have[i + n - 1].startswith(wanted[-1])
+               for i in range(len(have) - n + 1))

@@ -1,0 +1,58 @@
+"""The embedded read-model database, `<data dir>/readmodels.db` (SQLite, WAL)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ingest.sqlitedb import WalCheckpointer, connect
+
+FILE_NAME = "readmodels.db"
+
+
+class Database:
+    """One writer connection (the processor's; transactions serialised across threads and, by
+    BEGIN IMMEDIATE, processes) and one reader connection per querying thread."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.writer = connect(self.path)
+        self._checkpointer = WalCheckpointer(self.path)
+        self._lock = threading.RLock()
+        self._local = threading.local()
+        self._readers: list[sqlite3.Connection] = []
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction on the writer connection; nested uses join the outer one."""
+        with self._lock:
+            if self.writer.in_transaction:
+                yield self.writer
+                return
+            self.writer.execute("BEGIN IMMEDIATE")
+            try:
+                yield self.writer
+            except BaseException:
+                self.writer.execute("ROLLBACK")
+                raise
+            self.writer.execute("COMMIT")
+
+    def reader(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._local.conn = connect(self.path)
+            conn.execute("PRAGMA temp_store=MEMORY")
+            with self._lock:
+                self._readers.append(conn)
+        return conn
+
+    def close(self) -> None:
+        self._checkpointer.close()
+        with self._lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+            self.writer.close()

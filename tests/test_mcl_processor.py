@@ -1,0 +1,298 @@
+"""The MCL processor end to end: a real embedded GMS writes real MCLs to the real event log and
+the processor consumes them into the real SQLite read models.
+
+Also: duplicates, order, crashes, poison records, restore, check, timeseries, waiting for indexing."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gms.service import Gms
+from gms.write_path import Result
+from ingest import topics
+from ingest.eventlog import LogMessage
+from ingest.proposal import Proposal
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import GROUP, TOPICS, MclProcessor
+from mcl_processor.sqlite_db import FILE_NAME
+from schemas.events import MCL
+from tests.builders import dataset_urn, proposal
+
+ACTOR = "urn:li:corpuser:tester"
+
+
+class Indexed:
+    """An embedded GMS and an MCL processor on the same data directory. `write` applies
+    proposals and then indexes every MCL they produced, as the consumer group does."""
+
+    def __init__(self, data_dir: Path):
+        self.data_dir = data_dir
+        self.gms = Gms.embedded(data_dir)
+        self.models = SqliteReadModels.in_data_dir(data_dir)
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.models)
+
+    @property
+    def search(self):
+        return self.models.search
+
+    @property
+    def lineage(self):
+        return self.models.lineage
+
+    def write(self, *proposals: Proposal) -> list[Result]:
+        results = self.gms.apply(list(proposals), ACTOR)
+        assert all(r.failure is None for r in results), [r.to_json() for r in results if r.failure]
+        self.index()
+        return results
+
+    def index(self) -> int:
+        consumer = self.gms.log.consumer(GROUP, TOPICS)
+        done = 0
+        while records := consumer.poll(1000, 0):
+            self.processor.process(records)
+            consumer.commit(records)
+            done += len(records)
+        return done
+
+    def reopen_models(self) -> None:
+        self.models.close()
+        self.models = SqliteReadModels.in_data_dir(self.data_dir)
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.models)
+
+    def names(self, query: str, **kwargs: Any) -> list[str | None]:
+        return [hit.name for hit in self.search.query(query, count=100, **kwargs).hits]
+
+    def close(self) -> None:
+        self.models.close()
+        self.gms.close()
+
+
+@pytest.fixture
+def indexed(tmp_path: Path):
+    harness = Indexed(tmp_path / "data")
+    yield harness
+    harness.close()
+
+
+def answers(harness: Indexed, urns: list[str]) -> dict[str, Any]:
+    """What the read models answer, for comparing states."""
+    search = harness.search
+    out: dict[str, Any] = {q: search.query(q, count=1000, include_removed=True).to_json()
+                           for q in ("*", "orders", "tags:pii", "tier:gold", "schema:id", "ord*")}
+    out["autocomplete"] = [s.to_json() for s in search.autocomplete("o")]
+    for urn in urns:
+        out[urn] = harness.lineage.query(urn, "both", 10).to_json()
+        out[f"{urn}#profile"] = harness.models.timeseries.query(urn, "datasetProfile")
+    return out
+
+
+RAW, CLEAN, AGG = dataset_urn("db.raw_orders"), dataset_urn("db.orders"), dataset_urn("db.orders_daily")
+
+
+def sample(harness: Indexed) -> list[str]:
+    harness.write(
+        proposal(RAW, "datasetProperties", {"name": "raw_orders", "description": "orders as received",
+                                            "customProperties": {"tier": "bronze"}}),
+        proposal(CLEAN, "datasetProperties", {"name": "orders", "customProperties": {"tier": "gold"}}),
+        proposal(CLEAN, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}),
+        proposal(CLEAN, "upstreamLineage", {"upstreams": [{"dataset": RAW, "type": "TRANSFORMED"}]}),
+        proposal(AGG, "upstreamLineage", {"upstreams": [{"dataset": CLEAN, "type": "TRANSFORMED"}]}),
+        proposal(AGG, "schemaMetadata", schema("orders_daily", "id", "total")),
+        proposal(AGG, "datasetProfile", {"timestampMillis": 1000, "rowCount": 10}),
+        proposal(AGG, "datasetProfile", {"timestampMillis": 2000, "rowCount": 12}),
+    )
+    return [RAW, CLEAN, AGG]
+
+
+def schema(name: str, *fields: str) -> dict[str, Any]:
+    return {"schemaName": name, "platform": "urn:li:dataPlatform:hive", "version": 0, "hash": "",
+            "platformSchema": {"com.linkedin.schema.OtherSchema": {"rawSchema": ""}},
+            "fields": [{"fieldPath": f, "nativeDataType": "string",
+                        "type": {"type": {"com.linkedin.schema.StringType": {}}}} for f in fields]}
+
+
+def test_written_metadata_becomes_searchable_and_traceable(indexed):
+    sample(indexed)
+    assert indexed.names("orders")[0] == "orders"
+    assert [h.urn for h in indexed.search.query("tags:pii").hits] == [CLEAN]
+    graph = indexed.lineage.query(AGG, "upstream", 5).to_json()
+    assert {n["urn"]: n["hops"] for n in graph["nodes"]} == {AGG: 0, CLEAN: 1, RAW: 2}
+    assert [p["rowCount"] for p in indexed.models.timeseries.query(AGG, "datasetProfile")] == [10, 12]
+
+
+def test_duplicate_mcls_change_nothing(indexed):
+    urns = sample(indexed)
+    before = answers(indexed, urns)
+    for topic in TOPICS:  # every MCL again, as a replay from offset 0 would deliver them
+        indexed.processor.process(indexed.gms.log.read(topic, limit=10_000))
+    assert answers(indexed, urns) == before
+
+
+def test_an_older_mcl_after_a_newer_one_changes_nothing(indexed):
+    indexed.write(proposal(CLEAN, "datasetProperties", {"name": "orders", "description": "first"}))
+    indexed.write(proposal(CLEAN, "datasetProperties", {"name": "orders", "description": "second"}))
+    records = indexed.gms.log.read(topics.MCL_VERSIONED, limit=100)
+    indexed.processor.process([r for r in records if b"first" in r.value])  # version 1 again, after version 2
+    assert indexed.search.query("orders").hits[0].description == "second"
+    indexed.models.clear()
+    for record in reversed(records):  # newest first, one batch each
+        indexed.processor.process([record])
+    assert indexed.search.query("orders").hits[0].description == "second"
+
+
+def test_a_crash_between_indexing_and_offset_commit_replays_to_the_same_state(tmp_path):
+    crashed, clean = Indexed(tmp_path / "crashed"), Indexed(tmp_path / "clean")
+    for harness in (crashed, clean):
+        harness.gms.apply([p for p in sample_proposals()], ACTOR)
+    clean.index()
+    script = ("import sys, threading; from pathlib import Path; from gms.service import Gms;"
+              "from mcl_processor.embedded import SqliteReadModels; from mcl_processor.processor import MclProcessor;"
+              "d = Path(sys.argv[1]); g = Gms.embedded(d);"
+              "MclProcessor(g.registry, g.codec, SqliteReadModels.in_data_dir(d)).run(g.log, threading.Event())")
+    env = {**os.environ, "LODESTAR_CRASH_AT": "mcl-after-write"}
+    died = subprocess.run([sys.executable, "-c", script, str(crashed.data_dir)], env=env, timeout=60,
+                          capture_output=True)
+    assert died.returncode == 137, died.stderr
+    log = crashed.gms.log
+    assert all(log.committed(GROUP, t, 0) == 0 for t in TOPICS)  # indexed, but not committed
+    crashed.reopen_models()
+    assert crashed.search.query("*").total == 3  # the batch reached the read models
+    assert crashed.index() > 0  # the restarted consumer gets the whole batch again
+    urns = [RAW, CLEAN, AGG]
+    assert answers(crashed, urns) == answers(clean, urns)
+    crashed.close()
+    clean.close()
+
+
+def sample_proposals() -> list[Proposal]:
+    return [
+        proposal(RAW, "datasetProperties", {"name": "raw_orders"}),
+        proposal(CLEAN, "datasetProperties", {"name": "orders", "customProperties": {"tier": "gold"}}),
+        proposal(CLEAN, "upstreamLineage", {"upstreams": [{"dataset": RAW, "type": "COPY"}]}),
+        proposal(AGG, "upstreamLineage", {"upstreams": [{"dataset": CLEAN, "type": "COPY"}]}),
+        proposal(AGG, "datasetProfile", {"timestampMillis": 5, "rowCount": 1}),
+    ]
+
+
+def test_poison_records_are_logged_with_their_offset_and_skipped(indexed, caplog):
+    codec = indexed.gms.codec
+    unknown_aspect = codec.encode(MCL, {
+        "entityType": "dataset", "entityUrn": CLEAN, "entityKeyAspect": None, "changeType": "UPSERT",
+        "aspectName": "noSuchAspect", "aspect": {"value": b"{}", "contentType": "application/json"},
+        "systemMetadata": None, "headers": None, "previousAspectValue": None, "previousSystemMetadata": None,
+        "created": None})
+    bad_json = codec.encode(MCL, {
+        "entityType": "dataset", "entityUrn": CLEAN, "entityKeyAspect": None, "changeType": "UPSERT",
+        "aspectName": "globalTags", "aspect": {"value": b"{not json", "contentType": "application/json"},
+        "systemMetadata": {"version": "9"}, "headers": None, "previousAspectValue": None,
+        "previousSystemMetadata": None, "created": None})
+    indexed.gms.log.append(topics.MCL_VERSIONED, [LogMessage(CLEAN, b"\x00garbage"), LogMessage(CLEAN, unknown_aspect),
+                                                  LogMessage(CLEAN, bad_json)])
+    with caplog.at_level(logging.WARNING, logger="mcl_processor.processor"):
+        indexed.write(proposal(CLEAN, "datasetProperties", {"name": "orders"}))
+    assert indexed.processor.skipped == 3
+    assert [r.message.split(":")[0] for r in caplog.records] == [
+        f"skipping MCL at {topics.MCL_VERSIONED}/0@{offset}" for offset in (0, 1, 2)]
+    assert indexed.names("orders") == ["orders"]
+    assert indexed.gms.log.committed(GROUP, topics.MCL_VERSIONED, 0) == 5
+
+
+def test_the_consumer_thread_indexes_and_callers_can_wait_for_it(tmp_path):
+    gms = Gms.embedded(tmp_path)
+    models = SqliteReadModels.in_data_dir(tmp_path)
+    processor = MclProcessor(gms.registry, gms.codec, models)
+    stop = threading.Event()
+    thread = threading.Thread(target=processor.run, args=(gms.log, stop), kwargs={"poll_timeout": 0.05})
+    thread.start()
+    try:
+        for i in range(5):
+            gms.apply([proposal(dataset_urn(f"db.t{i}"), "datasetProperties", {"name": f"table {i}"})], ACTOR)
+            assert processor.wait_until_caught_up(gms.log, timeout=10)
+            assert models.search.query(f'"table {i}"').total == 1  # read your writes
+        assert processor.wait_until_caught_up(gms.log, timeout=0)  # nothing new: true at once
+    finally:
+        stop.set()
+        thread.join(10)
+    assert gms.log.committed(GROUP, topics.MCL_VERSIONED, 0) == 10  # 5 key aspects + 5 properties
+    gms.apply([proposal(dataset_urn("db.late"), "datasetProperties", {"name": "late"})], ACTOR)
+    assert not processor.wait_until_caught_up(gms.log, timeout=0.05)  # nobody is indexing
+    models.close()
+    gms.close()
+
+
+def test_restore_after_wiping_the_read_models_gives_the_same_answers(indexed):
+    urns = sample(indexed)
+    indexed.write(proposal(RAW, "status", {"removed": True}),
+                  proposal(CLEAN, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}, {"tag": "urn:li:tag:gold"}]}))
+    before = answers(indexed, urns)
+    indexed.models.close()
+    for path in indexed.data_dir.glob(f"{FILE_NAME}*"):
+        path.unlink()
+    indexed.reopen_models()
+    assert indexed.search.query("*").total == 0
+    progress: list[int] = []
+    restored = indexed.processor.restore(indexed.gms.store, progress=progress.append, timeseries_log=indexed.gms.log)
+    assert restored == progress[-1] == 10 + 2  # 10 live aspects, 2 profile points
+    assert answers(indexed, urns) == before
+    assert indexed.processor.check(indexed.gms.store).ok
+
+
+def test_restore_can_be_limited_to_urns_and_an_aspect(indexed):
+    sample(indexed)
+    indexed.models.clear()
+    assert indexed.processor.restore(indexed.gms.store, urn_like="%db.orders%", aspect="upstreamLineage") == 2
+    assert indexed.search.query("*").total == 2  # documents with only their upstreams
+    assert indexed.lineage.query(AGG, "upstream", 5).to_json()["edges"][0]["source"] == CLEAN
+    assert indexed.search.query("orders").total == 0  # names come from datasetProperties, not restored
+
+
+def test_check_reports_every_planted_divergence(indexed):
+    sample(indexed)
+    assert indexed.processor.check(indexed.gms.store).ok
+    db = sqlite3.connect(indexed.data_dir / FILE_NAME)
+    with db:
+        db.execute("DELETE FROM search_versions WHERE aspect = 'globalTags'")  # a lost MCL
+        db.execute("UPDATE lineage_versions SET version = 7 WHERE urn = ?", (AGG,))  # a stale version
+        db.execute("DELETE FROM lineage_edges WHERE owner = ?", (CLEAN,))  # a lost edge
+        db.execute("INSERT INTO search_docs (urn, entity_type, live) VALUES ('urn:li:tag:ghost', 'tag', 1)")
+    db.close()
+    report = indexed.processor.check(indexed.gms.store)
+    assert not report.ok
+    assert dict(report.counts) == {("search", "missing"): 1, ("lineage", "stale"): 1, ("lineage", "content"): 1,
+                                   ("search", "extra"): 1}
+    found = {(d.model, d.kind, d.urn, d.aspect) for d in report.examples}
+    assert ("search", "missing", CLEAN, "globalTags") in found
+    assert ("search", "extra", "urn:li:tag:ghost", None) in found
+    assert report.to_json()["differences"] == 4
+    indexed.processor.restore(indexed.gms.store)  # repairs what is missing or damaged, never goes back
+    assert dict(indexed.processor.check(indexed.gms.store).counts) == {("lineage", "stale"): 1, ("search", "extra"): 1}
+    indexed.models.clear()
+    indexed.processor.restore(indexed.gms.store)
+    assert indexed.processor.check(indexed.gms.store).ok
+
+
+def test_timeseries_points_are_time_ordered_ranged_and_idempotent(indexed):
+    urn = CLEAN
+    indexed.write(proposal(urn, "datasetProperties", {"name": "orders"}))
+    indexed.write(*[proposal(urn, "datasetProfile", {"timestampMillis": ts, "rowCount": ts})
+                    for ts in (3000, 1000, 2000)])
+    indexed.write(proposal(urn, "datasetProfile", {"timestampMillis": 2000, "rowCount": 2001}))  # same point again
+    indexed.write(proposal(urn, "datasetProfile", {"timestampMillis": 2000, "rowCount": 7,
+                                                   "partitionSpec": {"partition": "day=2"}}))
+    series = indexed.models.timeseries
+    assert [(p["timestampMillis"], p["rowCount"]) for p in series.query(urn, "datasetProfile")] == [
+        (1000, 1000), (2000, 2001), (2000, 7), (3000, 3000)]
+    assert [p["rowCount"] for p in series.query(urn, "datasetProfile", start=1500, end=2500, limit=1)] == [2001]
+    indexed.processor.process(indexed.gms.log.read(topics.MCL_TIMESERIES, limit=100))
+    assert len(series.query(urn, "datasetProfile")) == 4
+    indexed.write(proposal(urn, "datasetKey", change="DELETE"))
+    assert series.query(urn, "datasetProfile") == []
