@@ -1,4 +1,4 @@
-"""The `lodestar` command: serve, ingest, get.
+"""The `lodestar` command: serve, ingest, get, search, lineage, mcl-processor, check, restore-indices.
 
 Errors are one line on stderr and a non-zero exit; never a traceback.
 """
@@ -9,9 +9,12 @@ import argparse
 import json
 import logging
 import os
+import signal
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
+from urllib.parse import urlencode
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -131,6 +134,87 @@ def cmd_get(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_search(args: argparse.Namespace) -> int:
+    query = urlencode({"query": args.query, "count": args.count, "start": args.start,
+                       **({"types": args.types} if args.types else {})})
+    body = _client(args).call("GET", f"/v1/search?{query}")
+    print(f"{body['total']} result(s)")
+    for hit in body["results"]:
+        description = f"  {hit['description']}" if hit.get("description") else ""
+        print(f"{hit['entityType']:<20} {hit['urn']}{description}")
+    return 0
+
+
+def cmd_lineage(args: argparse.Namespace) -> int:
+    route = "/v1/lineage/fields" if args.fields else "/v1/lineage"
+    query = urlencode({"urn": args.urn, "direction": args.direction, "maxHops": args.max_hops})
+    body = _client(args).call("GET", f"{route}?{query}")
+    for edge in body["edges"]:
+        via = f" ({edge['via']})" if edge.get("via") else ""
+        print(f"{edge['source']} -[{edge['type']}]-> {edge['destination']}{via}")
+    print(f"{len(body['nodes'])} node(s), {len(body['edges'])} edge(s)")
+    return 0
+
+
+class _Local:
+    """The embedded stores of a data directory, opened by a command that works on them directly."""
+
+    def __init__(self, data_dir: Path):
+        from gms.service import Gms
+        from mcl_processor.embedded import SqliteReadModels
+        from mcl_processor.processor import MclProcessor
+
+        self.gms = Gms.embedded(data_dir)
+        self.read_models = SqliteReadModels.in_data_dir(data_dir, self.gms.registry)
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models)
+
+    def __enter__(self) -> _Local:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.read_models.close()
+        self.gms.close()
+
+
+def cmd_mcl_processor(args: argparse.Namespace) -> int:
+    with _Local(Path(args.data_dir)) as local:
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        print(f"MCL processor on {args.data_dir}", flush=True)
+        try:
+            local.processor.run(local.gms.log, stop)
+        except KeyboardInterrupt:
+            stop.set()
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    with _Local(Path(args.data_dir)) as local:
+        report = local.processor.check(local.gms.store, examples=args.examples)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(f"{report.aspects} aspects checked: {sum(report.counts.values())} difference(s)")
+        for (model, kind), count in sorted(report.counts.items()):
+            print(f"  {model:<10} {kind:<8} {count}")
+        for example in report.examples:
+            print(f"  e.g. {example.model} {example.kind}: {example.urn} {example.aspect or ''} {example.detail}")
+    return 0 if report.ok else 1
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    with _Local(Path(args.data_dir)) as local:
+        columns = (TextColumn("restoring"), TextColumn("{task.completed} aspects"), TextColumn("{task.speed}/s"))
+        with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as progress:
+            task = progress.add_task("restore", total=None)
+            done = local.processor.restore(
+                local.gms.store, args.urn_like, args.aspect,
+                progress=lambda count: progress.update(task, completed=count),
+                timeseries_log=None if args.aspect or args.urn_like else local.gms.log)
+    print(f"restored {done} aspects and points")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="lodestar", description="Lodestar metadata platform")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -164,6 +248,41 @@ def build_parser() -> argparse.ArgumentParser:
     get.add_argument("--version", type=int)
     client_options(get)
     get.set_defaults(func=cmd_get)
+
+    search = sub.add_parser("search", help="search metadata (see the README for the query language)")
+    search.add_argument("query")
+    search.add_argument("--types", help="entity types, comma-separated")
+    search.add_argument("--count", type=int, default=20)
+    search.add_argument("--start", type=int, default=0)
+    client_options(search)
+    search.set_defaults(func=cmd_search)
+
+    lineage = sub.add_parser("lineage", help="trace lineage from an entity (or a schemaField with --fields)")
+    lineage.add_argument("urn")
+    lineage.add_argument("--direction", choices=("upstream", "downstream", "both"), default="both")
+    lineage.add_argument("--max-hops", type=int, default=3)
+    lineage.add_argument("--fields", action="store_true", help="field-level lineage from a schemaField URN")
+    client_options(lineage)
+    lineage.set_defaults(func=cmd_lineage)
+
+    def data_dir_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--data-dir", default=str(default_data_dir()))
+
+    processor = sub.add_parser("mcl-processor", help="run the MCL processor alone on a data directory")
+    data_dir_option(processor)
+    processor.set_defaults(func=cmd_mcl_processor)
+
+    check = sub.add_parser("check", help="compare the read models with the aspect store (exit 1 on differences)")
+    check.add_argument("--examples", type=int, default=10)
+    check.add_argument("--json", action="store_true")
+    data_dir_option(check)
+    check.set_defaults(func=cmd_check)
+
+    restore = sub.add_parser("restore-indices", help="rebuild the read models from the aspect store")
+    restore.add_argument("--urn-like", help="only URNs matching this SQL LIKE pattern")
+    restore.add_argument("--aspect", help="only this aspect")
+    data_dir_option(restore)
+    restore.set_defaults(func=cmd_restore)
     return parser
 
 
