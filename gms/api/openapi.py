@@ -13,6 +13,10 @@ _ASPECT = {"name": "aspect", "in": "path", "required": True, "schema": {"type": 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 
 
+def _q(name: str, doc: str = "", kind: str = "string", required: bool = False) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": {"type": kind}, "description": doc}
+
+
 def _response(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"description": description, "content": {_JSON: {"schema": schema or _ERROR}}}
 
@@ -72,7 +76,8 @@ DOCUMENT: dict[str, Any] = {
             "requestBody": {"required": True, "content": {_JSON: {"schema": {
                 "type": "object", "required": ["proposals"], "properties": {
                     "proposals": {"type": "array", "items": {"$ref": "#/components/schemas/Proposal"}},
-                    "async": {"type": "boolean", "default": False}}}}}},
+                    "async": {"type": "boolean", "default": False},
+                    "waitForIndex": {"type": "boolean", "default": False}}}}}},
             "responses": {
                 "200": _response("Every proposal succeeded", {"type": "object", "properties": {
                     "results": {"type": "array", "items": {"$ref": "#/components/schemas/Result"}}}}),
@@ -112,6 +117,30 @@ DOCUMENT: dict[str, Any] = {
             "requestBody": {"required": True, "content": {_JSON: {"schema": {"type": "object"}}}},
             "responses": {"200": _response("Deleted", {"type": "object"}), "404": _response("No such entity"),
                           **_ERRORS}}},
+        "/v1/search": {"get": {
+            "summary": "Search entities (free text, prefix*, key:value, tags:x, schema:field)",
+            "parameters": [_q("query"), _q("types", "Entity types, comma-separated"), _q("scope", "USER or SYSTEM"),
+                           _q("sort", "relevance, name, -name, urn, -urn"), _q("start", kind="integer"),
+                           _q("count", kind="integer"), _q("includeRemoved", kind="boolean")],
+            "responses": {"200": _response("One page of results with facets", {"type": "object"}), **_ERRORS}}},
+        "/v1/autocomplete": {"get": {
+            "summary": "Names, field names and tags starting with a prefix",
+            "parameters": [_q("query"), _q("limit", kind="integer")],
+            "responses": {"200": _response("Suggestions", {"type": "object"}), **_ERRORS}}},
+        "/v1/lineage": {"get": {
+            "summary": "Lineage of datasets, jobs and runs, breadth first",
+            "parameters": [_q("urn", required=True), _q("direction", "upstream, downstream or both"),
+                           _q("maxHops", kind="integer")],
+            "responses": {"200": _response("Nodes and edges", {"type": "object"}), **_ERRORS}}},
+        "/v1/lineage/fields": {"get": {
+            "summary": "Field-level lineage from a schemaField URN",
+            "parameters": [_q("urn", required=True), _q("direction"), _q("maxHops", kind="integer")],
+            "responses": {"200": _response("Nodes and edges", {"type": "object"}), **_ERRORS}}},
+        "/v1/timeseries/{urn}/{aspect}": {"get": {
+            "summary": "Points of a timeseries aspect in time order",
+            "parameters": [_URN, _ASPECT, _q("start", kind="integer"), _q("end", kind="integer"),
+                           _q("limit", kind="integer")],
+            "responses": {"200": _response("The points", {"type": "object"}), **_ERRORS}}},
         "/config": {"get": {"summary": "Server configuration (DataHub clients check noCode)", "security": [],
                             "responses": {"200": _response("Configuration", {"type": "object"})}}},
         "/health": {"get": {"summary": "Liveness", "security": [],
