@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, NamedTuple
 
 from schemas.jsonform import PRIMITIVES, full_name
@@ -147,6 +147,7 @@ class AspectAnnotations:
         return out
 
 
+@lru_cache(maxsize=65536)
 def simple_id(urn: str) -> str | None:
     """The id of a one-part URN (`urn:li:tag:pii` -> `pii`), else None."""
     try:

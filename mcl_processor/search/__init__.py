@@ -3,9 +3,11 @@
 The index vocabulary (which index fields are names, descriptions, schema field names, tags,
 USER-scope values) is shared by every adapter; the query language is `query_syntax`.
 
-Ranking: a name equal to a free-text term first, then by the best place a term matched
-(name > schema field name > keyword, tag or property > description text), then by bm25
-relevance, then by URN. Filter-only queries (`tags:pii`, `*`) order by URN.
+Ranking, in tiers: a name equal to a free-text term; names holding every term; then by the
+best place a term matched (name > schema field name > keyword, tag or property > description
+text), exactly before as a prefix. Within a name tier the shorter name comes first, within
+the others the higher bm25 relevance (column-weighted); ties go by URN. Filter-only queries
+(`tags:pii`, `*`) order by URN.
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
@@ -67,6 +68,7 @@ def meta_token(name: str) -> str:
     return "m" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
 
 
+@lru_cache(maxsize=65536)
 def property_token(scope: str, key: str, lvalue: str) -> str:
     return meta_token(f"{scope}:{key}={lvalue}")
 
@@ -83,6 +85,7 @@ def everything_token() -> str:
     return meta_token("@all")
 
 
+@lru_cache(maxsize=65536)
 def name_token(lvalue: str) -> str:
     return meta_token(f"@name={lvalue}")
 
@@ -105,7 +108,7 @@ class _Parts:
         self.removed = False
 
     def line(self, column: int, field: str, text: str) -> None:
-        self.lines[column].append(text.replace("\n", " "))
+        self.lines[column].append(text.replace("\n", " ") if "\n" in text else text)
         self.fields[column].append(field)
 
     def fragment(self) -> Fragment:
@@ -114,8 +117,8 @@ class _Parts:
         return Fragment(
             tuple("\n".join(lines) for lines in self.lines),  # type: ignore[arg-type]
             tuple(_runs(fields) for fields in self.fields), " ".join(meta), self.title, self.title_rank,
-            self.description, self.description_rank, self.removed, sorted(map(list, self.facets)),
-            sorted(map(list, self.properties)), sorted(map(list, self.suggestions)))
+            self.description, self.description_rank, self.removed, sorted(self.facets),  # type: ignore[arg-type]
+            sorted(self.properties), sorted(self.suggestions))  # type: ignore[arg-type]
 
 
 Handler = Callable[[list[Any], _Parts], None]

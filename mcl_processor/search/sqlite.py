@@ -18,11 +18,12 @@ import orjson
 from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
-from mcl_processor.query_syntax import Query, Term, parse, tokens
+from mcl_processor.query_syntax import Query, parse, tokens
 from mcl_processor.search import SCOPES, SORTS, SearchHit, SearchIndex, SearchResult, Suggestion
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
     COLUMNS,
+    SCHEMA,
     TAGS_KEY,
     Analyzer,
     Fragment,
@@ -62,11 +63,12 @@ _TABLES = ("search_properties", "search_suggestions", "search_versions", "search
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
-FACET_SAMPLE = 2000  # broader queries count facets on this many hits and scale the counts
+RANK_LIMIT = 5000  # a tier with more hits than this orders by the shorter name instead of bm25
+EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact filter tokens
+FACET_SAMPLE = 1000  # broader queries count facets on this many hits and scale the counts
 FACET_VALUES = 20
 MAX_MATCHES = 5
 MODEL = "search"
-_MARK, _END = "\x01", "\x02"
 
 
 class SqliteSearchIndex(SearchIndex):
@@ -96,12 +98,15 @@ class SqliteSearchIndex(SearchIndex):
             return
         self._forget_rows(conn, [(ids[c.urn], c.aspect) for c in fresh if (ids[c.urn], c.aspect) in current])
         versions, properties, suggestions = [], [], []
+        new_parts: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)  # of new documents
         for change in fresh:
             doc_id = ids[change.urn]
             if change.deleted:
                 versions.append((doc_id, change.aspect, change.version, None))
                 continue
             fragment = self.analyzers[change.aspect].fragment(change.value)
+            if doc_id in created:
+                new_parts[doc_id].append((change.aspect, fragment))
             versions.append((doc_id, change.aspect, change.version, fragment.encode()))
             properties.extend((*p, doc_id, change.aspect) for p in fragment.properties)
             suggestions.extend((lvalue, kind, doc_id, change.aspect, value)
@@ -109,7 +114,7 @@ class SqliteSearchIndex(SearchIndex):
         conn.executemany("INSERT OR REPLACE INTO search_versions VALUES (?, ?, ?, ?)", versions)
         conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)", properties)
         conn.executemany("INSERT OR IGNORE INTO search_suggestions VALUES (?, ?, ?, ?, ?)", suggestions)
-        self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created)
+        self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created, new_parts)
 
     def _doc_ids(self, conn: sqlite3.Connection, types: dict[str, str]) -> tuple[dict[str, int], set[int]]:
         ids = self._ids(conn, list(types))
@@ -166,9 +171,12 @@ class SqliteSearchIndex(SearchIndex):
         conn.executemany("DELETE FROM search_suggestions WHERE lvalue = ? AND kind = ? AND doc_id = ? AND aspect = ?",
                          suggestions)
 
-    def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: set[int]) -> None:
-        """Re-merge the documents of `touched` (id -> entity type) from their aspects' fragments."""
-        fragments = self._fragments(conn, touched)
+    def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: set[int],
+                 new_parts: dict[int, list[tuple[str, Fragment]]]) -> None:
+        """Re-merge the documents of `touched` (id -> entity type) from their aspects' fragments
+        (those of documents created in this batch are at hand)."""
+        fragments = self._fragments(conn, [doc_id for doc_id in touched if doc_id not in created])
+        fragments.update((doc_id, sorted(parts, key=lambda part: part[0])) for doc_id, parts in new_parts.items())
         updates, fts_rows = [], []
         for doc_id, entity_type in touched.items():
             if doc_id not in fragments:
@@ -205,7 +213,7 @@ class SqliteSearchIndex(SearchIndex):
         if parsed.matches_nothing or (types is not None and not types):
             return SearchResult(0, [], {})
         conn = self.db.reader()
-        hits = _Hits.of(parsed, types, include_removed, scope and scope.upper())
+        hits = _Hits.of(conn, parsed, types, include_removed, scope and scope.upper())
         total = hits.count(conn)
         if total == 0:
             return SearchResult(0, [], {})
@@ -218,26 +226,21 @@ class SqliteSearchIndex(SearchIndex):
         else:
             page = hits.walk_urns(conn, sort == "-urn", start, count)
         facets, sampled = hits.facets(conn, total)
-        return SearchResult(total, self._hits(conn, page, hits, parsed), facets, sampled)
+        return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
 
-    def _hits(self, conn: sqlite3.Connection, page: list[int], hits: _Hits, parsed: Query) -> list[SearchHit]:
+    def _hits(self, conn: sqlite3.Connection, page: list[int], parsed: Query) -> list[SearchHit]:
         if not page:
             return []
         marks = ",".join("?" * len(page))
         docs = {row[0]: row[1:] for row in conn.execute(
             f"SELECT id, urn, entity_type, name, description FROM search_docs WHERE id IN ({marks})", page)}
-        columns = ", ".join(f"highlight(search_fts, {i}, '{_MARK}', '{_END}')" for i in range(4))
-        marked = {row[0]: row[1:] for row in conn.execute(
-            f"SELECT rowid, {columns} FROM search_fts WHERE search_fts MATCH ? AND rowid IN ({marks})",
-            (hits.expression, *page))}
         fragments = self._fragments(conn, page)
         filters = [{"field": f.key, "value": f.value + ("*" if f.prefix else "")} for f in parsed.filters]
         filters += [{"field": TAGS_KEY, "value": f.value + ("*" if f.prefix else "")} for f in parsed.tags]
         out = []
         for doc_id in page:
             urn, entity_type, name, description = docs[doc_id]
-            parts = [fragment for _, fragment in fragments.get(doc_id, [])]
-            matches = _marked_lines(marked.get(doc_id, ("",) * 4), parts) + filters
+            matches = _matched_lines([fragment for _, fragment in fragments.get(doc_id, [])], parsed) + filters
             out.append(SearchHit(urn, entity_type, name, description, matches[:MAX_MATCHES]))
         return out
 
@@ -305,51 +308,52 @@ def _phrase(words: tuple[str, ...], prefix: bool) -> str:
     return " + ".join(f'"{w}"' for w in words) + (" *" if prefix else "")
 
 
-def _term_expression(term: Term) -> str:
-    """A free-text term matches as typed or, unless it asked for a prefix only, also as a
-    prefix; a document matching both ranks higher (so exact above prefix)."""
-    if term.prefix:
-        return f"({_phrase(term.tokens, True)})"
-    return f"({_phrase(term.tokens, False)} OR {_phrase(term.tokens, True)})"
-
-
 def _any_of(words: Sequence[str]) -> str:
     return "meta : (" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
 class _Hits:
-    """The documents a query matches: one FTS5 expression (text, exact filters, entity types,
-    soft-deleted state) and an SQL condition for prefix filters on properties and tags."""
+    """The documents a query matches: free text (`exact` and `prefix` phrases of its terms, over
+    the text columns) and `filters`, an FTS5 expression of exact filters, entity types and the
+    soft-deleted state, plus an SQL condition for the rare prefix filters that are not expanded."""
 
-    def __init__(self, expression: str, text: str, sql: str, params: list[str]):
-        self.expression = expression
-        self.text = text
+    def __init__(self, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str]):
+        self.exact = exact
+        self.prefix = prefix
+        self.filters = filters  # positive filters, "" when none
+        self.hidden = hidden  # " NOT <removed>", or "" with include_removed
         self.sql = sql
         self.params = params
+        self.expression = self._with_filters(f"{TEXT_COLUMNS} : ({prefix})" if prefix else "")
+
+    def _with_filters(self, expression: str) -> str:
+        both = " AND ".join(f"({e})" for e in (expression, self.filters) if e) or _any_of([everything_token()])
+        return f"({both}){self.hidden}"
 
     @classmethod
-    def of(cls, parsed: Query, types: Sequence[str] | None, include_removed: bool, scope: str | None) -> _Hits:
+    def of(cls, conn: sqlite3.Connection, parsed: Query, types: Sequence[str] | None, include_removed: bool,
+           scope: str | None) -> _Hits:
         scopes = (scope,) if scope else SCOPES
-        text = " OR ".join(_term_expression(term) for term in parsed.terms)
-        parts = [f"({TEXT_COLUMNS} : ({text}))"] if text else []
-        if types is not None:
-            parts.append(_any_of([type_token(t) for t in types]))
+        parts = [_any_of([type_token(t) for t in types])] if types is not None else []
         sql, params = [], []
         for key, flt in [(f.key, f) for f in parsed.filters] + [(TAGS_KEY, f) for f in parsed.tags]:
-            if flt.prefix:
+            values = _expand(conn, key, flt.value) if flt.prefix else [flt.value]
+            if values is not None:
+                parts.append(_any_of([property_token(s, key, v) for s in scopes for v in values] or ["none"]))
+            else:
                 sql.append(f" AND rowid IN (SELECT doc_id FROM search_properties WHERE key = ? AND lvalue >= ?"
                            f" AND lvalue < ? AND scope IN ({','.join('?' * len(scopes))}))")
                 params.extend([key, flt.value, flt.value + "\U0010ffff", *scopes])
-            else:
-                parts.append(_any_of([property_token(s, key, flt.value) for s in scopes]))
         parts.extend(f"schema : ({_phrase(term.tokens, term.prefix)})" for term in parsed.schema)
-        expression = " AND ".join(parts) or _any_of([everything_token()])
-        if not include_removed:
-            expression = f"({expression}) NOT {_any_of([removed_token()])}"
-        return cls(expression, text, "".join(sql), params)
+        hidden = "" if include_removed else f" NOT {_any_of([removed_token()])}"
+        exact = " OR ".join(_phrase(t.tokens, False) for t in parsed.terms if not t.prefix)
+        prefix = " OR ".join(_phrase(t.tokens, True) for t in parsed.terms)
+        return cls(exact, prefix, " AND ".join(parts), hidden, "".join(sql), params)
 
     def narrowed(self, expression: str) -> _Hits:
-        return _Hits(f"({expression}) AND ({self.expression})", self.text, self.sql, self.params)
+        narrowed = _Hits(self.exact, "", self.filters, self.hidden, self.sql, self.params)
+        narrowed.expression = narrowed._with_filters(expression)
+        return narrowed
 
     def _select(self, what: str = "rowid") -> str:
         return f"SELECT {what} FROM search_fts WHERE search_fts MATCH ?{self.sql}"
@@ -357,11 +361,12 @@ class _Hits:
     def count(self, conn: sqlite3.Connection) -> int:
         return conn.execute(self._select("count(*)"), (self.expression, *self.params)).fetchone()[0]
 
-    def ranked(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
-        bm25 = "bm25(search_fts, " + ", ".join(str(w) for w in BM25_WEIGHTS) + ")"
+    def ranked(self, conn: sqlite3.Connection, start: int, count: int, by_bm25: bool) -> list[int]:
+        """A page by bm25 relevance (column-weighted), else by the shorter name; ties by URN."""
+        order = f"bm25(search_fts, {', '.join(map(str, BM25_WEIGHTS))})" if by_bm25 else "length(d.name)"
         return [row[0] for row in conn.execute(
             f"SELECT search_fts.rowid FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
-            f" WHERE search_fts MATCH ?{self.sql} ORDER BY {bm25}, d.urn LIMIT ? OFFSET ?",
+            f" WHERE search_fts MATCH ?{self.sql} ORDER BY {order}, d.urn LIMIT ? OFFSET ?",
             (self.expression, *self.params, count, start))]
 
     def sorted(self, conn: sqlite3.Connection, order: str, start: int, count: int) -> list[int]:
@@ -409,38 +414,69 @@ class _Hits:
                 for facet, values in sorted(grouped.items())}, sampled
 
 
+def _expand(conn: sqlite3.Connection, key: str, prefix: str) -> list[str] | None:
+    """The values of a key starting with prefix, when there are at most EXPAND_LIMIT of them."""
+    values: list[str] = []
+    bound, operator = prefix, ">="
+    while len(values) <= EXPAND_LIMIT:
+        row = conn.execute(f"SELECT lvalue FROM search_properties WHERE key = ? AND lvalue {operator} ?"
+                           " AND lvalue < ? ORDER BY lvalue LIMIT 1", (key, bound, prefix + "\U0010ffff")).fetchone()
+        if row is None:
+            return values
+        values.append(row[0])
+        bound, operator = row[0], ">"
+    return None
+
+
 def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, count: int) -> list[int]:
-    """Page through the tiers: a name equal to a term, then where the terms matched, best first."""
-    text = hits.text
-    exact = [name_token(t.text) for t in parsed.terms if not t.prefix and t.text]
-    tiers = [_any_of(exact)] if exact else []
-    not_exact = f" NOT {_any_of(exact)}" if exact else ""
-    for i, column in enumerate(TIERS):
-        better = "".join(f" NOT ({c} : ({text}))" for c in TIERS[:i])
-        tiers.append(f"({column} : ({text})){better}{not_exact}")
+    """Page through the tiers, best first: a name equal to a term; names with every term; then,
+    per column (name, schema field names, keywords, text), the documents a term matches exactly
+    there, then as a prefix. Name tiers order by the shorter name, the others by bm25."""
+    exact_names = [name_token(t.text) for t in parsed.terms if not t.prefix and t.text]
+    not_exact = f" NOT {_any_of(exact_names)}" if exact_names else ""
+    tiers: list[tuple[str, bool]] = []
+    if exact_names:
+        tiers.append((_any_of(exact_names), False))  # such a name is in the name column: the text matches
+    if len(parsed.terms) > 1:
+        every = " AND ".join(f"(name : ({_phrase(t.tokens, True)}))" for t in parsed.terms)
+        tiers.append((f"({every}){not_exact}", False))
+        not_exact += f" NOT ({every})"
+    better = ""
+    for column in TIERS:
+        by_bm25 = column != "name"
+        if hits.exact:
+            tiers.append((f"({column} : ({hits.exact})){better}{not_exact}", by_bm25))
+            tiers.append((f"({column} : ({hits.prefix})) NOT ({column} : ({hits.exact})){better}{not_exact}", by_bm25))
+        else:
+            tiers.append((f"({column} : ({hits.prefix})){better}{not_exact}", by_bm25))
+        better += f" NOT ({column} : ({hits.prefix}))"
     page: list[int] = []
-    for tier in tiers:
+    for tier, by_bm25 in tiers:
         if len(page) >= count:
             break
         within = hits.narrowed(tier)
-        size = within.count(conn)
-        if start >= size:
+        size = within.count(conn) if start or by_bm25 else None  # the first page of a name tier needs no count
+        if size is not None and start >= size:
             start -= size
             continue
-        page.extend(within.ranked(conn, start, count - len(page)))
+        page.extend(within.ranked(conn, start, count - len(page), by_bm25 and size is not None and size <= RANK_LIMIT))
         start = 0
     return page
 
 
-def _marked_lines(marked: Sequence[str], parts: list[Fragment]) -> list[dict[str, str]]:
-    """The values a highlighted document column marks as matched, with their index fields."""
-    out = []
-    for column, text in enumerate(marked):
-        if not text or _MARK not in text:
+def _matched_lines(parts: list[Fragment], parsed: Query) -> list[dict[str, str]]:
+    """The values of a document the free-text and schema terms matched, with their index fields."""
+    out: list[dict[str, str]] = []
+    for column in range(4):
+        terms = [list(t.tokens) for t in parsed.terms]
+        if column == SCHEMA:
+            terms += [list(t.tokens) for t in parsed.schema]
+        if not terms:
             continue
-        for field, line in zip(line_fields(parts, column), text.split("\n"), strict=False):
-            if _MARK in line:
-                out.append({"field": field, "value": line.replace(_MARK, "").replace(_END, "")})
+        lines = [line for p in parts if p.texts[column] for line in p.texts[column].split("\n")]
+        for field, line in zip(line_fields(parts, column), lines, strict=True):
+            if any(_has_tokens(line, wanted) for wanted in terms):
+                out.append({"field": field, "value": line})
     return out
 
 
