@@ -17,7 +17,7 @@ Nothing here knows a particular aspect, so annotated aspects need no processor c
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, NamedTuple
@@ -311,9 +311,6 @@ class Annotations:
 
     def traced(self, aspect: str) -> bool:
         return self.by_aspect[aspect].traced
-
-    def iter_aspects(self) -> Iterator[AspectAnnotations]:
-        return iter(self.by_aspect.values())
 
 
 @cache

@@ -2,24 +2,42 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 
-@dataclass(frozen=True, slots=True)
+
 class AspectChange:
-    """A version of one versioned aspect; value None means the aspect was deleted."""
+    """A version of one versioned aspect, its value given parsed or as JSON (parsed when first
+    needed); no value means the aspect was deleted. `prepared` holds contributions a read
+    model's preparer computed ahead, by model (a restore computes them in worker processes)."""
 
-    urn: str
-    entity_type: str
-    aspect: str
-    version: int
-    value: Any
+    __slots__ = ("urn", "entity_type", "aspect", "version", "_value", "_json", "prepared")
+
+    def __init__(self, urn: str, entity_type: str, aspect: str, version: int, value: Any = None,
+                 value_json: str | None = None, prepared: Mapping[str, Any] | None = None):
+        self.urn = urn
+        self.entity_type = entity_type
+        self.aspect = aspect
+        self.version = version
+        self._value = value
+        self._json = value_json
+        self.prepared = prepared
+
+    @property
+    def value(self) -> Any:
+        if self._value is None and self._json is not None:
+            self._value = orjson.loads(self._json)
+        return self._value
 
     @property
     def deleted(self) -> bool:
-        return self.value is None
+        return self._value is None and self._json is None
+
+    def __repr__(self) -> str:
+        return f"AspectChange({self.urn!r}, {self.aspect!r}, version {self.version})"
 
 
 @dataclass(frozen=True, slots=True)

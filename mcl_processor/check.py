@@ -17,7 +17,7 @@ from gms.store import AspectStore
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange
 from mcl_processor.divergence import Divergence
-from mcl_processor.readmodels import ReadModels
+from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.restore import scan_pages
 from schemas.registry import EntityRegistry
 
@@ -51,12 +51,18 @@ class CheckReport:
 
 
 def check(read_models: ReadModels, registry: EntityRegistry, store: AspectStore, examples: int = 10) -> CheckReport:
+    with collector_paused():
+        return _check(read_models, registry, store, examples)
+
+
+def _check(read_models: ReadModels, registry: EntityRegistry, store: AspectStore, examples: int) -> CheckReport:
     report = CheckReport(max_examples=examples)
     in_store: set[str] = set()
     held: list[AspectChange] = []  # the last entity of a page may continue on the next
     for page in scan_pages(store):
-        changes = held + [AspectChange(row.urn, entity_type_of(row.urn), row.aspect, row.version, row.value)
-                          for row in page if registry.aspect(row.aspect) is not None]
+        changes = held + [
+            AspectChange(row.urn, entity_type_of(row.urn), row.aspect, row.version, value_json=row.value_json)
+            for row in page if registry.aspect(row.aspect) is not None]
         report.aspects += len(page)
         last = changes[-1].urn if changes else None
         held = [c for c in changes if c.urn == last]

@@ -2,30 +2,53 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import orjson
+from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
 from mcl_processor.changes import AspectChange, TimeseriesPoint
-from schemas.events import MCL, EventCodec, EventDecodeError
-from schemas.registry import EntityRegistry
+from mcl_processor.projection import projection
+from schemas.events import MARKER, MCL, EventCodec, EventDecodeError
+from schemas.registry import SCHEMA_DIR, EntityRegistry, load_named_types
 
 
 class PoisonRecord(ValueError):
     """A record that is no MCL this installation can apply."""
 
 
+_WANT = {"entityType": True, "entityUrn": True, "changeType": True, "aspectName": True,
+         "aspect": {"value": True}, "systemMetadata": {"version": True}}
+
+
 class MclDecoder:
-    def __init__(self, registry: EntityRegistry, codec: EventCodec):
+    """Decodes MCLs; those of the current MCL schema through a projection of the fields needed."""
+
+    def __init__(self, registry: EntityRegistry, codec: EventCodec, schema_dir: Path = SCHEMA_DIR):
         self.registry = registry
         self.codec = codec
+        named = load_named_types(schema_dir)
+        self._fingerprint = MARKER + bytes.fromhex(fingerprint(to_parsing_canonical_form(
+            load_schema(schema_dir / f"{MCL}.avsc")), "CRC-64-AVRO"))
+        self._project = projection(named[MCL], named, _WANT)
 
-    def decode(self, data: bytes) -> AspectChange | TimeseriesPoint:
-        """The change an encoded MCL makes; raises PoisonRecord saying why it cannot be applied."""
+    def _mcl(self, data: bytes) -> dict:
+        if data[:10] == self._fingerprint:
+            try:
+                return self._project(data[10:])
+            except (IndexError, UnicodeDecodeError) as err:
+                raise PoisonRecord(f"corrupt {MCL} body: {err!r}") from None
         try:
             type_name, mcl = self.codec.decode(data)
         except EventDecodeError as err:
             raise PoisonRecord(str(err)) from None
         if type_name != MCL:
             raise PoisonRecord(f"a {type_name}, not a MetadataChangeLog")
+        return mcl
+
+    def decode(self, data: bytes) -> AspectChange | TimeseriesPoint:
+        """The change an encoded MCL makes; raises PoisonRecord saying why it cannot be applied."""
+        mcl = self._mcl(data)
         urn, aspect_name = mcl.get("entityUrn"), mcl.get("aspectName")
         entity = self.registry.entity(mcl["entityType"])
         spec = self.registry.aspect(aspect_name) if aspect_name else None

@@ -23,7 +23,7 @@ from mcl_processor.annotations import annotations_of
 from mcl_processor.changes import AspectChange, TimeseriesPoint, collapse
 from mcl_processor.check import CheckReport, check
 from mcl_processor.decode import MclDecoder, PoisonRecord
-from mcl_processor.readmodels import ReadModels
+from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.restore import restore
 from schemas.events import EventCodec
 from schemas.registry import EntityRegistry
@@ -56,13 +56,14 @@ class MclProcessor:
         """Apply records to every read model in one transaction (poison records are skipped)."""
         changes: list[AspectChange] = []
         points: list[TimeseriesPoint] = []
-        for record in records:
-            decoded = self._decode(record)
-            if isinstance(decoded, AspectChange):
-                changes.append(decoded)
-            elif decoded is not None:
-                points.append(decoded)
-        self.read_models.apply(collapse(changes, self.key_aspects), points)
+        with collector_paused():
+            for record in records:
+                decoded = self._decode(record)
+                if isinstance(decoded, AspectChange):
+                    changes.append(decoded)
+                elif decoded is not None:
+                    points.append(decoded)
+            self.read_models.apply(collapse(changes, self.key_aspects), points)
 
     def _decode(self, record: LogRecord) -> AspectChange | TimeseriesPoint | None:
         try:
@@ -102,9 +103,10 @@ class MclProcessor:
         return wait_until_caught_up(log_, timeout, self._progress)
 
     def restore(self, store: AspectStore, urn_like: str | None = None, aspect: str | None = None,
-                progress: Callable[[int], None] | None = None, timeseries_log: EventLog | None = None) -> int:
+                progress: Callable[[int], None] | None = None, timeseries_log: EventLog | None = None,
+                workers: int | None = None) -> int:
         """Rebuild the read models from the store's latest versions (see restore.restore)."""
-        return restore(self.read_models, self.decoder, store, urn_like, aspect, progress, timeseries_log)
+        return restore(self.read_models, self.decoder, store, urn_like, aspect, progress, timeseries_log, workers)
 
     def check(self, store: AspectStore, examples: int = 10) -> CheckReport:
         """Compare the read models with the store (see check.check)."""

@@ -1,15 +1,24 @@
 """Rebuilding the read models from the aspect store (latest versions) and the timeseries topic.
 
-Batch by batch: each batch is read from the store inside the read-model transaction, so an
-entity deleted meanwhile cannot come back (its reset is applied after the batch), and
-versions are applied "at or above what the model has", so a restore never moves a model
-back and can run while ingestion goes on.
+Page by page. While the main process writes one page, worker processes run the read models'
+preparer (the costly per-aspect analysis) on the next pages. Versions are applied "at or
+above what the model has", so a restore never moves a model back, and just before a page is
+written the store is asked which of its entities still exist: an entity deleted meanwhile
+(whose reset the processor may already have applied) is not brought back. So a restore can
+run while ingestion goes on.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import re
+import sys
+from collections import deque
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack
+from typing import Any
 
 from gms.store import AspectStore, StoredAspect
 from ingest import topics
@@ -17,9 +26,10 @@ from ingest.eventlog import EventLog
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
-from mcl_processor.readmodels import ReadModels
+from mcl_processor.readmodels import Preparer, ReadModels, collector_paused
 
 BATCH = 2000
+_preparer: Preparer | None = None  # of a worker process
 
 
 def like(pattern: str) -> re.Pattern[str]:
@@ -46,34 +56,89 @@ def scan_pages(store: AspectStore, batch: int = BATCH) -> Iterator[list[StoredAs
             limit *= 8
 
 
+def default_workers() -> int:
+    """Worker processes for a restore: every CPU but the one the writing process uses."""
+    return max(0, (os.cpu_count() or 1) - 1)
+
+
 def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, urn_like: str | None = None,
             aspect: str | None = None, progress: Callable[[int], None] | None = None,
-            timeseries_log: EventLog | None = None) -> int:
+            timeseries_log: EventLog | None = None, workers: int | None = None) -> int:
     """Re-apply the latest version of every stored aspect (optionally only URNs matching the
     LIKE pattern `urn_like`, only aspect `aspect`) and, given the event log, the timeseries
-    topic. Returns how many aspects and points were applied; `progress` gets the running count."""
+    topic. Returns how many aspects and points were applied; `progress` gets the running count.
+    `workers` processes prepare pages ahead (default: one per CPU but one; 0: none)."""
     registry = decoder.registry
     wanted = like(urn_like).fullmatch if urn_like else None
+    pages = ([row for row in page if (aspect is None or row.aspect == aspect) and registry.aspect(row.aspect)
+              and (wanted is None or wanted(row.urn))] for page in scan_pages(store))
     done = 0
-    pages = scan_pages(store)
-    while True:
-        with read_models.transaction():
-            page = next(pages, None)
-            if page is None:
-                break
-            changes = tuple(
-                AspectChange(row.urn, entity_type_of(row.urn), row.aspect, row.version, row.value)
-                for row in page
-                if (aspect is None or row.aspect == aspect) and (wanted is None or wanted(row.urn))
-                and registry.aspect(row.aspect) is not None)
-            read_models.apply(ChangeBatch((), changes, replace_equal=True))
-        done += len(changes)
-        if progress:
-            progress(done)
-    spec = registry.aspect(aspect) if aspect else None
-    if timeseries_log is not None and (aspect is None or (spec is not None and spec.is_timeseries)):
-        done = _replay_timeseries(read_models, decoder, store, timeseries_log, wanted, aspect, done, progress)
+    with collector_paused(), ExitStack() as stack:
+        preparer = read_models.preparer()
+        workers = default_workers() if workers is None else workers
+        pool = stack.enter_context(_pool(preparer, workers)) if preparer and workers > 0 else None
+        for page, prepared in _prepared(pages, pool, lookahead=2 * workers):
+            done += _write(read_models, decoder, store, page, prepared)
+            if progress:
+                progress(done)
+        spec = registry.aspect(aspect) if aspect else None
+        if timeseries_log is not None and (aspect is None or (spec is not None and spec.is_timeseries)):
+            done = _replay_timeseries(read_models, decoder, store, timeseries_log, wanted, aspect, done, progress)
     return done
+
+
+def _pool(preparer: Preparer, workers: int) -> ProcessPoolExecutor:
+    """Workers forked on Linux (they only run the preparer: no locks, files or threads of the
+    parent are used), else spawned (the caller's main module must then be import-safe)."""
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(preparer,))
+
+
+def _start_worker(preparer: Preparer) -> None:
+    global _preparer
+    _preparer = preparer
+
+
+def _prepare_in_worker(items: list[tuple[str, str | None]]) -> list[Any]:
+    assert _preparer is not None
+    return _preparer(items)
+
+
+def _prepared(pages: Iterator[list[StoredAspect]], pool: ProcessPoolExecutor | None,
+              lookahead: int) -> Iterator[tuple[list[StoredAspect], list[Any] | None]]:
+    """Pages with their contributions prepared by the pool, a few pages ahead of the writer
+    (without a pool, the read models compute them as they write)."""
+    if pool is None:
+        for page in pages:
+            yield page, None
+        return
+    pending: deque[tuple[list[StoredAspect], Future[list[Any]]]] = deque()
+    for page in pages:
+        pending.append((page, pool.submit(_prepare_in_worker, [(row.aspect, row.value_json) for row in page])))
+        if len(pending) > lookahead:
+            head, future = pending.popleft()
+            yield head, future.result()
+    while pending:
+        head, future = pending.popleft()
+        yield head, future.result()
+
+
+def _write(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, page: list[StoredAspect],
+           prepared: list[Any] | None) -> int:
+    registry = decoder.registry
+    with read_models.transaction():
+        existing = set()
+        for urn in {row.urn for row in page}:
+            entity = registry.entity(entity_type_of(urn))
+            key = store.get(urn, entity.key_aspect) if entity else None
+            if key is not None and key.exists:
+                existing.add(urn)
+        changes = tuple(
+            AspectChange(row.urn, entity_type_of(row.urn), row.aspect, row.version, value_json=row.value_json,
+                         prepared=prepared[i] if prepared else None)
+            for i, row in enumerate(page) if row.urn in existing)
+        read_models.apply(ChangeBatch((), changes, replace_equal=True))
+    return len(changes)
 
 
 def _replay_timeseries(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, log: EventLog,

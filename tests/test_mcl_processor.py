@@ -23,8 +23,10 @@ from ingest.eventlog import LogMessage
 from ingest.proposal import Proposal
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, TOPICS, MclProcessor
+from mcl_processor.projection import projection
 from mcl_processor.sqlite_db import FILE_NAME
 from schemas.events import MCL
+from schemas.registry import load_named_types
 from tests.builders import dataset_urn, proposal
 
 ACTOR = "urn:li:corpuser:tester"
@@ -181,6 +183,19 @@ def sample_proposals() -> list[Proposal]:
         proposal(AGG, "upstreamLineage", {"upstreams": [{"dataset": CLEAN, "type": "COPY"}]}),
         proposal(AGG, "datasetProfile", {"timestampMillis": 5, "rowCount": 1}),
     ]
+
+
+def test_the_projection_reads_what_a_full_decode_reads(indexed):
+    sample(indexed)
+    named = load_named_types()
+    project = projection(named[MCL], named, {"entityUrn": True, "systemMetadata": {"version": True, "properties": True},
+                                             "created": True})
+    for record in indexed.gms.log.read(topics.MCL_VERSIONED, limit=100):
+        full = indexed.gms.codec.decode(record.value)[1]
+        assert project(record.value[10:]) == {
+            "entityUrn": full["entityUrn"], "created": full["created"],
+            "systemMetadata": {"version": full["systemMetadata"]["version"],
+                               "properties": full["systemMetadata"]["properties"]}}
 
 
 def test_poison_records_are_logged_with_their_offset_and_skipped(indexed, caplog):

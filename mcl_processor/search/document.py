@@ -14,7 +14,7 @@ the text query.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any, NamedTuple
 
@@ -229,6 +229,28 @@ class Analyzer:
         for spec, found in self.annotations.found(value):
             self.handlers[spec](found, parts)
         return parts.fragment()
+
+
+class FragmentPreparer:
+    """Computes the encoded fragments of (aspect, value JSON) pairs away from the database; it
+    carries only annotations, so it can be sent to worker processes."""
+
+    def __init__(self, annotations: Mapping[str, AspectAnnotations]):
+        self.annotations = dict(annotations)
+        self._analyzers: dict[str, Analyzer] = {}
+
+    def __call__(self, items: Sequence[tuple[str, str | None]]) -> list[bytes | None]:
+        if not self._analyzers:
+            self._analyzers = {name: Analyzer(a) for name, a in self.annotations.items()}
+        return [None if value_json is None or aspect not in self._analyzers
+                else self._analyzers[aspect].fragment(orjson.loads(value_json)).encode()
+                for aspect, value_json in items]
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"annotations": self.annotations}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["annotations"])  # type: ignore[misc]
 
 
 def merge(entity_type: str, parts: Sequence[Fragment]) -> Document:

@@ -27,6 +27,7 @@ from mcl_processor.search.document import (
     TAGS_KEY,
     Analyzer,
     Fragment,
+    FragmentPreparer,
     everything_token,
     line_fields,
     merge,
@@ -59,6 +60,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
     name, schema, text, keywords, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
 """
+FTS_OPTIONS = (("hashsize", 16 * 1024 * 1024), ("automerge", 4))  # flush pending text less often
 _TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_docs")
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
@@ -77,6 +79,8 @@ class SqliteSearchIndex(SearchIndex):
         self.annotations = annotations
         self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
         db.writer.executescript(_SCHEMA)
+        for option, value in FTS_OPTIONS:
+            db.writer.execute("INSERT INTO search_fts (search_fts, rank) VALUES (?, ?)", (option, value))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -104,7 +108,8 @@ class SqliteSearchIndex(SearchIndex):
             if change.deleted:
                 versions.append((doc_id, change.aspect, change.version, None))
                 continue
-            fragment = self.analyzers[change.aspect].fragment(change.value)
+            prepared = change.prepared and change.prepared.get(MODEL)
+            fragment = Fragment.decode(prepared) if prepared else self.analyzers[change.aspect].fragment(change.value)
             if doc_id in created:
                 new_parts[doc_id].append((change.aspect, fragment))
             versions.append((doc_id, change.aspect, change.version, fragment.encode()))
@@ -195,6 +200,10 @@ class SqliteSearchIndex(SearchIndex):
         self._forget_rows(conn, list(self._versions(conn, doc_ids)))
         for table, column in (("search_versions", "doc_id"), ("search_fts", "rowid"), ("search_docs", "id")):
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(doc_id,) for doc_id in doc_ids])
+
+    def preparer(self) -> FragmentPreparer:
+        """Computes, in any process, the fragments `apply` reads from `AspectChange.prepared[MODEL]`."""
+        return FragmentPreparer({name: analyzer.annotations for name, analyzer in self.analyzers.items()})
 
     def clear(self) -> None:
         for table in _TABLES:
