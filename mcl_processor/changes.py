@@ -67,24 +67,22 @@ class ChangeBatch:
         return bool(self.resets or self.changes)
 
 
-def collapse(changes: Iterable[AspectChange], key_aspects: frozenset[str],
-             replace_equal: bool = False) -> ChangeBatch:
+def collapse(changes: Iterable[AspectChange], key_aspects: frozenset[str]) -> ChangeBatch:
     """One batch from changes in log order: deleting an entity's key aspect resets the entity
     (what came before it no longer matters), and of several versions of one aspect the
     highest wins."""
     resets: dict[str, None] = {}
-    latest: dict[tuple[str, str], AspectChange] = {}
+    latest: dict[str, dict[str, AspectChange]] = {}
     for change in changes:
         if change.deleted and change.aspect in key_aspects:
             resets[change.urn] = None
-            for key in [k for k in latest if k[0] == change.urn]:
-                del latest[key]
+            latest.pop(change.urn, None)
             continue
-        key = (change.urn, change.aspect)
-        current = latest.get(key)
+        aspects = latest.setdefault(change.urn, {})
+        current = aspects.get(change.aspect)
         if current is None or change.version >= current.version:
-            latest[key] = change
-    return ChangeBatch(tuple(resets), tuple(latest.values()), replace_equal)
+            aspects[change.aspect] = change
+    return ChangeBatch(tuple(resets), tuple(c for aspects in latest.values() for c in aspects.values()))
 
 
 def chunks(items: Sequence[Any], size: int = 500) -> Iterable[Sequence[Any]]:

@@ -82,8 +82,9 @@ def parse(text: str) -> Query:
 def _add_term(terms: list[Term], raw: str, quoted: bool) -> None:
     prefix = not quoted and raw.endswith("*")
     found = tuple(tokens(raw))
-    if found:
-        terms.append(Term(found, prefix, raw.rstrip("*").lower()))
+    term = Term(found, prefix, raw.rstrip("*").lower())
+    if found and term not in terms:
+        terms.append(term)
 
 
 def _add_filter(query: Query, key: str, value: str, quoted: bool) -> None:

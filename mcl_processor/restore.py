@@ -28,7 +28,7 @@ from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.readmodels import Preparer, ReadModels, collector_paused
 
-BATCH = 2000
+BATCH = 10000
 _preparer: Preparer | None = None  # of a worker process
 
 

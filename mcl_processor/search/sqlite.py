@@ -60,7 +60,7 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
     name, schema, text, keywords, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
 """
-FTS_OPTIONS = (("hashsize", 16 * 1024 * 1024), ("automerge", 4))  # flush pending text less often
+FTS_OPTIONS = (("hashsize", 16 * 1024 * 1024),)  # large batches flush their pending text less often
 _TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_docs")
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
@@ -112,7 +112,7 @@ class SqliteSearchIndex(SearchIndex):
             fragment = Fragment.decode(prepared) if prepared else self.analyzers[change.aspect].fragment(change.value)
             if doc_id in created:
                 new_parts[doc_id].append((change.aspect, fragment))
-            versions.append((doc_id, change.aspect, change.version, fragment.encode()))
+            versions.append((doc_id, change.aspect, change.version, prepared or fragment.encode()))
             properties.extend((*p, doc_id, change.aspect) for p in fragment.properties)
             suggestions.extend((lvalue, kind, doc_id, change.aspect, value)
                                for lvalue, kind, value in fragment.suggestions)
@@ -385,8 +385,13 @@ class _Hits:
             f" ORDER BY {order}, {tie} LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
 
     def walk_urns(self, conn: sqlite3.Connection, descending: bool, start: int, count: int) -> list[int]:
-        """Many hits: walk the documents in URN order and keep those that are hits."""
+        """Many hits: walk the documents in URN order and keep those that are hits, asking the
+        full-text index about a batch of documents at a time, or, when the expression has prefix
+        phrases (which the index would evaluate again per document), about all hits at once."""
         order, beyond = ("DESC", "<") if descending else ("ASC", ">")
+        every = None
+        if "*" in self.expression:
+            every = {row[0] for row in conn.execute(self._select(), (self.expression, *self.params))}
         page: list[int] = []
         cursor, batch = None, 64
         while len(page) < count:
@@ -396,7 +401,7 @@ class _Hits:
             if not rows:
                 break
             ids = [row[0] for row in rows]
-            found = {row[0] for row in conn.execute(
+            found = every if every is not None else {row[0] for row in conn.execute(
                 self._select() + f" AND rowid IN ({','.join('?' * len(ids))})", (self.expression, *self.params, *ids))}
             for doc_id in ids:
                 if doc_id in found:
@@ -410,17 +415,27 @@ class _Hits:
         return page
 
     def facets(self, conn: sqlite3.Connection, total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
-        counts: Counter[tuple[str, str]] = Counter()
-        for (facets,) in conn.execute(
-                f"SELECT d.facets FROM ({self._select()} LIMIT ?) h JOIN search_docs d ON d.id = h.rowid",
-                (self.expression, *self.params, FACET_SAMPLE)):
-            counts.update((facet, value) for facet, value in orjson.loads(facets))
+        """Facet counts over every hit, or over FACET_SAMPLE of them scaled to the total. The
+        sample comes from the hits matching the terms exactly when there are enough: unlike
+        prefix phrases, exact ones stream, so the sample costs no full evaluation."""
         sampled = total > FACET_SAMPLE
+        rows: list[tuple[bytes]] = []
+        if sampled and self.exact:
+            rows = self._facet_rows(conn, self._with_filters(f"{TEXT_COLUMNS} : ({self.exact})"))
+        if len(rows) < FACET_SAMPLE:
+            rows = self._facet_rows(conn, self.expression)
+        counts: Counter[tuple[str, str]] = Counter()
+        for (facets,) in rows:
+            counts.update((facet, value) for facet, value in orjson.loads(facets))
         grouped: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for (facet, value), n in counts.items():
-            grouped[facet].append((value, round(n * total / FACET_SAMPLE) if sampled else n))
+            grouped[facet].append((value, round(n * total / len(rows)) if sampled else n))
         return {facet: sorted(values, key=lambda v: (-v[1], v[0]))[:FACET_VALUES]
                 for facet, values in sorted(grouped.items())}, sampled
+
+    def _facet_rows(self, conn: sqlite3.Connection, expression: str) -> list[tuple[bytes]]:
+        return conn.execute(f"SELECT d.facets FROM ({self._select()} LIMIT ?) h JOIN search_docs d ON d.id = h.rowid",
+                            (expression, *self.params, FACET_SAMPLE)).fetchall()
 
 
 def _expand(conn: sqlite3.Connection, key: str, prefix: str) -> list[str] | None:
