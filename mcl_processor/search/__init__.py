@@ -64,7 +64,8 @@ class SearchResult:
 
 @dataclass(frozen=True, slots=True)
 class Suggestion:
-    """An autocompletion: an entity name, a schema field name or a tag, with how many entities carry it."""
+    """An autocompletion: an entity name, a schema field name or a tag, with how many visible
+    entities carry it (counted up to a limit, 200 on SQLite)."""
 
     text: str
     kind: str  # name | field | tag

@@ -70,6 +70,7 @@ EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact 
 FACET_SAMPLE = 1000  # broader queries count facets on this many hits and scale the counts
 FACET_VALUES = 20
 MAX_MATCHES = 5
+SUGGESTION_COUNT = 200  # autocomplete counts carriers of a value up to this many
 MODEL = "search"
 
 
@@ -79,8 +80,10 @@ class SqliteSearchIndex(SearchIndex):
         self.annotations = annotations
         self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
         db.writer.executescript(_SCHEMA)
+        configured = dict(db.writer.execute("SELECT k, v FROM search_fts_config"))
         for option, value in FTS_OPTIONS:
-            db.writer.execute("INSERT INTO search_fts (search_fts, rank) VALUES (?, ?)", (option, value))
+            if configured.get(option) != value:  # only the first opening writes
+                db.writer.execute("INSERT INTO search_fts (search_fts, rank) VALUES (?, ?)", (option, value))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -259,26 +262,32 @@ class SqliteSearchIndex(SearchIndex):
             return []
         conn = self.db.reader()
         low = prefix.strip().lower()
-        # Whole values starting with the prefix, then values of matching documents with a later
-        # token starting with it.
-        rows = conn.execute(
-            "SELECT lvalue, kind, value, doc_id FROM search_suggestions WHERE lvalue >= ? AND lvalue < ? LIMIT 2000",
-            (low, low + "\U0010ffff")).fetchall()
-        if len({row[:2] for row in rows}) < limit:
+        found: dict[tuple[str, str], tuple[str, int]] = {}
+        for lvalue, kind, value in _distinct_suggestions(conn, low, 4 * limit):  # whole values first
+            carriers = self._carriers(conn, "SELECT doc_id FROM search_suggestions WHERE lvalue = ? AND kind = ?"
+                                      " LIMIT ?", (lvalue, kind, SUGGESTION_COUNT))
+            if carriers:
+                found[(lvalue, kind)] = (value, len(carriers))
+        if len(found) < limit:  # then values with a later token starting with the prefix
             matching = f"{{name schema keywords}} : ({_phrase(tuple(wanted), True)}) NOT {_any_of([removed_token()])}"
+            later: dict[tuple[str, str], tuple[str, set[int]]] = {}
             for doc_id, data in conn.execute(
                     "SELECT v.doc_id, v.fragment FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
                     " LIMIT 50) h JOIN search_versions v ON v.doc_id = h.rowid WHERE v.fragment IS NOT NULL",
                     (matching,)):
-                rows.extend((lvalue, kind, value, doc_id) for lvalue, kind, value in Fragment.decode(data).suggestions
-                            if not lvalue.startswith(low) and _has_tokens(lvalue, wanted))
-        visible = _visible(conn, {row[3] for row in rows})
-        found: dict[tuple[str, str], tuple[str, set[int]]] = {}
-        for lvalue, kind, value, doc_id in rows:
-            if doc_id in visible:
-                found.setdefault((lvalue, kind), (value, set()))[1].add(doc_id)
-        ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -len(kv[1][1]), kv[0]))
-        return [Suggestion(value, kind, len(docs)) for (_, kind), (value, docs) in ranked[:limit]]
+                for lvalue, kind, value in Fragment.decode(data).suggestions:
+                    if not lvalue.startswith(low) and _has_tokens(lvalue, wanted):
+                        later.setdefault((lvalue, kind), (value, set()))[1].add(doc_id)
+            found.update((key, (value, len(docs))) for key, (value, docs) in later.items() if key not in found)
+        ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -kv[1][1], kv[0]))
+        return [Suggestion(value, kind, count) for (_, kind), (value, count) in ranked[:limit]]
+
+    @staticmethod
+    def _carriers(conn: sqlite3.Connection, select_ids: str, params: tuple) -> list[int]:
+        """The visible documents among those the query selects."""
+        return [row[0] for row in conn.execute(
+            f"SELECT d.id FROM ({select_ids}) h JOIN search_docs d ON d.id = h.doc_id"
+            " WHERE d.live = 1 AND d.removed = 0", params)]
 
     # -- consistency ----------------------------------------------------------------------
 
@@ -504,13 +513,19 @@ def _matched_lines(parts: list[Fragment], parsed: Query) -> list[dict[str, str]]
     return out
 
 
-def _visible(conn: sqlite3.Connection, doc_ids: set[int]) -> set[int]:
-    visible: set[int] = set()
-    for chunk in chunks(sorted(doc_ids)):
-        marks = ",".join("?" * len(chunk))
-        visible.update(row[0] for row in conn.execute(
-            f"SELECT id FROM search_docs WHERE id IN ({marks}) AND live = 1 AND removed = 0", chunk))
-    return visible
+def _distinct_suggestions(conn: sqlite3.Connection, prefix: str, limit: int) -> list[tuple[str, str, str]]:
+    """Up to `limit` distinct (lower-cased value, kind, value) suggestions starting with prefix,
+    in order, one index seek each."""
+    out: list[tuple[str, str, str]] = []
+    bound, operator = (prefix, ""), ">="
+    while len(out) < limit:
+        row = conn.execute(f"SELECT lvalue, kind, value FROM search_suggestions WHERE (lvalue, kind) {operator} (?, ?)"
+                           " AND lvalue < ? ORDER BY lvalue, kind LIMIT 1", (*bound, prefix + "\U0010ffff")).fetchone()
+        if row is None:
+            break
+        out.append(row)
+        bound, operator = (row[0], row[1]), ">"
+    return out
 
 
 def _has_tokens(value: str, wanted: list[str]) -> bool:
