@@ -19,12 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache
 from typing import Any, NamedTuple
 
 from schemas.jsonform import PRIMITIVES, full_name
 from schemas.registry import EntityRegistry
-from schemas.urns import Urn, UrnError
+from schemas.urns import PREFIX
 
 REMOVED_FIELD = "removed"  # the Searchable BOOLEAN that soft-deletes an entity (status.removed)
 _FLOWS_OUT = frozenset({"Produces"})  # lineage relationships whose URN is downstream of the entity
@@ -147,15 +147,10 @@ class AspectAnnotations:
         return out
 
 
-@lru_cache(maxsize=65536)
 def simple_id(urn: str) -> str | None:
     """The id of a one-part URN (`urn:li:tag:pii` -> `pii`), else None."""
-    try:
-        parsed = Urn.parse(urn)
-    except UrnError:
-        return None
-    part = parsed.parts[0]
-    return part if len(parsed.parts) == 1 and not part.startswith("(") else None
+    _, sep, ident = urn.removeprefix(PREFIX).partition(":")
+    return ident if sep and ident and urn.startswith(PREFIX) and not ident.startswith("(") else None
 
 
 def entity_type_of(urn: str) -> str:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-KINDS = ("missing", "stale", "content", "extra")
-
 
 @dataclass(frozen=True, slots=True)
 class Divergence:

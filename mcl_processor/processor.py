@@ -31,6 +31,7 @@ from schemas.registry import EntityRegistry
 log = logging.getLogger(__name__)
 GROUP = "mcl-processor"
 TOPICS = (topics.MCL_VERSIONED, topics.MCL_TIMESERIES)
+BATCH = 10_000
 
 
 class CommittedOffsets(Protocol):
@@ -73,9 +74,12 @@ class MclProcessor:
             log.warning("skipping MCL at %s/%d@%d: %s", record.topic, record.partition, record.offset, err)
             return None
 
-    def run(self, log_: EventLog, stop: threading.Event, poll_timeout: float = 0.5, max_records: int = 2000) -> None:
+    def run(self, log_: EventLog, stop: threading.Event, poll_timeout: float = 0.5,
+            max_records: int = BATCH) -> None:
         """Consume until stop is set, as consumer group "mcl-processor"; offsets are committed
-        after the read models are written. A failing batch is retried from the committed offsets."""
+        after the read models are written. A failing batch is retried from the committed offsets.
+        A batch is whatever has arrived, up to max_records: small when the log is quiet (little
+        delay), large under load (each commit has a fixed cost, so fewer commits index faster)."""
         consumer = log_.consumer(GROUP, TOPICS)
         try:
             while not stop.is_set():

@@ -11,6 +11,8 @@ from pathlib import Path
 from ingest.sqlitedb import WalCheckpointer, connect
 
 FILE_NAME = "readmodels.db"
+MMAP_BYTES = 0x7FFF0000  # SQLite's default ceiling: read through the OS page cache, which every
+# connection and process shares, so a fresh connection is not cold
 
 
 class Database:
@@ -19,7 +21,7 @@ class Database:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.writer = connect(self.path)
+        self.writer = _connect(self.path)
         self._checkpointer = WalCheckpointer(self.path)
         self._lock = threading.RLock()
         self._local = threading.local()
@@ -43,8 +45,7 @@ class Database:
     def reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = connect(self.path)
-            conn.execute("PRAGMA temp_store=MEMORY")
+            conn = self._local.conn = _connect(self.path)
             with self._lock:
                 self._readers.append(conn)
         return conn
@@ -56,3 +57,10 @@ class Database:
                 conn.close()
             self._readers.clear()
             self.writer.close()
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = connect(path)
+    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
+    return conn
+

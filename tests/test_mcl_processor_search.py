@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from mcl_processor.search import sqlite as search_sqlite
 from mcl_processor.sqlite_db import FILE_NAME
 from tests.builders import dataset_urn, proposal
 from tests.test_mcl_processor import Indexed, schema
@@ -145,6 +146,26 @@ def test_paging_is_stable_and_complete(catalog):
     assert by_urn == sorted(by_urn) and len(by_urn) == len(set(by_urn)) == catalog.search.query("*").total
     names = [h.name for h in catalog.search.query("bulk", sort="-name", count=3).hits]
     assert names == ["bulk part 24", "bulk part 23", "bulk part 22"]
+
+
+@pytest.mark.parametrize("walk_set_limit", [0, 1000])  # probe the index per batch, or fetch every hit first
+def test_urn_order_of_many_hits_comes_from_walking_the_urn_index(catalog, monkeypatch, walk_set_limit):
+    expected = sorted(urns(catalog, "*"))
+    monkeypatch.setattr(search_sqlite, "SORT_LIMIT", 2)
+    monkeypatch.setattr(search_sqlite, "WALK_SET_LIMIT", walk_set_limit)
+    walked = [h.urn for start in range(0, 40, 6) for h in catalog.search.query("*", start=start, count=6).hits]
+    assert walked == expected
+    assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
+    assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
+
+
+@pytest.mark.parametrize("sort_limit", [0, 2000])  # walk the (name length, urn) index, or sort the hits
+def test_big_tiers_order_by_the_shorter_name(catalog, monkeypatch, sort_limit):
+    monkeypatch.setattr(search_sqlite, "RANK_LIMIT", 0)
+    monkeypatch.setattr(search_sqlite, "SORT_LIMIT", sort_limit)
+    assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]
+    assert urns(catalog, "bulk") == sorted(urns(catalog, "bulk"))
+    assert [h.urn for h in catalog.search.query("orders", start=2, count=2).hits] == [ARCHIVE, NOTES]
 
 
 def test_facets_count_entity_types_platforms_and_tags(catalog):

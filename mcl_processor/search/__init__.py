@@ -6,8 +6,11 @@ USER-scope values) is shared by every adapter; the query language is `query_synt
 Ranking, in tiers: a name equal to a free-text term; names holding every term; then by the
 best place a term matched (name > schema field name > keyword, tag or property > description
 text), exactly before as a prefix. Within a name tier the shorter name comes first, within
-the others the higher bm25 relevance (column-weighted); ties go by URN. Filter-only queries
-(`tags:pii`, `*`) order by URN.
+the others the higher bm25 relevance (column-weighted; a very large tier, too, goes by the
+shorter name); ties go by URN. Filter-only queries (`tags:pii`, `*`) order by URN.
+
+Facets are counted over every hit, or, past a sample size, over a sample scaled to the total
+(`facets_sampled`).
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ class SearchResult:
 @dataclass(frozen=True, slots=True)
 class Suggestion:
     """An autocompletion: an entity name, a schema field name or a tag, with how many visible
-    entities carry it (counted up to a limit, 200 on SQLite)."""
+    entities carry it (counted up to a limit, 50 on SQLite)."""
 
     text: str
     kind: str  # name | field | tag

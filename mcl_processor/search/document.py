@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any, NamedTuple
 
 import orjson
@@ -63,12 +62,19 @@ class Document(NamedTuple):
     facets: list[tuple[str, str]]
 
 
+_TOKENS: dict[str, str] = {}  # a bounded memo (no per-entry objects for the garbage collector)
+
+
 def meta_token(name: str) -> str:
     """An opaque single token for an exact filter term (letters and digits only)."""
-    return "m" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+    token = _TOKENS.get(name)
+    if token is None:
+        if len(_TOKENS) >= 100_000:
+            _TOKENS.clear()
+        token = _TOKENS[name] = "m" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+    return token
 
 
-@lru_cache(maxsize=65536)
 def property_token(scope: str, key: str, lvalue: str) -> str:
     return meta_token(f"{scope}:{key}={lvalue}")
 
@@ -85,7 +91,6 @@ def everything_token() -> str:
     return meta_token("@all")
 
 
-@lru_cache(maxsize=65536)
 def name_token(lvalue: str) -> str:
     return meta_token(f"@name={lvalue}")
 

@@ -44,6 +44,7 @@ CREATE TABLE IF NOT EXISTS search_docs (
     live INTEGER NOT NULL DEFAULT 0, removed INTEGER NOT NULL DEFAULT 0, facets BLOB
 );
 CREATE UNIQUE INDEX IF NOT EXISTS search_docs_urn ON search_docs (urn);
+CREATE INDEX IF NOT EXISTS search_docs_short ON search_docs (coalesce(length(name), 0), urn);
 CREATE TABLE IF NOT EXISTS search_versions (
     doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, fragment BLOB,
     PRIMARY KEY (doc_id, aspect)
@@ -65,12 +66,18 @@ _TABLES = ("search_properties", "search_suggestions", "search_versions", "search
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
+WALK_SET_LIMIT = 50_000  # up to this many hits are fetched at once for the walk
+WALKS = {  # indexed document orders: key columns, ORDER BY, comparison with the last key seen
+    "urn": ("urn", "urn", ">"),
+    "-urn": ("urn", "urn DESC", "<"),
+    "short": ("coalesce(length(name), 0), urn", "coalesce(length(name), 0), urn", ">"),  # the shorter name first
+}
 RANK_LIMIT = 5000  # a tier with more hits than this orders by the shorter name instead of bm25
 EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact filter tokens
 FACET_SAMPLE = 1000  # broader queries count facets on this many hits and scale the counts
 FACET_VALUES = 20
 MAX_MATCHES = 5
-SUGGESTION_COUNT = 200  # autocomplete counts carriers of a value up to this many
+SUGGESTION_COUNT = 50  # autocomplete counts carriers of a value up to this many
 MODEL = "search"
 
 
@@ -236,7 +243,7 @@ class SqliteSearchIndex(SearchIndex):
         elif total <= SORT_LIMIT:
             page = hits.sorted(conn, "d.urn DESC" if sort == "-urn" else "d.urn", start, count)
         else:
-            page = hits.walk_urns(conn, sort == "-urn", start, count)
+            page = hits.walk(conn, "-urn" if sort == "-urn" else "urn", start, count, total)
         facets, sampled = hits.facets(conn, total)
         return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
 
@@ -263,7 +270,7 @@ class SqliteSearchIndex(SearchIndex):
         conn = self.db.reader()
         low = prefix.strip().lower()
         found: dict[tuple[str, str], tuple[str, int]] = {}
-        for lvalue, kind, value in _distinct_suggestions(conn, low, 4 * limit):  # whole values first
+        for lvalue, kind, value in _distinct_suggestions(conn, low, 2 * limit):  # whole values first
             carriers = self._carriers(conn, "SELECT doc_id FROM search_suggestions WHERE lvalue = ? AND kind = ?"
                                       " LIMIT ?", (lvalue, kind, SUGGESTION_COUNT))
             if carriers:
@@ -379,13 +386,12 @@ class _Hits:
     def count(self, conn: sqlite3.Connection) -> int:
         return conn.execute(self._select("count(*)"), (self.expression, *self.params)).fetchone()[0]
 
-    def ranked(self, conn: sqlite3.Connection, start: int, count: int, by_bm25: bool) -> list[int]:
-        """A page by bm25 relevance (column-weighted), else by the shorter name; ties by URN."""
-        order = f"bm25(search_fts, {', '.join(map(str, BM25_WEIGHTS))})" if by_bm25 else "length(d.name)"
+    def ranked(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
+        """A page by bm25 relevance (column-weighted); ties by URN."""
         return [row[0] for row in conn.execute(
             f"SELECT search_fts.rowid FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
-            f" WHERE search_fts MATCH ?{self.sql} ORDER BY {order}, d.urn LIMIT ? OFFSET ?",
-            (self.expression, *self.params, count, start))]
+            f" WHERE search_fts MATCH ?{self.sql} ORDER BY bm25(search_fts, {', '.join(map(str, BM25_WEIGHTS))}),"
+            f" d.urn LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
 
     def sorted(self, conn: sqlite3.Connection, order: str, start: int, count: int) -> list[int]:
         tie = "d.urn DESC" if order.endswith("DESC") else "d.urn"
@@ -393,20 +399,23 @@ class _Hits:
             f"SELECT d.id FROM ({self._select()}) h JOIN search_docs d ON d.id = h.rowid"
             f" ORDER BY {order}, {tie} LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
 
-    def walk_urns(self, conn: sqlite3.Connection, descending: bool, start: int, count: int) -> list[int]:
-        """Many hits: walk the documents in URN order and keep those that are hits, asking the
-        full-text index about a batch of documents at a time, or, when the expression has prefix
-        phrases (which the index would evaluate again per document), about all hits at once."""
-        order, beyond = ("DESC", "<") if descending else ("ASC", ">")
+    def walk(self, conn: sqlite3.Connection, order: str, start: int, count: int, total: int) -> list[int]:
+        """Many hits in an indexed document order (WALKS): walk the documents in that order and
+        keep the hits. Up to WALK_SET_LIMIT hits (or with prefix phrases, which the index would
+        evaluate again per probed document) are fetched as a set first; more are so dense that
+        probing the few documents walked is cheaper."""
+        keys, order_by, beyond = WALKS[order]
         every = None
-        if "*" in self.expression:
+        if "*" in self.expression or total <= WALK_SET_LIMIT:
             every = {row[0] for row in conn.execute(self._select(), (self.expression, *self.params))}
+        documents = conn.execute("SELECT max(id) FROM search_docs").fetchone()[0] or 1
+        batch = min(4096, 16 + (start + count) * documents // max(total, 1))  # about enough to walk past
         page: list[int] = []
-        cursor, batch = None, 64
+        cursor: tuple = ()
         while len(page) < count:
-            after = "" if cursor is None else f" AND urn {beyond} ?"
-            rows = conn.execute(f"SELECT id, urn FROM search_docs WHERE live = 1{after} ORDER BY urn {order} LIMIT ?",
-                                (*(() if cursor is None else (cursor,)), batch)).fetchall()
+            after = f" AND ({keys}) {beyond} ({','.join('?' * len(cursor))})" if cursor else ""
+            rows = conn.execute(f"SELECT id, {keys} FROM search_docs WHERE live = 1{after} ORDER BY {order_by} LIMIT ?",
+                                (*cursor, batch)).fetchall()
             if not rows:
                 break
             ids = [row[0] for row in rows]
@@ -420,7 +429,7 @@ class _Hits:
                         page.append(doc_id)
                         if len(page) == count:
                             break
-            cursor, batch = rows[-1][1], min(batch * 4, 4096)
+            cursor = tuple(rows[-1][1:])
         return page
 
     def facets(self, conn: sqlite3.Connection, total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
@@ -464,14 +473,15 @@ def _expand(conn: sqlite3.Connection, key: str, prefix: str) -> list[str] | None
 def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, count: int) -> list[int]:
     """Page through the tiers, best first: a name equal to a term; names with every term; then,
     per column (name, schema field names, keywords, text), the documents a term matches exactly
-    there, then as a prefix. Name tiers order by the shorter name, the others by bm25."""
+    there, then as a prefix. Name tiers, and tiers of more than RANK_LIMIT hits, order by the
+    shorter name; the others by bm25."""
     exact_names = [name_token(t.text) for t in parsed.terms if not t.prefix and t.text]
     not_exact = f" NOT {_any_of(exact_names)}" if exact_names else ""
     tiers: list[tuple[str, bool]] = []
     if exact_names:
         tiers.append((_any_of(exact_names), False))  # such a name is in the name column: the text matches
     if len(parsed.terms) > 1:
-        every = " AND ".join(f"(name : ({_phrase(t.tokens, True)}))" for t in parsed.terms)
+        every = " AND ".join(f"(name : ({_phrase(t.tokens, t.prefix)}))" for t in parsed.terms)
         tiers.append((f"({every}){not_exact}", False))
         not_exact += f" NOT ({every})"
     better = ""
@@ -488,11 +498,17 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
         if len(page) >= count:
             break
         within = hits.narrowed(tier)
-        size = within.count(conn) if start or by_bm25 else None  # the first page of a name tier needs no count
-        if size is not None and start >= size:
+        size = within.count(conn)
+        if start >= size:
             start -= size
             continue
-        page.extend(within.ranked(conn, start, count - len(page), by_bm25 and size is not None and size <= RANK_LIMIT))
+        wanted = count - len(page)
+        if by_bm25 and size <= RANK_LIMIT:
+            page.extend(within.ranked(conn, start, wanted))
+        elif size <= SORT_LIMIT:
+            page.extend(within.sorted(conn, "coalesce(length(d.name), 0)", start, wanted))
+        else:
+            page.extend(within.walk(conn, "short", start, wanted, size))
         start = 0
     return page
 
