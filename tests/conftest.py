@@ -21,6 +21,7 @@ from mcl_processor.processor import MclProcessor
 from schemas.registry import EntityRegistry, default_registry
 
 TOKEN = "test-admin-token"
+pytest_plugins = ["tests.backends"]  # fixtures for the real servers
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,61 @@
+"""The real servers for contract and integration tests.
+
+`bin/test` starts Kafka, Cassandra and OpenSearch from `deploy/` before pytest runs (or uses
+the endpoints given by the `LODESTAR_*` variables of `ingest.backends`). A test that needs a
+server takes one of the fixtures below; if the server does not answer, the test fails with a
+message saying how to start it (never a skip: a missing server is a broken setup).
+
+Every test gets names of its own (topic prefix, keyspace, index prefix), so tests and test
+runs sharing one set of servers never see each other's data.
+"""
+
+from __future__ import annotations
+
+import socket
+import uuid
+from urllib.parse import urlparse
+
+import pytest
+
+from ingest.backends import Endpoints
+
+START_HINT = "start the servers with `deploy/servers.sh start` (bin/test does it) or set LODESTAR_* endpoints"
+
+
+def unique_name(prefix: str) -> str:
+    """A fresh lowercase name usable as a Kafka topic prefix, Cassandra keyspace or index prefix."""
+    return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def _require(host: str, port: int, what: str) -> None:
+    try:
+        with socket.create_connection((host, port), timeout=2):
+            return
+    except OSError as err:
+        pytest.fail(f"{what} at {host}:{port} does not answer ({err}): {START_HINT}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def endpoints() -> Endpoints:
+    return Endpoints.from_env()
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(endpoints: Endpoints) -> str:
+    host, _, port = endpoints.kafka_bootstrap.split(",")[0].rpartition(":")
+    _require(host, int(port), "Kafka")
+    return endpoints.kafka_bootstrap
+
+
+@pytest.fixture(scope="session")
+def cassandra_endpoints(endpoints: Endpoints) -> Endpoints:
+    hosts, port = endpoints.cassandra_contact_points()
+    _require(hosts[0], port, "Cassandra")
+    return endpoints
+
+
+@pytest.fixture(scope="session")
+def opensearch_url(endpoints: Endpoints) -> str:
+    url = urlparse(endpoints.opensearch_url)
+    _require(url.hostname or "127.0.0.1", url.port or 9200, "OpenSearch")
+    return endpoints.opensearch_url
