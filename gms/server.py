@@ -2,8 +2,9 @@
 
 With several workers, the parent process accepts connections and hands them round-robin
 to the workers over Unix sockets (SCM_RIGHTS), so the load spreads evenly however few
-connections there are; each worker runs its own GMS on the shared data directory, and the
-first also runs the MCP consumer and the MCL processor.
+connections there are; each worker runs its own GMS on the shared data directory. One more
+child runs the background work, the MCP consumer and the MCL processor, so that indexing
+never waits for a request handler's turn at the interpreter lock (nor they for it).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from aiohttp import web
@@ -90,17 +92,12 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
         listener = socket.create_server((host, port), backlog=1024)
     except OSError as err:
         raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    channels, children = [], []
-    for worker in range(workers):
+    channels, children = [], [_fork(partial(_background_main, data_dir), listener)]
+    for _ in range(workers):
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        pid = os.fork()
-        if pid == 0:
-            listener.close()
-            parent_end.close()
-            os._exit(_worker_main(child_end, data_dir, token, consume=worker == 0))
+        children.append(_fork(partial(_worker_main, child_end, data_dir, token), listener, parent_end))
         child_end.close()
         channels.append(parent_end)
-        children.append(pid)
 
     stopping = threading.Event()
 
@@ -129,14 +126,38 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     return next((code for code in codes if code != 0), 0)
 
 
-def _worker_main(channel: socket.socket, data_dir: Path, token: str, consume: bool) -> int:
+def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
+    """Run main in a child process (which closes the parent's sockets first); its pid."""
+    pid = os.fork()
+    if pid == 0:
+        for sock in parent_only:
+            sock.close()
+        os._exit(main())
+    return pid
+
+
+def _worker_main(channel: socket.socket, data_dir: Path, token: str) -> int:
     try:
-        node = Node(data_dir, background=consume)
+        node = Node(data_dir, background=False)
     except ServeError as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1
     app = node.app(token)
     node.run(lambda: asyncio.run(_serve_handed_connections(app, channel)))
+    return 0
+
+
+def _background_main(data_dir: Path) -> int:
+    """The MCP consumer and the MCL processor, until SIGTERM or SIGINT."""
+    try:
+        node = Node(data_dir, background=True)
+    except ServeError as err:
+        print(f"lodestar: error: {err}", file=sys.stderr)
+        return 1
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    node.run(lambda: stopping.wait())
     return 0
 
 

@@ -87,3 +87,21 @@ def test_several_server_processes_on_one_data_directory_keep_versions_contiguous
         check.close()
     assert sum(len(v) for v in versions) == applied
     assert all(v == list(range(1, len(v) + 1)) for v in versions)
+
+
+def test_with_several_workers_each_worker_sees_writes_indexed_by_the_background_process(tmp_path):
+    from tests.processes import ServeProcess
+
+    with ServeProcess(tmp_path, None, "--workers", "2") as serve:
+        client = serve.client()
+        for i in range(4):  # connections go round-robin to the workers: each answers some of these
+            name = f"workerseen{i}"
+            body = client.call("POST", "/v1/proposals", {"waitForIndex": True, "proposals": [
+                mcp(dataset_urn(f"w.{name}"), "datasetProperties", {"name": name})]})
+            assert body["indexed"] is True
+            for _ in range(2):
+                fresh = serve.client()
+                assert [hit["urn"] for hit in fresh.call("GET", f"/v1/search?query={name}")["results"]] \
+                    == [dataset_urn(f"w.{name}")]
+                fresh.close()
+        client.close()
