@@ -6,9 +6,10 @@ the candidate shown name and description, the soft-delete flag, facets, property
 `key:value*` prefix filters) and suggestion rows (for autocomplete). An entity's document is
 the merge of its aspects' fragments.
 
-Exact filters (`key:value`, `tags:`, entity type, soft-deleted state, exact name) become
-opaque tokens in a `meta` text column, so the full-text engine evaluates them together with
-the text query.
+Exact filters (`key:value`, `tags:`) are entries [key, lower-cased value, scope]
+(`Analysis.filters`). A full-text engine without keyword fields (FTS5) keeps them, with the
+entity type, soft-deleted state and exact names, as opaque tokens in a `meta` text column,
+so it evaluates them together with the text query; that encoding is the fragment's `meta`.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ class Fragment(NamedTuple):
     @classmethod
     def decode(cls, data: bytes) -> Fragment:
         return cls(*orjson.loads(data))
+
+
+class Analysis(NamedTuple):
+    """One aspect version analysed: its fragment and its exact-filter entries
+    [key, lower-cased value, scope], sorted (the fragment holds those only as meta tokens)."""
+
+    fragment: Fragment
+    filters: list[list[str]]
 
 
 class Document(NamedTuple):
@@ -116,14 +125,18 @@ class _Parts:
         self.lines[column].append(text.replace("\n", " ") if "\n" in text else text)
         self.fields[column].append(field)
 
-    def fragment(self) -> Fragment:
-        meta = [property_token(scope, key, lvalue) for key, lvalue, scope in sorted(self.tokens)]
+    def fragment(self, entries: list[tuple[str, str, str]] | None = None) -> Fragment:
+        meta = [property_token(scope, key, lvalue) for key, lvalue, scope in entries or sorted(self.tokens)]
         meta += [name_token(n) for n in sorted(self.names)]
         return Fragment(
             tuple("\n".join(lines) for lines in self.lines),  # type: ignore[arg-type]
             tuple(_runs(fields) for fields in self.fields), " ".join(meta), self.title, self.title_rank,
             self.description, self.description_rank, self.removed, sorted(self.facets),  # type: ignore[arg-type]
             sorted(self.properties), sorted(self.suggestions))  # type: ignore[arg-type]
+
+    def analysis(self) -> Analysis:
+        entries = sorted(self.tokens)
+        return Analysis(self.fragment(entries), [[key, lvalue, scope] for key, lvalue, scope in entries])
 
 
 Handler = Callable[[list[Any], _Parts], None]
@@ -230,10 +243,17 @@ class Analyzer:
         self.handlers = {spec: _handler(spec) for spec in annotations.searchable}
 
     def fragment(self, value: Any) -> Fragment:
+        return self._parts(value).fragment()
+
+    def analyse(self, value: Any) -> Analysis:
+        """The fragment and the exact-filter entries of a value."""
+        return self._parts(value).analysis()
+
+    def _parts(self, value: Any) -> _Parts:
         parts = _Parts()
         for spec, found in self.annotations.found(value):
             self.handlers[spec](found, parts)
-        return parts.fragment()
+        return parts
 
 
 class FragmentPreparer:

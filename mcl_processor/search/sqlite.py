@@ -23,19 +23,19 @@ from mcl_processor.search import SCOPES, SORTS, SearchHit, SearchIndex, SearchRe
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
     COLUMNS,
-    SCHEMA,
     TAGS_KEY,
     Analyzer,
     Fragment,
     FragmentPreparer,
     everything_token,
-    line_fields,
     merge,
     name_token,
     property_token,
     removed_token,
     type_token,
 )
+from mcl_processor.search.matching import has_tokens as _has_tokens
+from mcl_processor.search.matching import hit_matches
 from mcl_processor.sqlite_db import Database
 
 _SCHEMA = """
@@ -76,7 +76,6 @@ RANK_LIMIT = 5000  # a tier with more hits than this orders by the shorter name 
 EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact filter tokens
 FACET_SAMPLE = 1000  # broader queries count facets on this many hits and scale the counts
 FACET_VALUES = 20
-MAX_MATCHES = 5
 SUGGESTION_COUNT = 50  # autocomplete counts carriers of a value up to this many
 MODEL = "search"
 
@@ -254,13 +253,11 @@ class SqliteSearchIndex(SearchIndex):
         docs = {row[0]: row[1:] for row in conn.execute(
             f"SELECT id, urn, entity_type, name, description FROM search_docs WHERE id IN ({marks})", page)}
         fragments = self._fragments(conn, page)
-        filters = [{"field": f.key, "value": f.value + ("*" if f.prefix else "")} for f in parsed.filters]
-        filters += [{"field": TAGS_KEY, "value": f.value + ("*" if f.prefix else "")} for f in parsed.tags]
         out = []
         for doc_id in page:
             urn, entity_type, name, description = docs[doc_id]
-            matches = _matched_lines([fragment for _, fragment in fragments.get(doc_id, [])], parsed) + filters
-            out.append(SearchHit(urn, entity_type, name, description, matches[:MAX_MATCHES]))
+            matches = hit_matches([fragment for _, fragment in fragments.get(doc_id, [])], parsed)
+            out.append(SearchHit(urn, entity_type, name, description, matches))
         return out
 
     def autocomplete(self, prefix: str, limit: int = 10) -> list[Suggestion]:
@@ -513,22 +510,6 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
     return page
 
 
-def _matched_lines(parts: list[Fragment], parsed: Query) -> list[dict[str, str]]:
-    """The values of a document the free-text and schema terms matched, with their index fields."""
-    out: list[dict[str, str]] = []
-    for column in range(4):
-        terms = [list(t.tokens) for t in parsed.terms]
-        if column == SCHEMA:
-            terms += [list(t.tokens) for t in parsed.schema]
-        if not terms:
-            continue
-        lines = [line for p in parts if p.texts[column] for line in p.texts[column].split("\n")]
-        for field, line in zip(line_fields(parts, column), lines, strict=True):
-            if any(_has_tokens(line, wanted) for wanted in terms):
-                out.append({"field": field, "value": line})
-    return out
-
-
 def _distinct_suggestions(conn: sqlite3.Connection, prefix: str, limit: int) -> list[tuple[str, str, str]]:
     """Up to `limit` distinct (lower-cased value, kind, value) suggestions starting with prefix,
     in order, one index seek each."""
@@ -542,11 +523,3 @@ def _distinct_suggestions(conn: sqlite3.Connection, prefix: str, limit: int) -> 
         out.append(row)
         bound, operator = (row[0], row[1]), ">"
     return out
-
-
-def _has_tokens(value: str, wanted: list[str]) -> bool:
-    """Whether the wanted tokens occur in order in value's tokens, the last as a prefix."""
-    have = tokens(value)
-    n = len(wanted)
-    return any(have[i:i + n - 1] == wanted[:-1] and have[i + n - 1].startswith(wanted[-1])
-               for i in range(len(have) - n + 1))
