@@ -67,7 +67,7 @@ class MclDecoder:
             return TimeseriesPoint(urn, aspect_name, value["timestampMillis"], _partition(value),
                                    value.get("messageId") or "", value_json or "")
         version = int((mcl.get("systemMetadata") or {}).get("version") or 0)
-        return AspectChange(urn, entity.name, aspect_name, version, value)
+        return AspectChange(urn, entity.name, aspect_name, version, value, value_json)
 
 
 def _partition(value: dict) -> str:

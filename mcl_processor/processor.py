@@ -12,7 +12,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import ExitStack
 from typing import Protocol
 
 from gms.faults import crash_point
@@ -22,9 +25,10 @@ from ingest.eventlog import EventLog, LogRecord
 from mcl_processor.annotations import annotations_of
 from mcl_processor.changes import AspectChange, TimeseriesPoint, collapse
 from mcl_processor.check import CheckReport, check
-from mcl_processor.decode import MclDecoder, PoisonRecord
+from mcl_processor.decode import MclDecoder
 from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.restore import restore
+from mcl_processor.workers import Decoded, decode, decode_in_worker, default_workers, pool
 from schemas.events import EventCodec
 from schemas.registry import EntityRegistry
 
@@ -32,6 +36,8 @@ log = logging.getLogger(__name__)
 GROUP = "mcl-processor"
 TOPICS = (topics.MCL_VERSIONED, topics.MCL_TIMESERIES)
 BATCH = 10_000
+POOLED = 1000  # batches this large are decoded in worker processes
+LOOKAHEAD = 2  # batches in flight per worker
 
 
 class CommittedOffsets(Protocol):
@@ -53,44 +59,52 @@ class MclProcessor:
         self.skipped = 0  # poison records seen by this instance
         self._progress = threading.Condition()
 
-    def process(self, records: Sequence[LogRecord]) -> None:
-        """Apply records to every read model in one transaction (poison records are skipped)."""
+    def process(self, records: Sequence[LogRecord], decoded: Sequence[Decoded] | None = None) -> None:
+        """Apply records to every read model in one transaction (poison records are skipped);
+        `decoded`: the records decoded ahead (see workers.decode)."""
+        if decoded is None:
+            decoded = decode(self.decoder, None, [record.value for record in records])
         changes: list[AspectChange] = []
         points: list[TimeseriesPoint] = []
         with collector_paused():
-            for record in records:
-                decoded = self._decode(record)
-                if isinstance(decoded, AspectChange):
-                    changes.append(decoded)
-                elif decoded is not None:
-                    points.append(decoded)
+            for record, item in zip(records, decoded, strict=True):
+                if isinstance(item, AspectChange):
+                    changes.append(item)
+                elif isinstance(item, TimeseriesPoint):
+                    points.append(item)
+                else:
+                    self.skipped += 1
+                    log.warning("skipping MCL at %s/%d@%d: %s", record.topic, record.partition, record.offset, item)
             self.read_models.apply(collapse(changes, self.key_aspects), points)
 
-    def _decode(self, record: LogRecord) -> AspectChange | TimeseriesPoint | None:
-        try:
-            return self.decoder.decode(record.value)
-        except PoisonRecord as err:
-            self.skipped += 1
-            log.warning("skipping MCL at %s/%d@%d: %s", record.topic, record.partition, record.offset, err)
-            return None
-
     def run(self, log_: EventLog, stop: threading.Event, poll_timeout: float = 0.5,
-            max_records: int = BATCH) -> None:
+            max_records: int = BATCH, workers: int | None = None) -> None:
         """Consume until stop is set, as consumer group "mcl-processor"; offsets are committed
         after the read models are written. A failing batch is retried from the committed offsets.
+
         A batch is whatever has arrived, up to max_records: small when the log is quiet (little
-        delay), large under load (each commit has a fixed cost, so fewer commits index faster)."""
-        consumer = log_.consumer(GROUP, TOPICS)
-        try:
+        delay), large under load (each commit has a fixed cost, so fewer commits index faster).
+        Batches of at least POOLED records are decoded and prepared by `workers` processes
+        (default: a CPU each but one) while the batches before them are written."""
+        workers = default_workers() if workers is None else workers
+        with ExitStack() as stack:
+            pooled = stack.enter_context(pool(self.decoder, self.read_models.preparer(), workers)) if workers else None
+            consumer = log_.consumer(GROUP, TOPICS)
+            stack.callback(lambda: consumer.close())
+            pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]] = deque()
             while not stop.is_set():
-                records = consumer.poll(max_records, poll_timeout)
-                if not records:
+                records = consumer.poll(max_records, 0 if pending else poll_timeout)
+                if records:
+                    pending.append((records, self._decoding(pooled, records)))
+                if not pending or (records and len(pending) <= LOOKAHEAD * workers):
                     continue
+                records, decoding = pending.popleft()
                 try:
-                    self.process(records)
+                    self.process(records, decoding.result())
                 except Exception:
                     log.exception("MCL batch at %s/%d@%d failed; retrying", records[0].topic,
                                   records[0].partition, records[0].offset)
+                    pending.clear()
                     consumer.close()
                     stop.wait(1.0)
                     consumer = log_.consumer(GROUP, TOPICS)
@@ -99,8 +113,14 @@ class MclProcessor:
                 consumer.commit(records)
                 with self._progress:
                     self._progress.notify_all()
-        finally:
-            consumer.close()
+
+    def _decoding(self, pooled: ProcessPoolExecutor | None, records: Sequence[LogRecord]) -> Future[list[Decoded]]:
+        values = [record.value for record in records]
+        if pooled is not None and len(records) >= POOLED:
+            return pooled.submit(decode_in_worker, values)
+        done: Future[list[Decoded]] = Future()
+        done.set_result(decode(self.decoder, None, values))
+        return done
 
     def wait_until_caught_up(self, log_: CommittedOffsets, timeout: float) -> bool:
         """Whether every MCL appended before this call was indexed within timeout seconds."""

@@ -10,13 +10,9 @@ run while ingestion goes on.
 
 from __future__ import annotations
 
-import multiprocessing
-import os
 import re
-import sys
-from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import Future
 from contextlib import ExitStack
 from typing import Any
 
@@ -26,10 +22,10 @@ from ingest.eventlog import EventLog
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
-from mcl_processor.readmodels import Preparer, ReadModels, collector_paused
+from mcl_processor.readmodels import ReadModels, collector_paused
+from mcl_processor.workers import ahead, default_workers, pool, prepare_in_worker
 
 BATCH = 10000
-_preparer: Preparer | None = None  # of a worker process
 
 
 def like(pattern: str) -> re.Pattern[str]:
@@ -56,11 +52,6 @@ def scan_pages(store: AspectStore, batch: int = BATCH) -> Iterator[list[StoredAs
             limit *= 8
 
 
-def default_workers() -> int:
-    """Worker processes for a restore: every CPU but the one the writing process uses."""
-    return max(0, (os.cpu_count() or 1) - 1)
-
-
 def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, urn_like: str | None = None,
             aspect: str | None = None, progress: Callable[[int], None] | None = None,
             timeseries_log: EventLog | None = None, workers: int | None = None) -> int:
@@ -76,8 +67,15 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
     with collector_paused(), ExitStack() as stack:
         preparer = read_models.preparer()
         workers = default_workers() if workers is None else workers
-        pool = stack.enter_context(_pool(preparer, workers)) if preparer and workers > 0 else None
-        for page, prepared in _prepared(pages, pool, lookahead=2 * workers):
+        if preparer and workers > 0:
+            workers_pool = stack.enter_context(pool(decoder, preparer, workers))
+
+            def start(page: list[StoredAspect]) -> Future[Any]:
+                return workers_pool.submit(prepare_in_worker, [(row.aspect, row.value_json) for row in page])
+            prepared_pages = ahead(pages, start, lookahead=2 * workers)
+        else:
+            prepared_pages = ((page, None) for page in pages)
+        for page, prepared in prepared_pages:
             done += _write(read_models, decoder, store, page, prepared)
             if progress:
                 progress(done)
@@ -85,42 +83,6 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
         if timeseries_log is not None and (aspect is None or (spec is not None and spec.is_timeseries)):
             done = _replay_timeseries(read_models, decoder, store, timeseries_log, wanted, aspect, done, progress)
     return done
-
-
-def _pool(preparer: Preparer, workers: int) -> ProcessPoolExecutor:
-    """Workers forked on Linux (they only run the preparer: no locks, files or threads of the
-    parent are used), else spawned (the caller's main module must then be import-safe)."""
-    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
-    return ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker, initargs=(preparer,))
-
-
-def _start_worker(preparer: Preparer) -> None:
-    global _preparer
-    _preparer = preparer
-
-
-def _prepare_in_worker(items: list[tuple[str, str | None]]) -> list[Any]:
-    assert _preparer is not None
-    return _preparer(items)
-
-
-def _prepared(pages: Iterator[list[StoredAspect]], pool: ProcessPoolExecutor | None,
-              lookahead: int) -> Iterator[tuple[list[StoredAspect], list[Any] | None]]:
-    """Pages with their contributions prepared by the pool, a few pages ahead of the writer
-    (without a pool, the read models compute them as they write)."""
-    if pool is None:
-        for page in pages:
-            yield page, None
-        return
-    pending: deque[tuple[list[StoredAspect], Future[list[Any]]]] = deque()
-    for page in pages:
-        pending.append((page, pool.submit(_prepare_in_worker, [(row.aspect, row.value_json) for row in page])))
-        if len(pending) > lookahead:
-            head, future = pending.popleft()
-            yield head, future.result()
-    while pending:
-        head, future = pending.popleft()
-        yield head, future.result()
 
 
 def _write(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, page: list[StoredAspect],

@@ -21,6 +21,7 @@ from gms.write_path import Result
 from ingest import topics
 from ingest.eventlog import LogMessage
 from ingest.proposal import Proposal
+from mcl_processor import processor as processor_module
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, TOPICS, MclProcessor
 from mcl_processor.projection import projection
@@ -242,6 +243,31 @@ def test_the_consumer_thread_indexes_and_callers_can_wait_for_it(tmp_path):
     assert not processor.wait_until_caught_up(gms.log, timeout=0.05)  # nobody is indexing
     models.close()
     gms.close()
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_the_consumer_thread_decodes_big_batches_in_worker_processes_to_the_same_answers(tmp_path, monkeypatch,
+                                                                                        workers):
+    monkeypatch.setattr(processor_module, "POOLED", 2)  # every batch of two or more goes to the workers
+    inline, pooled = Indexed(tmp_path / "inline"), Indexed(tmp_path / "pooled")
+    for harness in (inline, pooled):
+        harness.gms.log.append(topics.MCL_VERSIONED, [LogMessage(CLEAN, b"\x00garbage")])
+        harness.gms.apply(sample_proposals(), ACTOR)
+    inline.index()
+    stop = threading.Event()
+    thread = threading.Thread(target=pooled.processor.run, args=(pooled.gms.log, stop),
+                              kwargs={"poll_timeout": 0.05, "max_records": 3, "workers": workers})
+    thread.start()
+    try:
+        assert pooled.processor.wait_until_caught_up(pooled.gms.log, timeout=30)
+    finally:
+        stop.set()
+        thread.join(30)
+    assert pooled.processor.skipped == inline.processor.skipped == 1
+    assert answers(pooled, [RAW, CLEAN, AGG]) == answers(inline, [RAW, CLEAN, AGG])
+    assert pooled.names("orders")[0] == "orders"
+    for harness in (inline, pooled):
+        harness.close()
 
 
 def test_restore_after_wiping_the_read_models_gives_the_same_answers(indexed):

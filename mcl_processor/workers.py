@@ -1,0 +1,84 @@
+"""Worker processes for the costly per-record part of indexing, beside the writing process.
+
+Decoding MCLs and running the read models' preparer (the search analysis of each aspect)
+take most of an indexing batch's time and need nothing but the record; writing the read
+models needs the database. So a pool of forked workers decodes and prepares batches ahead
+while the main process writes the batch before: the restore of the aspect store and the
+live MCL processor both pipeline this way, and use every CPU.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from typing import Any, TypeVar
+
+from mcl_processor.changes import AspectChange, TimeseriesPoint
+from mcl_processor.decode import MclDecoder, PoisonRecord
+from mcl_processor.readmodels import Preparer
+
+T = TypeVar("T")
+Decoded = AspectChange | TimeseriesPoint | PoisonRecord  # a PoisonRecord says why a record was skipped
+
+_decoder: MclDecoder | None = None  # of a worker process
+_preparer: Preparer | None = None
+
+
+def default_workers() -> int:
+    """Worker processes: every CPU but the one the writing process uses."""
+    return max(0, (os.cpu_count() or 1) - 1)
+
+
+def pool(decoder: MclDecoder, preparer: Preparer | None, workers: int) -> ProcessPoolExecutor:
+    """Workers forked on Linux (they only decode and prepare: no locks, files or threads of
+    the parent are used), else spawned (the caller's main module must then be import-safe)."""
+    context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
+    return ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(decoder, preparer))
+
+
+def _start(decoder: MclDecoder, preparer: Preparer | None) -> None:
+    global _decoder, _preparer
+    _decoder, _preparer = decoder, preparer
+
+
+def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[bytes]) -> list[Decoded]:
+    """The changes encoded MCLs make, aspect changes with their prepared contributions."""
+    out: list[Decoded] = []
+    for value in values:
+        try:
+            out.append(decoder.decode(value))
+        except PoisonRecord as err:
+            out.append(err)
+    if preparer is not None:
+        changes = [item for item in out if isinstance(item, AspectChange) and not item.deleted]
+        for change, prepared in zip(changes, preparer([(c.aspect, c.value_json) for c in changes]), strict=True):
+            change.prepared = prepared
+    return out
+
+
+def decode_in_worker(values: Sequence[bytes]) -> list[Decoded]:
+    assert _decoder is not None
+    return decode(_decoder, _preparer, values)
+
+
+def prepare_in_worker(items: Sequence[tuple[str, str | None]]) -> list[Any]:
+    assert _preparer is not None
+    return _preparer(items)
+
+
+def ahead(items: Iterator[T], start: Callable[[T], Future[Any]], lookahead: int) -> Iterator[tuple[T, Any]]:
+    """Each item with the result of the work `start` began for it, up to `lookahead` items
+    before the caller takes it, in order."""
+    pending: deque[tuple[T, Future[Any]]] = deque()
+    for item in items:
+        pending.append((item, start(item)))
+        if len(pending) > lookahead:
+            head, future = pending.popleft()
+            yield head, future.result()
+    while pending:
+        head, future = pending.popleft()
+        yield head, future.result()
