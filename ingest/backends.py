@@ -12,6 +12,7 @@ Each comes from an environment variable, else the address `deploy/servers.sh` bi
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 
@@ -22,15 +23,16 @@ class Endpoints:
     opensearch_url: str = "http://127.0.0.1:9200"
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Endpoints:
-        env = dict(os.environ if env is None else env)
-        default = cls()
+    def from_env(cls, env: Mapping[str, str] | None = None, base: Endpoints | None = None) -> Endpoints:
+        """The endpoints the environment names; the others from `base` (default: the defaults)."""
+        env = os.environ if env is None else env
+        base = base or cls()
         hosts = env.get("LODESTAR_CASSANDRA_HOSTS")
         return cls(
-            kafka_bootstrap=env.get("LODESTAR_KAFKA_BOOTSTRAP", default.kafka_bootstrap),
+            kafka_bootstrap=env.get("LODESTAR_KAFKA_BOOTSTRAP") or base.kafka_bootstrap,
             cassandra_hosts=tuple(h.strip() for h in hosts.split(",") if h.strip()) if hosts
-            else default.cassandra_hosts,
-            opensearch_url=env.get("LODESTAR_OPENSEARCH_URL", default.opensearch_url),
+            else base.cassandra_hosts,
+            opensearch_url=env.get("LODESTAR_OPENSEARCH_URL") or base.opensearch_url,
         )
 
     def cassandra_contact_points(self) -> tuple[list[str], int]:
