@@ -3,6 +3,8 @@
 One call applies a list of proposals in order inside one store batch; each proposal is
 its own atomic unit (its version row, the entity's key aspect when new, and its MCLs are
 written together or not at all), and one failing proposal does not stop the others.
+On a store without multi-partition transactions (Cassandra) each insert is atomic with its
+MCLs instead: a new entity's key aspect may be written without the proposal's aspect.
 """
 
 from __future__ import annotations

@@ -5,6 +5,11 @@ version that already exists fails, which is the compare-and-set that conditional
 rest on: of N writers that read version 3, exactly one can write version 4 (SQLite:
 primary key inside one write transaction; Cassandra: a lightweight transaction).
 A deleted aspect is a version whose value is None (a tombstone), so history survives.
+
+Atomicity: a version and its events always commit together. Whether a whole batch does
+depends on the store: SQLite commits or rolls back a batch as one transaction; Cassandra
+has no multi-partition transactions, so each insert is applied (with its events) when it
+is made and a failing batch cannot undo the inserts it already made.
 """
 
 from __future__ import annotations
@@ -51,8 +56,13 @@ class OutboxMessage:
     value: bytes
 
 
+class StoreUnavailable(Exception):
+    """The store's servers could not be reached; the message names them."""
+
+
 class AspectBatch(ABC):
-    """Reads and writes of one unit of work; everything in it commits together."""
+    """Reads and writes of one unit of work. Reads see the batch's own writes; each insert is
+    atomic with its events (see the module docstring for the batch as a whole)."""
 
     @abstractmethod
     def latest(self, urn: str, aspect: str) -> StoredAspect | None:
@@ -84,7 +94,8 @@ class AspectStore(ABC):
 
     @abstractmethod
     def batch(self) -> AbstractContextManager[AspectBatch]:
-        """A unit of work; committed when the block exits normally, else rolled back."""
+        """A unit of work; committed when the block exits normally, else rolled back as far as
+        the store can (a transactional store rolls back everything, Cassandra nothing)."""
 
     @abstractmethod
     def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
@@ -101,20 +112,23 @@ class AspectStore(ABC):
     @property
     @abstractmethod
     def producer_id(self) -> str:
-        """A stable id of this store as a producer of events; outbox ids are its sequence numbers."""
+        """A stable id of this store as a producer of events; outbox ids are its sequence numbers.
+        One open store at a time per producer id."""
 
     @abstractmethod
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
         """Committed events not yet acknowledged as published, oldest first, with their
-        increasing outbox ids."""
+        outbox ids (increasing, possibly with gaps)."""
 
     @abstractmethod
     def ack_outbox(self, ids: Sequence[int]) -> None:
-        """Forget published events."""
+        """Forget published events: every pending event up to the largest id given."""
 
     @abstractmethod
     def scan_latest(self, after: tuple[str, str] | None = None, limit: int = 1000) -> Iterator[StoredAspect]:
-        """Newest live versions in (urn, aspect) order after a position, for restores."""
+        """Newest live versions in the store's scan order, resumable after the last (urn, aspect)
+        returned, for restores. The aspects of one entity come together; fewer than limit only
+        at the end. (SQLite scans in (urn, aspect) order, Cassandra in token order.)"""
 
     @abstractmethod
     def close(self) -> None: ...

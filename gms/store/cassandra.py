@@ -1,0 +1,275 @@
+"""The distributed aspect store: Apache Cassandra, with lightweight transactions (LWT).
+
+Tables, in a keyspace the caller names (created if absent: SimpleStrategy, replication factor
+configurable; a keyspace created beforehand, e.g. with NetworkTopologyStrategy, is kept):
+
+- `aspects`: one partition per entity (URN), clustered by (kind, name, seq). Rows of kind
+  'aspect' are versions (name = aspect, seq = version, newest first), so an aspect's history
+  is one slice and its latest version one row. Rows of kind 'outbox' are pending events
+  (name = producer id, seq = outbox id) in the partition of the entity they describe.
+- `outbox_pending`: pointers (producer, outbox id) -> urn, one partition per producer, in id order.
+- `producers`: each producer's counter, the next unreserved outbox id.
+
+What is atomic. `insert` writes the version row with `IF NOT EXISTS` and its events in one
+single-partition conditional batch: the version and its MCLs are applied together or not at
+all, and of N writers (in any number of GMS instances) inserting the same version exactly one
+is applied; the others get False. There is no transaction across partitions, so a `batch()`
+is no transaction: each insert is applied when it is made, and a batch that fails part-way
+cannot undo the inserts it already made. The write path fits this: it validates before the
+batch, and each proposal's rows are its own inserts. One proposal may insert its entity's key
+aspect and then the aspect (two LWTs): a crash in between leaves an entity with its key aspect
+only, which is a valid state (the retried proposal adds the aspect). Deleting an entity
+tombstones its aspects one LWT each, the key aspect last, so a crash part-way leaves a live
+entity with fewer aspects, which a retry finishes. Reads inside a batch are SERIAL: they see
+every applied LWT, the batch's own included, and complete any in progress.
+
+Producers and the relay. Every open store is one producer of events (the event log drops a
+message whose sequence is not above the producer's last, Kafka's idempotent-producer model),
+so a producer id must be used by one open store at a time: give each GMS instance its own,
+stable one (e.g. its name); without one, a fresh id is generated and registered (then what
+such a store leaves pending at a crash is published only by a store opened with that id). Outbox ids
+come from the producer's counter row, reserved in blocks by an LWT (a second store using the
+same id is detected when it reserves). For each event the store writes its pointer first,
+then the conditional batch; a batch that did not apply removes its pointers. The relay
+(`pending_outbox`) reads the producer's pointers in id order, which is one partition, not a
+scan of every entity, and reads each event from its entity's partition. Ids are handed out
+before their batch is applied, so the relay only goes up to the lowest id still being written
+in this process (it waits for the writes begun before it was called, so a caller's own events
+are published when its apply returns). Pointers left by an earlier process or by a write whose
+outcome is unknown (a timeout) are confirmed with a SERIAL read, which completes a batch still
+in progress; a missing event is given up when its pointer is older than `settle_after` (more
+than Cassandra's CAS timeouts), and until then nothing after it is published. Acknowledging
+deletes the events, then the pointers up to the largest id as one range. A hard delete
+(`purge`) removes the entity's versions but not its pending events.
+
+Scans. `scan_latest` walks the ring in token order (GROUP BY keeps the newest version of each
+aspect), resumable after a (urn, aspect): the rest of partitions with that URN's token, then
+the tokens above. `token_ranges(n)` splits the ring for restores in parallel.
+
+Writes that are not LWTs (pointers, acknowledgements, purges) take the coordinator's clock
+(a connected store turns client timestamps off), as the LWT ballots do; clocks are assumed
+synchronised, as Cassandra assumes for mixed LWT and plain writes.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from itertools import chain, islice
+from typing import Any
+
+import orjson
+from cassandra import DriverException
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
+from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+
+from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect, StoreUnavailable
+from gms.store.cassandra_outbox import CassandraOutbox
+from gms.store.cassandra_schema import (
+    ASPECT,
+    QUORUM,
+    SERIAL,
+    ensure_schema,
+    partition_batch,
+    prepare,
+    quoted_keyspace,
+)
+from ingest.backends import Endpoints
+
+MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRange:
+    """Murmur3 tokens from start to end, both included."""
+
+    start: int = MIN_TOKEN
+    end: int = MAX_TOKEN
+
+    def split(self, parts: int) -> list[TokenRange]:
+        """parts contiguous ranges covering this one."""
+        bounds = [self.start + (self.end - self.start + 1) * i // parts for i in range(parts + 1)]
+        return [TokenRange(lo, hi - 1) for lo, hi in zip(bounds, bounds[1:], strict=False) if hi > lo]
+
+
+class CassandraBatch(AspectBatch):
+    """Operations applied as they are made (see the module docstring); reads are SERIAL."""
+
+    def __init__(self, store: CassandraAspectStore):
+        self._store = store
+
+    def latest(self, urn: str, aspect: str) -> StoredAspect | None:
+        return self._store._latest(urn, aspect, SERIAL)
+
+    def live_aspects(self, urn: str) -> list[StoredAspect]:
+        return self._store._live(urn, SERIAL)
+
+    def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
+        return self._store._insert(row, outbox)
+
+    def refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
+        self._store._refresh(urn, aspect, version, system_metadata)
+
+    def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
+        self._store._outbox.append(outbox)
+
+    def purge(self, urn: str) -> None:
+        self._store._purge(urn)
+
+
+class CassandraAspectStore(AspectStore):
+    """Versioned aspects in Cassandra, with conditional writes across GMS instances."""
+
+    def __init__(self, session: Session, keyspace: str, producer_id: str | None = None, *,
+                 replication_factor: int = 1, id_block: int = 1000, settle_after: float = 30.0,
+                 owns_session: bool = False):
+        """Tables are created if absent. `producer_id`: this store's own (see the module
+        docstring). `owns_session`: close() shuts the session's cluster down."""
+        self._session = session
+        self._owns_session = owns_session
+        partitioner = session.cluster.metadata.partitioner
+        if partitioner and not partitioner.endswith("Murmur3Partitioner"):
+            raise ValueError(f"the Cassandra aspect store needs the Murmur3Partitioner, not {partitioner}")
+        ensure_schema(session, keyspace, replication_factor)
+        ks = quoted_keyspace(keyspace)
+        self._outbox = CassandraOutbox(session, keyspace, producer_id or uuid.uuid4().hex, id_block, settle_after)
+        columns = f"SELECT urn, kind, name, seq, value, system_metadata FROM {ks}.aspects"
+        aspect = f"{columns} WHERE urn = ? AND kind = '{ASPECT}' AND name = ?"
+        self._get_latest = prepare(session, f"{aspect} LIMIT 1")
+        self._get_version = prepare(session, f"{aspect} AND seq = ?")
+        self._history = prepare(session, f"{aspect} ORDER BY kind DESC, name DESC, seq ASC")
+        self._live_query = prepare(session, f"{columns} WHERE urn = ? AND kind = '{ASPECT}' GROUP BY name")
+        group = "GROUP BY urn, kind, name"
+        self._scan_from = prepare(session, f"{columns} WHERE token(urn) >= ? AND token(urn) <= ? {group}")
+        self._scan_after = prepare(session, f"{columns} WHERE token(urn) > token(?) AND token(urn) <= ? {group}")
+        self._scan_same_token = prepare(session, f"{columns} WHERE token(urn) = token(?) {group}")
+        self._insert_version = prepare(
+            session, f"INSERT INTO {ks}.aspects (urn, kind, name, seq, value, system_metadata)"
+                     f" VALUES (?, '{ASPECT}', ?, ?, ?, ?) IF NOT EXISTS")
+        self._refresh_statement = prepare(session, f"UPDATE {ks}.aspects SET system_metadata = ? WHERE urn = ?"
+                                         f" AND kind = '{ASPECT}' AND name = ? AND seq = ? IF EXISTS")
+        self._purge_statement = prepare(session, f"DELETE FROM {ks}.aspects WHERE urn = ? AND kind = '{ASPECT}'")
+
+    @classmethod
+    def connect(cls, endpoints: Endpoints, keyspace: str, producer_id: str | None = None, *,
+                replication_factor: int = 1, connect_timeout: float = 5.0, request_timeout: float = 10.0,
+                local_dc: str | None = None, **options: Any) -> CassandraAspectStore:
+        """A store on its own cluster connection. Raises StoreUnavailable, naming the contact
+        points, when none answers within connect_timeout (per contact point)."""
+        hosts, port = endpoints.cassandra_contact_points()
+        profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc)),
+                                   request_timeout=request_timeout, consistency_level=QUORUM,
+                                   serial_consistency_level=SERIAL)
+        cluster = Cluster(hosts, port=port, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                          connect_timeout=connect_timeout, control_connection_timeout=connect_timeout)
+        try:
+            session = cluster.connect()
+        except (NoHostAvailable, DriverException, OSError) as err:
+            cluster.shutdown()
+            raise StoreUnavailable(f"Cassandra at {', '.join(endpoints.cassandra_hosts)} does not answer"
+                                   f" (connect timeout {connect_timeout:g}s): {err}") from None
+        session.use_client_timestamp = False
+        try:
+            return cls(session, keyspace, producer_id, replication_factor=replication_factor,
+                       owns_session=True, **options)
+        except BaseException:
+            cluster.shutdown()
+            raise
+
+    @property
+    def session(self) -> Session:
+        """The driver session (shared with other adapters on the same cluster, if wanted)."""
+        return self._session
+
+    @property
+    def producer_id(self) -> str:
+        return self._outbox.producer
+
+    @contextmanager
+    def batch(self) -> Iterator[AspectBatch]:
+        yield CassandraBatch(self)
+
+    def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
+        if version is None:
+            return self._latest(urn, aspect, QUORUM)
+        return _first(self._session.execute(self._get_version, (urn, aspect, version)))
+
+    def history(self, urn: str, aspect: str) -> list[StoredAspect]:
+        return [_stored(row) for row in self._session.execute(self._history, (urn, aspect))]
+
+    def entity(self, urn: str) -> list[StoredAspect]:
+        return self._live(urn, QUORUM)
+
+    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
+        return self._outbox.pending(limit)
+
+    def ack_outbox(self, ids: Sequence[int]) -> None:
+        self._outbox.ack(ids)
+
+    def scan_latest(self, after: tuple[str, str] | None = None, limit: int = 1000,
+                    within: TokenRange | None = None) -> Iterator[StoredAspect]:
+        """See AspectStore.scan_latest; `within` limits the scan to one of `token_ranges(n)`
+        (then `after` must lie in it)."""
+        span = within or TokenRange()
+        fetch = min(limit + 100, 5000)
+        if after is None:
+            rows: Iterator[Any] = iter(self._session.execute(
+                _paged(self._scan_from.bind((span.start, span.end)), fetch)))
+        else:
+            position = (after[0].encode(), after[1].encode())
+            same_token = (row for row in self._session.execute(self._scan_same_token, (after[0],))
+                          if (row.urn.encode(), row.name.encode()) > position)
+            rows = chain(same_token, self._session.execute(
+                _paged(self._scan_after.bind((after[0], span.end)), fetch)))
+        live = (row for row in rows if row.kind == ASPECT and row.value is not None)
+        return (_stored(row) for row in islice(live, limit))
+
+    @staticmethod
+    def token_ranges(parts: int) -> list[TokenRange]:
+        """The ring split into parts ranges, for scanning in parallel."""
+        return TokenRange().split(parts)
+
+    def close(self) -> None:
+        if self._owns_session:
+            self._session.cluster.shutdown()
+
+    def _latest(self, urn: str, aspect: str, consistency: int) -> StoredAspect | None:
+        statement = self._get_latest.bind((urn, aspect))
+        statement.consistency_level = consistency
+        return _first(self._session.execute(statement))
+
+    def _live(self, urn: str, consistency: int) -> list[StoredAspect]:
+        statement = self._live_query.bind((urn,))
+        statement.consistency_level = consistency
+        return [_stored(row) for row in self._session.execute(statement) if row.value is not None]
+
+    def _insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
+        version = (self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
+                                          orjson.dumps(row.system_metadata).decode()))
+        with self._outbox.writing(row.urn, outbox) as staged:
+            staged.applied = self._session.execute(partition_batch([version, *staged.rows])).was_applied
+        return staged.applied
+
+    def _refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
+        # An LWT like the insert: never recreates a purged version, never loses to its timestamp.
+        self._session.execute(self._refresh_statement,
+                              (orjson.dumps(system_metadata).decode(), urn, aspect, version))
+
+    def _purge(self, urn: str) -> None:
+        self._session.execute(self._purge_statement, (urn,))
+
+
+def _stored(row: Any) -> StoredAspect:
+    return StoredAspect(row.urn, row.name, row.seq, row.value, orjson.loads(row.system_metadata))
+
+
+def _first(rows: Any) -> StoredAspect | None:
+    row = rows.one()
+    return _stored(row) if row else None
+
+
+def _paged(statement: Any, fetch_size: int) -> Any:
+    statement.fetch_size = fetch_size
+    return statement

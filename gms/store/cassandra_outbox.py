@@ -1,0 +1,202 @@
+"""The MCL outbox of the Cassandra aspect store: outbox ids, the pending index, the relay's side.
+
+The design is explained in gms.store.cassandra. In short: a producer's outbox ids come from
+its counter row, reserved in blocks; before an event is written, a pointer (producer, id) ->
+urn goes into the pending index; the event itself is a row of the entity's partition, written
+in the same conditional batch as its version. The relay follows the pointers in id order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from itertools import groupby
+from typing import Any
+
+from cassandra.cluster import Session
+from cassandra.concurrent import execute_concurrent
+from cassandra.query import PreparedStatement
+
+from gms.store import OutboxMessage
+from gms.store.cassandra_schema import OUTBOX, SERIAL, partition_batch, prepare, quoted_keyspace
+
+_NO_LIMIT = 2**31 - 1
+
+
+class ProducerInUse(RuntimeError):
+    """Another open store reserved outbox ids for the same producer id."""
+
+
+class OutboxIds:
+    """The outbox ids of one producer in this process: reserved from the producer's counter in
+    blocks (one LWT per block), handed out in increasing order, tracked until their write settles.
+
+    Ids below `first` were handed out by earlier processes; ids whose write failed in an unknown
+    way are `uncertain`. The relay must confirm those with a SERIAL read."""
+
+    def __init__(self, session: Session, keyspace: str, producer: str, block: int):
+        ks = quoted_keyspace(keyspace)
+        self.producer = producer
+        self._session = session
+        self._block = block
+        self._reserve = prepare(session, f"UPDATE {ks}.producers SET next_id = ? WHERE producer = ? IF next_id = ?")
+        register = prepare(session, f"INSERT INTO {ks}.producers (producer, next_id) VALUES (?, 1) IF NOT EXISTS")
+        result = session.execute(register, (producer,))
+        self.first = 1 if result.was_applied else result.one().next_id
+        self._next = self._end = self.first  # no block reserved yet
+        self._inflight: set[int] = set()
+        self._uncertain: set[int] = set()
+        self._settled = threading.Condition()
+
+    def allocate(self, n: int) -> list[int]:
+        """n fresh ids, in flight until settled."""
+        with self._settled:
+            if self._next + n > self._end:
+                size = max(n, self._block)
+                result = self._session.execute(self._reserve, (self._end + size, self.producer, self._end))
+                if not result.was_applied:
+                    raise ProducerInUse(f"producer id {self.producer!r} is used by another store at the same time")
+                self._next, self._end = self._end, self._end + size
+            ids = list(range(self._next, self._next + n))
+            self._next += n
+            self._inflight.update(ids)
+            return ids
+
+    def settle(self, ids: Sequence[int], certain: bool) -> None:
+        """The writes of ids are over: with a known outcome, or (certain=False) an unknown one."""
+        with self._settled:
+            self._inflight.difference_update(ids)
+            if not certain:
+                self._uncertain.update(ids)
+            self._settled.notify_all()
+
+    def floor(self, timeout: float) -> int:
+        """An id below which every id has settled, after waiting (up to timeout) for the ids
+        handed out before this call."""
+        with self._settled:
+            handed_out = self._next
+            self._settled.wait_for(lambda: min(self._inflight, default=handed_out) >= handed_out, timeout)
+            return min(self._inflight, default=self._next)
+
+    def uncertain(self, outbox_id: int) -> bool:
+        return outbox_id < self.first or outbox_id in self._uncertain
+
+    def forget_through(self, upto: int) -> None:
+        with self._settled:
+            self._uncertain = {i for i in self._uncertain if i > upto}
+
+
+@dataclass
+class Staged:
+    """Events of one partition with their ids: `rows` go into the caller's batch, which sets
+    `applied` to its outcome."""
+
+    ids: list[int]
+    rows: list[tuple[PreparedStatement, tuple[Any, ...]]]
+    applied: bool = field(default=False)
+
+
+class CassandraOutbox:
+    """Writing events (with pointers) and relaying them (pending, ack) for one producer."""
+
+    def __init__(self, session: Session, keyspace: str, producer: str, id_block: int, settle_after: float):
+        ks = quoted_keyspace(keyspace)
+        self.ids = OutboxIds(session, keyspace, producer, id_block)
+        self.producer = producer
+        self.settle_after = settle_after
+        self._session = session
+        self._acked = 0  # every id up to this one is acknowledged
+        self._ack_lock = threading.Lock()
+        self._point = prepare(session, f"INSERT INTO {ks}.outbox_pending (producer, id, urn) VALUES (?, ?, ?)")
+        self._unpoint = prepare(session, f"DELETE FROM {ks}.outbox_pending WHERE producer = ? AND id = ?")
+        self._unpoint_range = prepare(session, f"DELETE FROM {ks}.outbox_pending"
+                                               " WHERE producer = ? AND id > ? AND id <= ?")
+        self._pointers = prepare(session, f"SELECT id, urn, writetime(urn) AS written FROM {ks}.outbox_pending"
+                                          " WHERE producer = ? AND id > ? AND id < ? LIMIT ?")
+        self._add = prepare(session, f"INSERT INTO {ks}.aspects (urn, kind, name, seq, topic, msg_key, payload)"
+                                     f" VALUES (?, '{OUTBOX}', ?, ?, ?, ?, ?)")
+        message = f"SELECT topic, msg_key, payload FROM {ks}.aspects WHERE urn = ? AND kind = '{OUTBOX}'" \
+                  " AND name = ? AND seq = ?"
+        self._message, self._message_serial = prepare(session, message), prepare(session, message, SERIAL)
+        self._remove = prepare(session, f"DELETE FROM {ks}.aspects WHERE urn = ? AND kind = '{OUTBOX}'"
+                                        " AND name = ? AND seq = ?")
+
+    @contextmanager
+    def writing(self, urn: str, messages: Sequence[OutboxMessage]) -> Iterator[Staged]:
+        """Allocate ids and write the pointers of events to be stored in urn's partition; the
+        caller writes `rows` and sets `applied`. Pointers of a batch that did not apply are removed."""
+        ids = self.ids.allocate(len(messages)) if messages else []
+        try:
+            self._run_all([(self._point, (self.producer, i, urn)) for i in ids])
+            staged = Staged(ids, [(self._add, (urn, self.producer, i, m.topic, m.key, m.value))
+                                  for i, m in zip(ids, messages, strict=True)])
+            yield staged
+            if not staged.applied:
+                self._run_all([(self._unpoint, (self.producer, i)) for i in ids])
+        except BaseException:
+            self.ids.settle(ids, certain=False)
+            raise
+        self.ids.settle(ids, certain=True)
+
+    def append(self, messages: Sequence[OutboxMessage]) -> None:
+        """Events without a version, each in the partition of its key."""
+        for key, group in groupby(messages, key=lambda m: m.key):
+            with self.writing(key, list(group)) as staged:
+                self._session.execute(partition_batch(staged.rows))
+                staged.applied = True
+
+    def pending(self, limit: int) -> list[tuple[int, OutboxMessage]]:
+        """Pending events in id order, up to the first id whose write has not settled."""
+        floor = self.ids.floor(self.settle_after)
+        found: list[tuple[int, OutboxMessage]] = []
+        after = self._acked
+        while len(found) < limit:
+            want = limit - len(found)
+            pointers = list(self._session.execute(self._pointers, (self.producer, after, floor, want)))
+            if not pointers:
+                break
+            dead = []
+            for pointer, message in zip(pointers, self._fetch(pointers), strict=True):
+                if message is not None:
+                    found.append((pointer.id, message))
+                elif self.ids.uncertain(pointer.id) and time.time() - pointer.written / 1e6 < self.settle_after:
+                    floor = pointer.id  # its batch may still be applied: nothing after it goes first
+                    break
+                else:
+                    dead.append(pointer.id)  # its batch did not apply
+            self._run_all([(self._unpoint, (self.producer, i)) for i in dead])
+            if floor <= pointers[-1].id or len(pointers) < want:
+                break
+            after = pointers[-1].id
+        return found
+
+    def _fetch(self, pointers: list[Any]) -> list[OutboxMessage | None]:
+        results = self._run_all([
+            (self._message_serial if self.ids.uncertain(p.id) else self._message, (p.urn, self.producer, p.id))
+            for p in pointers])
+        return [OutboxMessage(row.topic, row.msg_key, row.payload) if (row := result.one()) else None
+                for result in results]
+
+    def ack(self, ids: Sequence[int]) -> None:
+        """Remove every pending event up to the largest id: its row, then its pointer."""
+        if not ids:
+            return
+        upto = max(ids)
+        with self._ack_lock:
+            if upto <= self._acked:
+                return
+            pointers = self._session.execute(self._pointers, (self.producer, self._acked, upto + 1, _NO_LIMIT))
+            self._run_all([(self._remove, (p.urn, self.producer, p.id)) for p in pointers])
+            self._session.execute(self._unpoint_range, (self.producer, self._acked, upto))
+            self._acked = upto
+        self.ids.forget_through(upto)
+
+    def _run_all(self, statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) -> list[Any]:
+        if not statements:
+            return []
+        if len(statements) == 1:
+            return [self._session.execute(*statements[0])]
+        return [result for _, result in execute_concurrent(self._session, statements, concurrency=64)]

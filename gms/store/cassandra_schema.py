@@ -1,0 +1,72 @@
+"""Tables and statement helpers of the Cassandra aspect store (see gms.store.cassandra)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cassandra import ConsistencyLevel
+from cassandra.cluster import Session
+from cassandra.query import BatchStatement, BatchType, PreparedStatement
+
+QUORUM = ConsistencyLevel.QUORUM
+SERIAL = ConsistencyLevel.SERIAL
+ASPECT, OUTBOX = "aspect", "outbox"  # the kinds of rows in an entity's partition
+
+_TABLES = {
+    # One partition per entity. Rows of kind 'aspect': name = aspect, seq = version (newest first),
+    # value/system_metadata. Rows of kind 'outbox': name = producer id, seq = outbox id,
+    # topic/msg_key/payload: pending events, written in the same conditional batch as their version.
+    "aspects": """
+        CREATE TABLE IF NOT EXISTS {ks}.aspects (
+            urn text, kind text, name text, seq bigint,
+            value text, system_metadata text,
+            topic text, msg_key text, payload blob,
+            PRIMARY KEY ((urn), kind, name, seq)
+        ) WITH CLUSTERING ORDER BY (kind ASC, name ASC, seq DESC)""",
+    # Pointers to the pending events of each producer, in outbox id order.
+    "outbox_pending": """
+        CREATE TABLE IF NOT EXISTS {ks}.outbox_pending (
+            producer text, id bigint, urn text,
+            PRIMARY KEY ((producer), id)
+        )""",
+    # Each producer's next unreserved outbox id; blocks of ids are reserved by LWT.
+    "producers": "CREATE TABLE IF NOT EXISTS {ks}.producers (producer text PRIMARY KEY, next_id bigint)",
+}
+_KEYSPACE = re.compile(r"[a-z0-9_]{1,48}")
+
+
+def quoted_keyspace(keyspace: str) -> str:
+    """The keyspace as a quoted CQL identifier (lowercase, as unquoted names are read)."""
+    if not _KEYSPACE.fullmatch(keyspace):
+        raise ValueError(f"keyspace {keyspace!r}: expected 1 to 48 lowercase letters, digits or underscores")
+    return f'"{keyspace}"'
+
+
+def ensure_schema(session: Session, keyspace: str, replication_factor: int) -> None:
+    """Create the keyspace (SimpleStrategy) and the tables unless they exist. A keyspace
+    created beforehand (e.g. with NetworkTopologyStrategy) is used as it is."""
+    metadata = session.cluster.metadata.keyspaces.get(keyspace)
+    if metadata is not None and set(_TABLES) <= set(metadata.tables):
+        return
+    ks = quoted_keyspace(keyspace)
+    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
+                    f"{{'class': 'SimpleStrategy', 'replication_factor': {int(replication_factor)}}}")
+    for ddl in _TABLES.values():
+        session.execute(ddl.format(ks=ks))
+
+
+def prepare(session: Session, cql: str, consistency: int = QUORUM) -> PreparedStatement:
+    """A prepared statement with the store's consistency levels, whatever the session's defaults."""
+    statement = session.prepare(cql)
+    statement.consistency_level = consistency
+    statement.serial_consistency_level = SERIAL
+    return statement
+
+
+def partition_batch(statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) -> BatchStatement:
+    """Statements on one partition as one batch: atomic, and conditional if any has IF."""
+    batch = BatchStatement(BatchType.UNLOGGED, consistency_level=QUORUM, serial_consistency_level=SERIAL)
+    for statement, params in statements:
+        batch.add(statement, params)
+    return batch

@@ -1,0 +1,137 @@
+"""The aspect-store contract on Cassandra, and what is particular to it: several GMS instances
+(stores) on one keyspace, producers, outbox writes whose outcome is unknown, token ranges,
+restore from Cassandra and connection errors. One keyspace for the whole module, dropped at its end."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from gms.service import Gms
+from gms.store import AspectStore, StoreUnavailable
+from gms.store.cassandra import CassandraAspectStore
+from gms.store.cassandra_outbox import ProducerInUse
+from ingest.backends import Endpoints
+from ingest.eventlog.sqlite import SqliteEventLog
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import MclProcessor
+from tests.aspect_store_contract import RACERS, AspectStoreContract, event, insert, pending_of, row, scan_pages
+from tests.backends import unique_name
+from tests.builders import dataset_urn, proposal
+from tests.conftest import free_port
+from tests.scratch_keyspace import ScratchKeyspace
+
+
+@pytest.fixture(scope="module")
+def keyspace(cassandra_endpoints: Endpoints) -> Iterator[ScratchKeyspace]:
+    scratch = ScratchKeyspace(cassandra_endpoints)
+    yield scratch
+    scratch.drop()
+
+
+@pytest.fixture
+def urn() -> str:
+    return dataset_urn(unique_name("cassandra"))
+
+
+class TestCassandraAspectStore(AspectStoreContract):
+    @pytest.fixture
+    def open_store(self, keyspace: ScratchKeyspace) -> Callable[[], AspectStore]:
+        producer = unique_name("producer")
+        return lambda: keyspace.store(producer)
+
+
+def test_of_gms_instances_racing_for_one_version_exactly_one_wins(keyspace: ScratchKeyspace, urn: str):
+    insert(keyspace.store(), row(urn, "status", 1, {"removed": False}))
+    stores = [keyspace.store() for _ in range(RACERS)]  # one producer each, as one GMS instance each
+    start = threading.Barrier(RACERS)
+
+    def race(writer: int) -> bool:
+        start.wait()
+        with stores[writer].batch() as batch:
+            return batch.insert(row(urn, "status", 2, {"removed": True}, writer=writer), [event(urn, f"w{writer}")])
+
+    with ThreadPoolExecutor(RACERS) as pool:
+        outcomes = list(pool.map(race, range(RACERS)))
+    winner = outcomes.index(True)
+    assert outcomes.count(True) == 1
+    assert [[label for _, label in pending_of(store, {urn})] for store in stores] == [
+        [f"w{winner}"] if writer == winner else [] for writer in range(RACERS)]
+    assert stores[0].get(urn, "status").system_metadata["writer"] == winner
+
+
+def test_a_second_open_store_with_the_same_producer_id_is_refused(keyspace: ScratchKeyspace, urn: str):
+    producer = unique_name("producer")
+    first, second = keyspace.store(producer, id_block=2), keyspace.store(producer, id_block=2)
+    insert(first, row(urn, "status", 1, {"removed": False}))
+    with pytest.raises(ProducerInUse, match=producer):
+        insert(second, row(urn, "status", 2, {"removed": True}))
+    assert first.get(urn, "status").version == 1
+
+
+def test_the_relay_waits_for_an_earlier_write_still_in_progress(keyspace: ScratchKeyspace, urn: str):
+    store = keyspace.store(settle_after=0.2)
+    outbox = store._outbox  # a write begun (id handed out) but not yet settled, as in another thread
+    (early,) = outbox.ids.allocate(1)
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    assert store.pending_outbox() == []  # id `early` might still be published: nothing after it goes first
+    outbox.ids.settle([early], certain=True)
+    assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]
+
+
+def test_an_event_whose_write_failed_blocks_the_relay_until_confirmed_or_given_up(keyspace: ScratchKeyspace,
+                                                                                  urn: str):
+    producer = unique_name("producer")
+    store = keyspace.store(producer)
+    with pytest.raises(TimeoutError), store._outbox.writing(urn, [event(urn, "lost")]):
+        raise TimeoutError("the conditional batch timed out")  # its pointer is written, its outcome unknown
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    assert store.pending_outbox() == []  # the failed batch might still be applied
+    store.close()
+    restarted = keyspace.store(producer, settle_after=0)  # e.g. after a restart, once the batch cannot apply
+    assert [m.value for _, m in restarted.pending_outbox()] == [b"status v1"]
+    restarted.ack_outbox([i for i, _ in restarted.pending_outbox()])
+    assert restarted.pending_outbox() == []
+
+
+def test_token_ranges_split_the_scan_without_overlap(keyspace: ScratchKeyspace, urn: str):
+    store = keyspace.store()
+    insert(store, *(row(dataset_urn(f"{urn}.{n}"), "status", 1, {"removed": False}) for n in range(20)))
+    whole = [(r.urn, r.aspect) for page in scan_pages(store, limit=7) for r in page]
+    parts = store.token_ranges(4)
+    assert parts[0].start == -(2**63) and parts[-1].end == 2**63 - 1
+    assert all(a.end + 1 == b.start for a, b in zip(parts, parts[1:], strict=False))
+    pieces = []
+    for part in parts:
+        rows = list(store.scan_latest(within=part, limit=5))
+        while rows:
+            pieces += [(r.urn, r.aspect) for r in rows]
+            rows = list(store.scan_latest((rows[-1].urn, rows[-1].aspect), limit=5, within=part))
+    assert pieces == whole
+
+
+def test_restore_rebuilds_the_read_models_from_cassandra(keyspace: ScratchKeyspace, tmp_path: Path):
+    name = unique_name("restored")
+    gms = Gms(keyspace.store(), SqliteEventLog(tmp_path / "events.db"))
+    results = gms.apply([proposal(dataset_urn(f"db.{name}_{n}"), "datasetProperties", {"name": f"{name}_{n}"})
+                         for n in range(3)], "urn:li:corpuser:tester")
+    assert [r.status for r in results] == ["applied"] * 3
+    models = SqliteReadModels.in_data_dir(tmp_path / "models", gms.registry)
+    processor = MclProcessor(gms.registry, gms.codec, models)
+    assert processor.restore(gms.store, urn_like=f"%{name}%", workers=0) == 6  # key aspects and properties
+    assert models.search.query(f"{name}_1").total == 1
+    models.close()
+    gms.close()
+
+
+def test_an_unreachable_cassandra_is_named_in_a_prompt_error():
+    address = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match=f"Cassandra at {address} does not answer"):
+        CassandraAspectStore.connect(Endpoints(cassandra_hosts=(address,)), unique_name("never"), connect_timeout=2)
+    assert time.monotonic() - started < 10
