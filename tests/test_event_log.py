@@ -1,69 +1,254 @@
-"""The embedded event log: ordering, partitions, consumer offsets across restarts, idempotent producers,
-and the Avro single-object encoding of events."""
+"""The event-log contract every adapter passes (EventLogContract, one subclass per adapter that
+only says how to open it), Kafka's consumer groups, and the Avro single-object encoding of events."""
 
 from __future__ import annotations
 
-import pytest
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
 
-from ingest.eventlog import LogMessage, partition_for
+import pytest
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+
+from ingest.eventlog import Consumer, EventLog, EventLogError, LogMessage, LogRecord, partition_for
+from ingest.eventlog.kafka import KafkaEventLog
+from ingest.eventlog.kafka_consumer import KafkaConsumer
 from ingest.eventlog.sqlite import SqliteEventLog
 from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
+from tests.backends import unique_name
 
 TOPIC = "MetadataChangeLog_Versioned_v1"
+WAIT = 20.0  # seconds a test waits for a condition before failing
 
 
 def messages(*pairs: tuple[str, str]) -> list[LogMessage]:
     return [LogMessage(key, value.encode()) for key, value in pairs]
 
 
-def test_messages_of_a_key_keep_their_order_across_partitions(tmp_path):
-    log = SqliteEventLog(tmp_path / "log.db", partitions=4)
-    keys = [f"urn:li:tag:t{i}" for i in range(8)]
-    for round_ in range(3):
-        log.append(TOPIC, messages(*[(key, f"{key}#{round_}") for key in keys]))
-    consumer = log.consumer("g", [TOPIC])
-    records = consumer.poll(100, timeout=0)
-    assert len(records) == 24
-    assert {r.partition for r in records} == {partition_for(k, 4) for k in keys}
-    for key in keys:
-        assert [r.value.decode() for r in records if r.key == key] == [f"{key}#{i}" for i in range(3)]
-    for part in range(4):
-        offsets = [r.offset for r in records if r.partition == part]
-        assert offsets == list(range(len(offsets)))
+def values(records: list[LogRecord]) -> list[bytes]:
+    return [record.value for record in records]
 
 
-def test_committed_offsets_survive_a_restart_and_uncommitted_records_are_read_again(tmp_path):
-    log = SqliteEventLog(tmp_path / "log.db")
-    log.append(TOPIC, messages(("a", "1"), ("a", "2"), ("a", "3")))
-    consumer = log.consumer("g", [TOPIC])
-    first = consumer.poll(2, timeout=0)
-    consumer.commit(first[:1])
-    log.close()
-    reopened = SqliteEventLog(tmp_path / "log.db")
-    again = reopened.consumer("g", [TOPIC]).poll(10, timeout=0)
-    assert [r.value for r in again] == [b"2", b"3"]
-    assert [r.value for r in reopened.consumer("other-group", [TOPIC]).poll(10, timeout=0)] == [b"1", b"2", b"3"]
+def poll_until(consumer: Consumer, count: int, timeout: float = WAIT) -> list[LogRecord]:
+    """Exactly `count` records, polled until they are there (fails after timeout seconds)."""
+    deadline = time.monotonic() + timeout
+    records: list[LogRecord] = []
+    while len(records) < count:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"only {len(records)} of {count} records within {timeout}s"
+        records += consumer.poll(count - len(records), remaining)
+    return records
 
 
-def test_poll_waits_for_an_append(tmp_path):
-    import threading
+class EventLogContract(ABC):
+    """What every event-log adapter does. A subclass implements open_log."""
 
-    log = SqliteEventLog(tmp_path / "log.db")
-    consumer = log.consumer("g", [TOPIC])
-    assert consumer.poll(10, timeout=0) == []
-    timer = threading.Timer(0.05, lambda: log.append(TOPIC, messages(("k", "late"))))
-    timer.start()
-    assert [r.value for r in consumer.poll(10, timeout=5)] == [b"late"]
-    timer.join()
+    PARTITIONS = 4
+
+    @abstractmethod
+    def open_log(self) -> EventLog:
+        """A new log object over this test's storage (every call sees the same topics), with
+        PARTITIONS partitions per topic."""
+
+    @pytest.fixture(autouse=True)
+    def _close_logs(self) -> Iterator[None]:
+        self._opened: list[EventLog] = []
+        yield
+        for log in self._opened:
+            log.close()
+
+    def log(self) -> EventLog:
+        log = self.open_log()
+        self._opened.append(log)
+        return log
+
+    def test_messages_of_a_key_keep_their_order_across_partitions(self):
+        log = self.log()
+        keys = [f"urn:li:tag:t{i}" for i in range(8)]
+        for round_ in range(3):
+            log.append(TOPIC, messages(*[(key, f"{key}#{round_}") for key in keys]))
+        consumer = log.consumer("g", [TOPIC])
+        records = poll_until(consumer, 24)
+        assert {r.topic for r in records} == {TOPIC}
+        for record in records:
+            assert record.partition == partition_for(record.key, self.PARTITIONS)
+        for key in keys:
+            assert [r.value.decode() for r in records if r.key == key] == [f"{key}#{i}" for i in range(3)]
+        for part in range(self.PARTITIONS):
+            offsets = [r.offset for r in records if r.partition == part]
+            assert offsets == sorted(set(offsets))
+        consumer.close()
+
+    def test_partitions_are_the_configured_count(self):
+        assert self.log().partitions(TOPIC) == self.PARTITIONS
+
+    def test_committed_offsets_survive_a_restart_and_uncommitted_records_are_read_again(self):
+        log = self.log()
+        log.append(TOPIC, messages(("a", "1"), ("a", "2"), ("a", "3")))
+        consumer = log.consumer("g", [TOPIC])
+        first = poll_until(consumer, 2)
+        consumer.commit(first[:1])
+        consumer.close()
+        log.close()
+        reopened = self.log()
+        again = reopened.consumer("g", [TOPIC])
+        assert values(poll_until(again, 2)) == [b"2", b"3"]
+        assert reopened.committed("g", TOPIC, first[0].partition) == first[0].offset + 1  # type: ignore[attr-defined]
+        again.close()
+
+    def test_consumers_of_different_groups_each_see_everything(self):
+        log = self.log()
+        log.append(TOPIC, messages(*[(f"k{i}", str(i)) for i in range(10)]))
+        one, other = log.consumer("one", [TOPIC]), log.consumer("other", [TOPIC])
+        seen_by_one = poll_until(one, 10)
+        one.commit(seen_by_one)
+        assert sorted(values(seen_by_one)) == sorted(values(poll_until(other, 10)))
+        one.close()
+        other.close()
+
+    def test_poll_waits_for_an_append_and_returns_it_promptly(self):
+        log = self.log()
+        consumer = log.consumer("g", [TOPIC])
+        assert consumer.poll(10, timeout=0) == []
+        timer = threading.Timer(0.05, lambda: log.append(TOPIC, messages(("k", "late"))))
+        timer.start()
+        started = time.monotonic()
+        assert values(consumer.poll(10, timeout=WAIT)) == [b"late"]
+        assert time.monotonic() - started < WAIT / 2  # returned on arrival, not at the timeout
+        timer.join()
+        consumer.close()
+
+    def test_read_from_an_offset_without_a_group(self):
+        log = self.log()
+        log.append(TOPIC, messages(*[("k", str(i)) for i in range(5)]))
+        part = partition_for("k", self.PARTITIONS)
+        records = log.read(TOPIC, part)
+        assert values(records) == [str(i).encode() for i in range(5)]
+        assert log.read(TOPIC, part, records[2].offset, limit=2) == records[2:4]
+        assert log.read(TOPIC, part, records[-1].offset + 1) == []
+        assert log.read(TOPIC, (part + 1) % self.PARTITIONS) == []
+
+    def test_a_producer_resending_after_a_crash_adds_nothing_twice(self):
+        batch = [LogMessage("k", b"v1", 1), LogMessage("k", b"v2", 2)]
+        before_crash = self.log()
+        before_crash.append(TOPIC, batch, producer="store-a")
+        after_restart = self.log()  # same producer id, no memory of what was sent
+        after_restart.append(TOPIC, [*batch, LogMessage("k", b"v3", 3)], producer="store-a")
+        after_restart.append(TOPIC, [LogMessage("k", b"other", 1)], producer="store-b")
+        before_crash.append(TOPIC, [LogMessage("k", b"v3", 3), LogMessage("k", b"v4", 4)], producer="store-a")
+        assert values(after_restart.read(TOPIC, partition_for("k", self.PARTITIONS))) == [
+            b"v1", b"v2", b"v3", b"other", b"v4"]
 
 
-def test_a_producer_resending_after_a_crash_adds_nothing_twice(tmp_path):
-    log = SqliteEventLog(tmp_path / "log.db")
-    batch = [LogMessage("k", b"v1", 1), LogMessage("k", b"v2", 2)]
-    log.append(TOPIC, batch, producer="store-a")
-    log.append(TOPIC, [*batch, LogMessage("k", b"v3", 3)], producer="store-a")
-    log.append(TOPIC, [LogMessage("k", b"other", 1)], producer="store-b")
-    assert [r.value for r in log.read(TOPIC)] == [b"v1", b"v2", b"v3", b"other"]
+class TestSqliteEventLog(EventLogContract):
+    @pytest.fixture(autouse=True)
+    def _storage(self, tmp_path):
+        self.path = tmp_path / "log.db"
+
+    def open_log(self) -> EventLog:
+        return SqliteEventLog(self.path, partitions=self.PARTITIONS)
+
+
+class TestKafkaEventLog(EventLogContract):
+    @pytest.fixture(autouse=True)
+    def _storage(self, kafka_bootstrap: str) -> Iterator[None]:
+        self.bootstrap, self.prefix = kafka_bootstrap, unique_name("eventlog") + "-"
+        yield
+        _drop_kafka_names(kafka_bootstrap, self.prefix)
+
+    def open_log(self) -> KafkaEventLog:
+        return KafkaEventLog(self.bootstrap, self.prefix, partitions=self.PARTITIONS, session_timeout_ms=6000,
+                             timeout=WAIT)
+
+    def _two_members(self, log: KafkaEventLog) -> tuple[KafkaConsumer, KafkaConsumer]:
+        """Two members of group "g" once they split the partitions between them."""
+        first, second = log.consumer("g", [TOPIC]), log.consumer("g", [TOPIC])
+        deadline = time.monotonic() + WAIT
+        everything = {(TOPIC, part) for part in range(self.PARTITIONS)}
+        while not (first.assignment() and second.assignment() and first.assignment() | second.assignment()
+                   == everything and not first.assignment() & second.assignment()):
+            assert time.monotonic() < deadline, "the group did not settle"
+            assert first.poll(10, 0.05) == [] and second.poll(10, 0.05) == []
+        return first, second
+
+    def test_members_of_one_group_split_the_partitions_and_see_every_record_once(self):
+        log = self.log()
+        first, second = self._two_members(log)
+        log.append(TOPIC, messages(*[(f"urn:li:tag:t{i}", str(i)) for i in range(40)]))
+        seen: dict[KafkaConsumer, list[LogRecord]] = {first: [], second: []}
+        deadline = time.monotonic() + WAIT
+        while sum(len(records) for records in seen.values()) < 40:
+            assert time.monotonic() < deadline
+            for member, records in seen.items():
+                batch = member.poll(100, 0.05)
+                member.commit(batch)
+                records += batch
+        everything = [record.value for records in seen.values() for record in records]
+        assert sorted(everything) == sorted(str(i).encode() for i in range(40))
+        for member, records in seen.items():
+            assert records and {(r.topic, r.partition) for r in records} <= member.assignment()
+        first.close()
+        second.close()
+
+    def test_a_member_leaving_midway_has_its_uncommitted_records_read_by_the_other(self):
+        log = self.log()
+        stays, leaves = self._two_members(log)
+        log.append(TOPIC, messages(*[(f"urn:li:tag:t{i}", str(i)) for i in range(40)]))
+        leaving_parts = {part for _, part in leaves.assignment()}
+        expected = sum(partition_for(f"urn:li:tag:t{i}", self.PARTITIONS) in leaving_parts for i in range(40))
+        taken = poll_until(leaves, expected)
+        leaves.commit(taken[:len(taken) // 2])
+        committed_up_to: dict[int, int] = {}
+        for record in taken[:len(taken) // 2]:
+            committed_up_to[record.partition] = max(committed_up_to.get(record.partition, 0), record.offset + 1)
+        leaves.close()
+        uncommitted = {(r.partition, r.offset) for r in taken if r.offset >= committed_up_to.get(r.partition, 0)}
+        seen: list[LogRecord] = []
+        deadline = time.monotonic() + WAIT
+        while len(seen) < 40 - (len(taken) - len(uncommitted)):
+            assert time.monotonic() < deadline, f"{len(seen)} records"
+            batch = stays.poll(100, 0.1)
+            stays.commit(batch)
+            seen += batch
+        assert uncommitted and uncommitted <= {(r.partition, r.offset) for r in seen}
+        assert len(seen) == len({(r.partition, r.offset) for r in seen})  # and nothing else twice
+        assert stays.assignment() == {(TOPIC, part) for part in range(self.PARTITIONS)}
+        stays.close()
+
+    def test_a_transaction_left_open_by_a_crash_is_aborted_and_its_messages_sent_once(self):
+        log = self.log()
+        log.append(TOPIC, [LogMessage("k", b"v1", 1)], producer="store-a")
+        crashed = Producer({"bootstrap.servers": self.bootstrap, "transactional.id": log.transactional_id("store-a")})
+        crashed.init_transactions(WAIT)  # fences `log`'s producer, as a restarted process would
+        crashed.begin_transaction()
+        crashed.produce(log.topic_name(TOPIC), b"v2", b"k", partition_for("k", self.PARTITIONS))
+        assert crashed.flush(WAIT) == 0  # on the broker, never committed
+        restarted = self.log()
+        restarted.append(TOPIC, [LogMessage("k", b"v1", 1), LogMessage("k", b"v2", 2)], producer="store-a")
+        log.append(TOPIC, [LogMessage("k", b"v2", 2), LogMessage("k", b"v3", 3)], producer="store-a")
+        assert values(restarted.read(TOPIC, partition_for("k", self.PARTITIONS))) == [b"v1", b"v2", b"v3"]
+        with pytest.raises(KafkaException, match="fenced"):  # a zombie cannot commit it later
+            crashed.commit_transaction(WAIT)
+
+    def test_an_unreachable_broker_is_reported_with_its_address_in_bounded_time(self):
+        started = time.monotonic()
+        with pytest.raises(EventLogError, match="127.0.0.1:9"):
+            KafkaEventLog("127.0.0.1:9", connect_timeout=1)
+        assert time.monotonic() - started < 5
+
+
+def _drop_kafka_names(bootstrap: str, prefix: str) -> None:
+    """Delete a test's topics and consumer groups (everything named with its prefix)."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [name for name in admin.list_topics(timeout=WAIT).topics if name.startswith(prefix)]
+    for future in (admin.delete_topics(names, operation_timeout=WAIT).values() if names else ()):
+        future.result()
+    groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=WAIT).result().valid
+              if g.group_id.startswith(prefix)]
+    for future in (admin.delete_consumer_groups(groups, request_timeout=WAIT).values() if groups else ()):
+        future.result()
 
 
 def test_events_round_trip_through_avro_single_object_encoding():

@@ -2,7 +2,8 @@
 
 Shaped after Kafka so the Kafka adapter fits: a message's key picks its partition, so all
 messages of one URN keep their order; consumers in a group commit the next offset to read
-per partition, and a restarted consumer resumes there.
+per partition, and a restarted consumer resumes there. Every adapter places a key in the
+same partition (partition_for) and applies the same idempotence rule (unseen).
 """
 
 from __future__ import annotations
@@ -11,6 +12,10 @@ import zlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+
+
+class EventLogError(RuntimeError):
+    """The log's backend failed or did not answer in time (the message says which and where)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,8 +40,20 @@ class LogRecord:
 
 
 def partition_for(key: str, partitions: int) -> int:
-    """The partition of a key: stable across processes and runs."""
+    """The partition of a key: stable across processes and runs, and the same in every adapter.
+
+    CRC-32 of the UTF-8 key modulo the partition count: librdkafka's `consistent` partitioner
+    (not the Java client's murmur2 default)."""
     return zlib.crc32(key.encode()) % partitions
+
+
+def unseen(messages: Sequence[LogMessage], last_sequence: int | None) -> tuple[list[LogMessage], int | None]:
+    """The idempotence rule of append: the messages whose sequence is above the producer's last
+    stored one (None: nothing stored yet; messages without a sequence always pass), and the
+    producer's new last sequence (None when no passing message has one)."""
+    fresh = [m for m in messages if m.sequence is None or last_sequence is None or m.sequence > last_sequence]
+    newest = max((m.sequence for m in fresh if m.sequence is not None), default=None)
+    return fresh, newest
 
 
 class Consumer(ABC):

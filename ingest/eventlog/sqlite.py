@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for
+from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for, unseen
 from ingest.sqlitedb import WalCheckpointer, connect
 
 _SCHEMA = """
@@ -85,9 +85,7 @@ class SqliteEventLog(EventLog):
     @staticmethod
     def _unseen(conn: sqlite3.Connection, producer: str, messages: Sequence[LogMessage]) -> list[LogMessage]:
         row = conn.execute("SELECT last_sequence FROM producers WHERE producer = ?", (producer,)).fetchone()
-        last = row[0] if row else -1
-        fresh = [m for m in messages if m.sequence is None or m.sequence > last]
-        newest = max((m.sequence for m in fresh if m.sequence is not None), default=None)
+        fresh, newest = unseen(messages, row[0] if row else None)
         if newest is not None:
             conn.execute("INSERT INTO producers VALUES (?, ?) ON CONFLICT (producer) DO UPDATE"
                          " SET last_sequence = excluded.last_sequence", (producer, newest))

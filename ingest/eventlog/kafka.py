@@ -1,0 +1,330 @@
+"""The event log on Apache Kafka (confluent-kafka, i.e. librdkafka).
+
+Topics. The logical topic `T` is the Kafka topic `prefix + T`, created on first use with the
+AdminClient: `partitions` partitions and the retention of RETENTION_MS. An existing topic is
+used as it is (its partition count is read from the metadata).
+
+Placement. append computes `partition_for(key, n)` itself and produces to that partition, so
+both adapters put a key in the same partition; that is librdkafka's `consistent` partitioner,
+not the Java client's murmur2 (a Java producer writing these topics must choose the partition
+the same way). One partition is written in append order by an idempotent producer (acks=all),
+so the messages of one key keep their order.
+
+Idempotent appends with a producer id. Kafka's idempotent producer only drops duplicates
+within one producer session; the port's rule (drop a message whose sequence is not above the
+last one stored for its producer) must hold across process crashes, so it is kept here:
+
+* each producer id has a transactional producer, `transactional.id = prefix + "producer." + id`;
+* its first use in a process calls init_transactions(), which fences any older instance with
+  that id (a crashed or stalled process) and aborts the transaction it left open; then the
+  compacted topic SEQUENCES (key: producer id, value: last sequence) is read, read_committed,
+  to learn the producer's last sequence;
+* an append drops the messages that are not above it (`unseen`) and writes the rest together
+  with the new last sequence to SEQUENCES in ONE transaction.
+
+A crash before the commit leaves an open transaction: the next instance's init_transactions
+aborts it (else the broker does after TRANSACTION_TIMEOUT_MS; until then read_committed
+readers of its partitions wait), nobody reading committed data ever sees its messages, and
+the re-send writes them. A crash after the commit leaves the sequence record, so the re-send
+adds nothing. The cached last sequence cannot go stale unnoticed: another writer under the
+same id has a newer epoch, which fences this one; a fenced append starts over (new producer,
+init, reload), so two processes publishing one outbox stay correct, though they fence each
+other on every append. Appends without a producer id use the shared idempotent producer.
+
+Consumers (kafka_consumer.KafkaConsumer) join group `prefix + group`; read() and the
+sequence lookup use a group-less reader (assign) up to the partition's last stable offset.
+
+Errors. The constructor checks that the cluster answers within `connect_timeout`; every
+Kafka failure is raised as EventLogError naming the bootstrap address, each Kafka call
+bounded by `timeout` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import warnings
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import Consumer as KafkaClientConsumer
+from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from ingest import topics
+from ingest.backends import Endpoints
+from ingest.eventlog import EventLog, EventLogError, LogMessage, LogRecord, partition_for, unseen
+from ingest.eventlog.kafka_consumer import KafkaConsumer, record_of
+
+log = logging.getLogger(__name__)
+librdkafka_log = logging.getLogger(__name__ + ".librdkafka")
+
+DAY_MS = 24 * 3600 * 1000
+RETENTION_MS = {
+    topics.MCP: 7 * DAY_MS,
+    topics.FAILED_MCP: 30 * DAY_MS,
+    topics.MCL_VERSIONED: 7 * DAY_MS,
+    topics.MCL_TIMESERIES: 90 * DAY_MS,
+}
+DEFAULT_RETENTION_MS = 7 * DAY_MS
+SEQUENCES = "LodestarProducerSequences_v1"
+SEQUENCES_CONFIG = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(3600 * 1000)}
+TRANSACTION_TIMEOUT_MS = 60_000
+
+
+@dataclass
+class _TransactionalProducer:
+    producer: Producer
+    last_sequence: int | None
+
+
+class KafkaEventLog(EventLog):
+    """The event log on a Kafka cluster; topic, group and transactional ids carry `prefix`."""
+
+    def __init__(self, bootstrap: str, prefix: str = "", partitions: int = 4, replication: int = -1,
+                 session_timeout_ms: int = 45_000, timeout: float = 30.0, connect_timeout: float = 10.0):
+        """`replication` -1 takes the broker's default; `timeout` bounds every Kafka call."""
+        self.bootstrap = bootstrap
+        self.prefix = prefix
+        self.default_partitions = partitions
+        self.replication = replication
+        self.session_timeout_ms = session_timeout_ms
+        self.timeout = timeout
+        self._admin = AdminClient(self._config())
+        with self._failing(f"connecting (within {connect_timeout:g}s)"):
+            self._admin.list_topics(timeout=connect_timeout)
+        self._producer = Producer(self._config(**{
+            "enable.idempotence": True, "acks": "all", "delivery.timeout.ms": int(timeout * 1000),
+            "linger.ms": 5}))
+        self._partition_counts: dict[str, int] = {}
+        self._topics_lock = threading.Lock()
+        self._transactional: dict[str, _TransactionalProducer] = {}
+        self._producer_locks: dict[str, threading.Lock] = {}
+        self._producers_lock = threading.Lock()
+        self._reader = KafkaClientConsumer(self._config(**{
+            "group.id": f"{prefix}lodestar-reader", "enable.auto.commit": False,
+            "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
+        self._reader_lock = threading.Lock()
+
+    @classmethod
+    def from_endpoints(cls, endpoints: Endpoints, prefix: str = "", **options: Any) -> KafkaEventLog:
+        """The log on `endpoints.kafka_bootstrap` (options as for the constructor)."""
+        return cls(endpoints.kafka_bootstrap, prefix, **options)
+
+    def _config(self, **extra: object) -> dict[str, object]:
+        return {"bootstrap.servers": self.bootstrap, "allow.auto.create.topics": False,
+                "logger": librdkafka_log, **extra}
+
+    @contextmanager
+    def _failing(self, what: str) -> Iterator[None]:
+        try:
+            yield
+        except KafkaException as exc:
+            raise EventLogError(f"Kafka at {self.bootstrap}: {what} failed: {exc.args[0]}") from exc
+
+    # names and topics
+
+    def topic_name(self, topic: str) -> str:
+        """The Kafka topic of a logical topic."""
+        return self.prefix + topic
+
+    def group_name(self, group: str) -> str:
+        """The Kafka consumer group of a logical group."""
+        return self.prefix + group
+
+    def transactional_id(self, producer: str) -> str:
+        """The transactional.id of a producer id (see the module docstring)."""
+        return f"{self.prefix}producer.{producer}"
+
+    def partitions(self, topic: str) -> int:
+        return self._ensure(topic)
+
+    def _ensure(self, topic: str) -> int:
+        """Create the topic unless it exists; its partition count."""
+        with self._topics_lock:
+            if topic in self._partition_counts:
+                return self._partition_counts[topic]
+            name = self.topic_name(topic)
+            config = SEQUENCES_CONFIG if topic == SEQUENCES else {
+                "retention.ms": str(RETENTION_MS.get(topic, DEFAULT_RETENTION_MS))}
+            new = NewTopic(name, 1 if topic == SEQUENCES else self.default_partitions, self.replication,
+                           config=config)
+            with self._failing(f"creating topic {name}"):
+                future = self._admin.create_topics([new], operation_timeout=self.timeout,
+                                                   request_timeout=self.timeout)[name]
+                try:
+                    future.result()
+                except KafkaException as exc:
+                    if exc.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                        raise
+            self._partition_counts[topic] = self._partitions_in_metadata(name)
+            return self._partition_counts[topic]
+
+    def _partitions_in_metadata(self, name: str) -> int:
+        """The topic's partition count once the broker's metadata has all of them with a leader
+        (a topic just created appears there a moment later)."""
+        deadline = time.monotonic() + self.timeout
+        pause = 0.005
+        while True:
+            with self._failing(f"reading the metadata of {name}"):
+                metadata = self._admin.list_topics(name, timeout=self.timeout).topics[name]
+            if metadata.error is None and metadata.partitions and all(
+                    part.leader >= 0 for part in metadata.partitions.values()):
+                return len(metadata.partitions)
+            if time.monotonic() > deadline:
+                raise EventLogError(f"Kafka at {self.bootstrap}: topic {name} is not usable: {metadata.error}")
+            time.sleep(pause)  # no notification for metadata changes: back off and ask again
+            pause = min(pause * 2, 0.2)
+
+    # appends
+
+    def append(self, topic: str, messages: Sequence[LogMessage], producer: str | None = None) -> None:
+        if not messages:
+            return
+        if producer is None:
+            self._append_idempotent(topic, messages)
+        else:
+            self._append_transactional(topic, messages, producer)
+
+    def _produce(self, client: Producer, topic: str, message: LogMessage, partitions: int, **kwargs: object) -> None:
+        while True:
+            try:
+                client.produce(self.topic_name(topic), value=message.value, key=message.key.encode(),
+                               partition=partition_for(message.key, partitions), **kwargs)
+                return
+            except BufferError:  # the local queue is full: let deliveries drain it
+                client.poll(0.1)
+
+    def _append_idempotent(self, topic: str, messages: Sequence[LogMessage]) -> None:
+        partitions = self._ensure(topic)
+        errors: list[KafkaError] = []
+
+        def delivered(err: KafkaError | None, _: Message) -> None:
+            if err is not None:
+                errors.append(err)
+
+        for message in messages:
+            self._produce(self._producer, topic, message, partitions, on_delivery=delivered)
+        if self._producer.flush(self.timeout) or errors:
+            raise EventLogError(f"Kafka at {self.bootstrap}: appending to {self.topic_name(topic)} failed: "
+                                f"{errors[0] if errors else f'not acknowledged within {self.timeout:g}s'}")
+
+    def _append_transactional(self, topic: str, messages: Sequence[LogMessage], producer: str) -> None:
+        partitions = self._ensure(topic)
+        self._ensure(SEQUENCES)
+        with self._producer_lock(producer):
+            for attempt in range(3):
+                state = self._transactional_producer(producer)
+                fresh, newest = unseen(messages, state.last_sequence)
+                if not fresh:
+                    return
+                client = state.producer
+                try:
+                    client.begin_transaction()
+                    for message in fresh:
+                        self._produce(client, topic, message, partitions)
+                    if newest is not None:
+                        self._produce(client, SEQUENCES, LogMessage(producer, str(newest).encode()), 1)
+                    client.commit_transaction(self.timeout)
+                except KafkaException as exc:
+                    # Whatever happened, a new producer's init_transactions settles this transaction
+                    # and the reload tells what was stored.
+                    self._discard(producer)
+                    err = exc.args[0]
+                    if attempt < 2 and (err.fatal() or err.txn_requires_abort()):
+                        log.info("producer %s: %s; starting over", producer, err)
+                        continue
+                    raise EventLogError(f"Kafka at {self.bootstrap}: appending to {self.topic_name(topic)}"
+                                        f" as producer {producer} failed: {err}") from exc
+                if newest is not None:
+                    state.last_sequence = newest
+                return
+
+    def _producer_lock(self, producer: str) -> threading.Lock:
+        with self._producers_lock:
+            return self._producer_locks.setdefault(producer, threading.Lock())
+
+    def _transactional_producer(self, producer: str) -> _TransactionalProducer:
+        state = self._transactional.get(producer)
+        if state is None:
+            client = Producer(self._config(**{
+                "transactional.id": self.transactional_id(producer), "acks": "all",
+                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, "delivery.timeout.ms": int(self.timeout * 1000),
+                "linger.ms": 5}))
+            with self._failing(f"starting producer {producer}"):
+                client.init_transactions(self.timeout)  # fences older instances, settles their transaction
+            state = self._transactional[producer] = _TransactionalProducer(client, self._last_sequence(producer))
+        return state
+
+    def _discard(self, producer: str) -> None:
+        """Close a producer id's producer (aborting its open transaction if it still can)."""
+        state = self._transactional.pop(producer, None)
+        if state is not None:
+            with suppress(KafkaException), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # a fenced producer cannot abort: fine
+                state.producer.close()
+
+    def _last_sequence(self, producer: str) -> int | None:
+        last = None
+        for message in self._scan(SEQUENCES, 0, 0, None):
+            if message.key() == producer.encode():
+                last = int(message.value())
+        return last
+
+    # reads
+
+    def read(self, topic: str, partition: int = 0, offset: int = 0, limit: int = 1000) -> list[LogRecord]:
+        return [record_of(topic, message) for message in self._scan(topic, partition, offset, limit)]
+
+    def _scan(self, topic: str, partition: int, offset: int, limit: int | None) -> list[Message]:
+        """Committed messages of a partition from an offset up to its end when called."""
+        self._ensure(topic)
+        name = self.topic_name(topic)
+        deadline = time.monotonic() + self.timeout
+        found: list[Message] = []
+        with self._reader_lock, self._failing(f"reading {name}[{partition}]"):
+            low, end = self._reader.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
+            start = max(offset, low)
+            if start >= end or limit == 0:
+                return []
+            self._reader.assign([TopicPartition(name, partition, start)])
+            try:
+                while limit is None or len(found) < limit:
+                    message = self._reader.poll(max(0.0, deadline - time.monotonic()))
+                    if message is None:
+                        raise EventLogError(f"Kafka at {self.bootstrap}: reading {name}[{partition}]"
+                                            f" took over {self.timeout:g}s")
+                    if message.error() is not None:
+                        if message.error().code() == KafkaError._PARTITION_EOF:
+                            break
+                        raise KafkaException(message.error())
+                    found.append(message)
+                    if message.offset() + 1 >= end:
+                        break
+            finally:
+                self._reader.unassign()
+        return found
+
+    def committed(self, group: str, topic: str, partition: int) -> int:
+        """The next offset `group` will read in a partition (0 when it committed none)."""
+        request = ConsumerGroupTopicPartitions(self.group_name(group),
+                                               [TopicPartition(self.topic_name(topic), partition)])
+        with self._failing(f"reading the offsets of group {self.group_name(group)}"):
+            future = self._admin.list_consumer_group_offsets([request], request_timeout=self.timeout)
+            (result,) = future[self.group_name(group)].result().topic_partitions
+        return max(result.offset, 0)
+
+    def consumer(self, group: str, topics: Sequence[str]) -> KafkaConsumer:
+        for topic in topics:
+            self._ensure(topic)
+        return KafkaConsumer(self._config(), self.group_name(group), {self.topic_name(t): t for t in topics},
+                             self.session_timeout_ms)
+
+    def close(self) -> None:
+        self._producer.flush(self.timeout)
+        for producer in list(self._transactional):
+            self._discard(producer)
+        self._reader.close()
