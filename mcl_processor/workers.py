@@ -9,8 +9,10 @@ live MCL processor both pipeline this way, and use every CPU.
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
 import os
+import signal
 import sys
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -24,6 +26,7 @@ from mcl_processor.readmodels import Preparer
 T = TypeVar("T")
 Decoded = AspectChange | TimeseriesPoint | PoisonRecord  # a PoisonRecord says why a record was skipped
 
+PR_SET_PDEATHSIG = 1  # prctl(2)
 _decoder: MclDecoder | None = None  # of a worker process
 _preparer: Preparer | None = None
 
@@ -43,6 +46,14 @@ def pool(decoder: MclDecoder, preparer: Preparer | None, workers: int) -> Proces
 def _start(decoder: MclDecoder, preparer: Preparer | None) -> None:
     global _decoder, _preparer
     _decoder, _preparer = decoder, preparer
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A forked worker holds copies of the parent's files and sockets (its listening socket,
+    say): if the parent is killed, the worker must not outlive it and keep them open."""
+    if sys.platform == "linux":
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[bytes]) -> list[Decoded]:

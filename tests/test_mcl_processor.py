@@ -1,7 +1,9 @@
 """The MCL processor end to end: a real embedded GMS writes real MCLs to the real event log and
-the processor consumes them into the real SQLite read models.
+the processor consumes them into the real read models.
 
-Also: duplicates, order, crashes, poison records, restore, check, timeseries, waiting for indexing."""
+`ReadModelsContract` holds what every adapter set passes (duplicates, order, timeseries);
+the other tests run on the embedded SQLite read models: crashes, poison records, restore,
+check, waiting for indexing."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -29,18 +32,21 @@ from mcl_processor.sqlite_db import FILE_NAME
 from schemas.events import MCL
 from schemas.registry import load_named_types
 from tests.builders import dataset_urn, proposal
+from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite, sqlite_models
 
 ACTOR = "urn:li:corpuser:tester"
 
 
 class Indexed:
-    """An embedded GMS and an MCL processor on the same data directory. `write` applies
-    proposals and then indexes every MCL they produced, as the consumer group does."""
+    """An embedded GMS and an MCL processor on the same data directory, writing the read models
+    `models` builds (default: the embedded ones). `write` applies proposals and then indexes
+    every MCL they produced, as the consumer group does."""
 
-    def __init__(self, data_dir: Path):
+    def __init__(self, data_dir: Path, models: ModelsFactory = sqlite_models):
         self.data_dir = data_dir
+        self.build_models = models
         self.gms = Gms.embedded(data_dir)
-        self.models = SqliteReadModels.in_data_dir(data_dir)
+        self.models = models(data_dir)
         self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.models)
 
     @property
@@ -68,7 +74,7 @@ class Indexed:
 
     def reopen_models(self) -> None:
         self.models.close()
-        self.models = SqliteReadModels.in_data_dir(self.data_dir)
+        self.models = self.build_models(self.data_dir)
         self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.models)
 
     def names(self, query: str, **kwargs: Any) -> list[str | None]:
@@ -130,26 +136,6 @@ def test_written_metadata_becomes_searchable_and_traceable(indexed):
     graph = indexed.lineage.query(AGG, "upstream", 5).to_json()
     assert {n["urn"]: n["hops"] for n in graph["nodes"]} == {AGG: 0, CLEAN: 1, RAW: 2}
     assert [p["rowCount"] for p in indexed.models.timeseries.query(AGG, "datasetProfile")] == [10, 12]
-
-
-def test_duplicate_mcls_change_nothing(indexed):
-    urns = sample(indexed)
-    before = answers(indexed, urns)
-    for topic in TOPICS:  # every MCL again, as a replay from offset 0 would deliver them
-        indexed.processor.process(indexed.gms.log.read(topic, limit=10_000))
-    assert answers(indexed, urns) == before
-
-
-def test_an_older_mcl_after_a_newer_one_changes_nothing(indexed):
-    indexed.write(proposal(CLEAN, "datasetProperties", {"name": "orders", "description": "first"}))
-    indexed.write(proposal(CLEAN, "datasetProperties", {"name": "orders", "description": "second"}))
-    records = indexed.gms.log.read(topics.MCL_VERSIONED, limit=100)
-    indexed.processor.process([r for r in records if b"first" in r.value])  # version 1 again, after version 2
-    assert indexed.search.query("orders").hits[0].description == "second"
-    indexed.models.clear()
-    for record in reversed(records):  # newest first, one batch each
-        indexed.processor.process([record])
-    assert indexed.search.query("orders").hits[0].description == "second"
 
 
 def test_a_crash_between_indexing_and_offset_commit_replays_to_the_same_state(tmp_path):
@@ -321,19 +307,62 @@ def test_check_reports_every_planted_divergence(indexed):
     assert indexed.processor.check(indexed.gms.store).ok
 
 
-def test_timeseries_points_are_time_ordered_ranged_and_idempotent(indexed):
-    urn = CLEAN
-    indexed.write(proposal(urn, "datasetProperties", {"name": "orders"}))
-    indexed.write(*[proposal(urn, "datasetProfile", {"timestampMillis": ts, "rowCount": ts})
-                    for ts in (3000, 1000, 2000)])
-    indexed.write(proposal(urn, "datasetProfile", {"timestampMillis": 2000, "rowCount": 2001}))  # same point again
-    indexed.write(proposal(urn, "datasetProfile", {"timestampMillis": 2000, "rowCount": 7,
-                                                   "partitionSpec": {"partition": "day=2"}}))
-    series = indexed.models.timeseries
-    assert [(p["timestampMillis"], p["rowCount"]) for p in series.query(urn, "datasetProfile")] == [
-        (1000, 1000), (2000, 2001), (2000, 7), (3000, 3000)]
-    assert [p["rowCount"] for p in series.query(urn, "datasetProfile", start=1500, end=2500, limit=1)] == [2001]
-    indexed.processor.process(indexed.gms.log.read(topics.MCL_TIMESERIES, limit=100))
-    assert len(series.query(urn, "datasetProfile")) == 4
-    indexed.write(proposal(urn, "datasetKey", change="DELETE"))
-    assert series.query(urn, "datasetProfile") == []
+class ReadModelsContract:
+    """Every adapter set passes these: the read models reflect each (urn, aspect) at its highest
+    version, so replays, duplicates and late MCLs change nothing. Subclasses say how to build
+    the read models (`models_factory`)."""
+
+    @pytest.fixture
+    def indexed(self, models_factory: ModelsFactory, tmp_path: Path):
+        harness = Indexed(tmp_path / "data", models_factory)
+        yield harness
+        harness.close()
+
+    def test_duplicate_mcls_change_nothing(self, indexed):
+        urns = sample(indexed)
+        before = answers(indexed, urns)
+        for topic in TOPICS:  # every MCL again, as a replay from offset 0 would deliver them
+            indexed.processor.process(indexed.gms.log.read(topic, limit=10_000))
+        assert answers(indexed, urns) == before
+
+    def test_an_older_mcl_after_a_newer_one_changes_nothing(self, indexed):
+        indexed.write(proposal(CLEAN, "datasetProperties", {"name": "orders", "description": "first"}))
+        indexed.write(proposal(CLEAN, "datasetProperties", {"name": "orders", "description": "second"}))
+        records = indexed.gms.log.read(topics.MCL_VERSIONED, limit=100)
+        indexed.processor.process([r for r in records if b"first" in r.value])  # version 1 again, after version 2
+        assert indexed.search.query("orders").hits[0].description == "second"
+        indexed.models.clear()
+        for record in reversed(records):  # newest first, one batch each
+            indexed.processor.process([record])
+        assert indexed.search.query("orders").hits[0].description == "second"
+
+
+class TestReadModelsOnSqlite(OnSqlite, ReadModelsContract):
+    pass
+
+
+class TestReadModelsOnOpenSearch(OnOpenSearch, ReadModelsContract):
+    pass
+
+
+def test_worker_processes_do_not_outlive_a_killed_processor(tmp_path):
+    script = ("import os, sys, time; from mcl_processor import workers; from mcl_processor.decode import MclDecoder;"
+              "from schemas.events import default_codec; from schemas.registry import default_registry;"
+              "pool = workers.pool(MclDecoder(default_registry(), default_codec()), None, 1);"
+              "print(pool.submit(os.getpid).result(), flush=True); time.sleep(120)")
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    worker = int(parent.stdout.readline())
+    parent.kill()  # as SIGKILL would end a crashed processor: no clean shutdown of its pool
+    parent.wait()
+    deadline = time.monotonic() + 10
+    while _alive(worker):
+        assert time.monotonic() < deadline, f"worker {worker} outlived its parent"
+        time.sleep(0.01)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")  # a zombie is dead, waiting to be reaped
