@@ -16,7 +16,6 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
-from typing import Protocol
 
 from gms.faults import crash_point
 from gms.store import AspectStore
@@ -38,16 +37,6 @@ TOPICS = (topics.MCL_VERSIONED, topics.MCL_TIMESERIES)
 BATCH = 10_000
 POOLED = 1000  # batches this large are decoded in worker processes
 LOOKAHEAD = 2  # batches in flight per worker
-
-
-class CommittedOffsets(Protocol):
-    """An event log that can tell a group's committed offsets (SqliteEventLog; Kafka's admin API)."""
-
-    def committed(self, group: str, topic: str, partition: int) -> int: ...
-
-    def read(self, topic: str, partition: int = 0, offset: int = 0, limit: int = 1000) -> list[LogRecord]: ...
-
-    def partitions(self, topic: str) -> int: ...
 
 
 class MclProcessor:
@@ -122,7 +111,7 @@ class MclProcessor:
         done.set_result(decode(self.decoder, None, values))
         return done
 
-    def wait_until_caught_up(self, log_: CommittedOffsets, timeout: float) -> bool:
+    def wait_until_caught_up(self, log_: EventLog, timeout: float) -> bool:
         """Whether every MCL appended before this call was indexed within timeout seconds."""
         return wait_until_caught_up(log_, timeout, self._progress)
 
@@ -137,35 +126,15 @@ class MclProcessor:
         return check(self.read_models, self.registry, store, examples)
 
 
-def end_offset(log_: CommittedOffsets, topic: str, partition: int, known: int = 0) -> int:
-    """The next offset to be written in a partition, found by galloping reads from `known`."""
-    if not log_.read(topic, partition, known, 1):
-        return known
-    low, step = known, 1  # offset `low` exists
-    while log_.read(topic, partition, low + step, 1):
-        low, step = low + step, step * 2
-    high = low + step  # offset `high` does not exist
-    while high - low > 1:
-        middle = (low + high) // 2
-        if log_.read(topic, partition, middle, 1):
-            low = middle
-        else:
-            high = middle
-    return high
-
-
-def wait_until_caught_up(log_: CommittedOffsets, timeout: float, progress: threading.Condition | None = None,
+def wait_until_caught_up(log_: EventLog, timeout: float, progress: threading.Condition | None = None,
                          group: str = GROUP) -> bool:
     """Whether group "mcl-processor" committed past every MCL appended before the call, within
     timeout seconds. A processor in this process wakes the waiter through `progress`; otherwise
     the committed offsets are polled."""
     deadline = time.monotonic() + timeout
-    targets = {}
-    for topic in TOPICS:
-        for partition in range(log_.partitions(topic)):
-            committed = log_.committed(group, topic, partition)
-            targets[(topic, partition)] = (end_offset(log_, topic, partition, committed), committed)
-    pending = {key: end for key, (end, committed) in targets.items() if committed < end}
+    ends = {(topic, partition): log_.end_offset(topic, partition)
+            for topic in TOPICS for partition in range(log_.partitions(topic))}
+    pending = {key: end for key, end in ends.items() if log_.committed(group, *key) < end}
     while pending:
         pending = {key: end for key, end in pending.items() if log_.committed(group, *key) < end}
         remaining = deadline - time.monotonic()

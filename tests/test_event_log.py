@@ -95,7 +95,7 @@ class EventLogContract(ABC):
         reopened = self.log()
         again = reopened.consumer("g", [TOPIC])
         assert values(poll_until(again, 2)) == [b"2", b"3"]
-        assert reopened.committed("g", TOPIC, first[0].partition) == first[0].offset + 1  # type: ignore[attr-defined]
+        assert reopened.committed("g", TOPIC, first[0].partition) == first[0].offset + 1
         again.close()
 
     def test_consumers_of_different_groups_each_see_everything(self):
@@ -129,6 +129,20 @@ class EventLogContract(ABC):
         assert log.read(TOPIC, part, records[2].offset, limit=2) == records[2:4]
         assert log.read(TOPIC, part, records[-1].offset + 1) == []
         assert log.read(TOPIC, (part + 1) % self.PARTITIONS) == []
+
+    def test_a_group_that_committed_the_end_offset_has_processed_everything(self):
+        log = self.log()
+        part = partition_for("k", self.PARTITIONS)
+        assert log.end_offset(TOPIC, part) == 0
+        log.append(TOPIC, messages(("k", "1"), ("k", "2")))
+        log.append(TOPIC, [LogMessage("k", b"3", 1)], producer="store-a")  # transactional on Kafka: a marker follows
+        records = log.read(TOPIC, part)
+        assert log.end_offset(TOPIC, part) == records[-1].offset + 1
+        consumer = log.consumer("g", [TOPIC])
+        consumer.commit(poll_until(consumer, 3))
+        assert log.committed("g", TOPIC, part) == log.end_offset(TOPIC, part)
+        assert log.committed("never", TOPIC, part) == 0
+        consumer.close()
 
     def test_a_producer_resending_after_a_crash_adds_nothing_twice(self):
         batch = [LogMessage("k", b"v1", 1), LogMessage("k", b"v2", 2)]

@@ -95,4 +95,13 @@ class EventLog(ABC):
     def partitions(self, topic: str) -> int: ...
 
     @abstractmethod
+    def committed(self, group: str, topic: str, partition: int) -> int:
+        """The next offset `group` will read in a partition (0 when it committed none)."""
+
+    @abstractmethod
+    def end_offset(self, topic: str, partition: int) -> int:
+        """The offset after the last record of a partition readable now (0 when it has none): a
+        group that committed this offset has processed every record appended so far."""
+
+    @abstractmethod
     def close(self) -> None: ...

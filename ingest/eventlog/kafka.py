@@ -308,6 +308,24 @@ class KafkaEventLog(EventLog):
                 self._reader.unassign()
         return found
 
+    def end_offset(self, topic: str, partition: int) -> int:
+        """After the last committed record: transaction markers take offsets too, so the end of
+        the partition may lie beyond it; the tail is read back in growing windows to find it."""
+        self._ensure(topic)
+        name = self.topic_name(topic)
+        with self._reader_lock, self._failing(f"reading the end of {name}[{partition}]"):
+            low, end = self._reader.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
+        window = 2
+        while end > low:
+            start = max(low, end - window)
+            tail = self._scan(topic, partition, start, None)
+            if tail:
+                return tail[-1].offset() + 1
+            if start == low:
+                break
+            window *= 8
+        return 0
+
     def committed(self, group: str, topic: str, partition: int) -> int:
         """The next offset `group` will read in a partition (0 when it committed none)."""
         request = ConsumerGroupTopicPartitions(self.group_name(group),

@@ -106,6 +106,11 @@ class SqliteEventLog(EventLog):
         ).fetchone()
         return row[0] if row else 0
 
+    def end_offset(self, topic: str, partition: int) -> int:
+        (last,) = self._conn().execute("SELECT max(offset) FROM messages WHERE topic = ? AND part = ?",
+                                       (topic, partition)).fetchone()
+        return 0 if last is None else last + 1
+
     def commit(self, group: str, positions: dict[tuple[str, int], int]) -> None:
         self._conn().executemany(
             "INSERT INTO group_offsets VALUES (?, ?, ?, ?) ON CONFLICT (grp, topic, part)"
