@@ -5,7 +5,7 @@ from __future__ import annotations
 import gc
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from mcl_processor.changes import ChangeBatch, TimeseriesPoint
@@ -26,9 +26,11 @@ class ReadModels(ABC):
     lineage: LineageGraph
     timeseries: TimeseriesStore
 
-    @abstractmethod
     def transaction(self) -> AbstractContextManager[object]:
-        """Everything written inside commits together (nested uses join the outer one)."""
+        """Everything written inside commits together (nested uses join the outer one). Without
+        a shared transaction (the default) it does nothing: each model's writes are its own,
+        and its version checks make applying a batch again harmless."""
+        return nullcontext()
 
     def apply(self, batch: ChangeBatch, points: Sequence[TimeseriesPoint] = ()) -> None:
         with self.transaction(), collector_paused():

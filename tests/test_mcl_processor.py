@@ -1,9 +1,10 @@
 """The MCL processor end to end: a real embedded GMS writes real MCLs to the real event log and
 the processor consumes them into the real read models.
 
-`ReadModelsContract` holds what every adapter set passes (duplicates, order, timeseries);
-the other tests run on the embedded SQLite read models: crashes, poison records, restore,
-check, waiting for indexing."""
+`ReadModelsContract` holds what every adapter set passes (duplicate and late MCLs change
+nothing; the timeseries contract is in test_mcl_processor_timeseries.py); the other tests run
+on the embedded SQLite read models: crashes, poison records, restore, check, waiting for
+indexing."""
 
 from __future__ import annotations
 

@@ -1,14 +1,25 @@
-"""Search over real MCLs: ranking, the query language, facets, paging, autocomplete, deletes."""
+"""The search-index contract, over real MCLs: ranking, the query language, facets, paging,
+autocomplete, deletes, the consistency check.
+
+`SearchIndexContract` holds the tests every adapter passes; each subclass only says how to
+build the read models. `TestSqliteSearchInternals` tests the SQLite adapter's own strategies.
+"""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from threading import Thread
 
 import pytest
 
+from mcl_processor import opensearch_indices
+from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.search import sqlite as search_sqlite
 from mcl_processor.sqlite_db import FILE_NAME
 from tests.builders import dataset_urn, proposal
+from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite, sqlite_models
 from tests.test_mcl_processor import Indexed, schema
 
 ORDERS = dataset_urn("shop.orders")
@@ -20,11 +31,11 @@ NOTES = dataset_urn("crm.notes")
 CLICKS = dataset_urn("web-shop.events/raw_clicks_v2", platform="kafka")
 LEGACY = dataset_urn("shop.orders_legacy")
 JOB = "urn:li:dataJob:(urn:li:dataFlow:(spark,shop_etl,PROD),load_orders)"
+ACTOR = "urn:li:corpuser:tester"
 
 
-@pytest.fixture(scope="module")
-def catalog(tmp_path_factory):
-    harness = Indexed(tmp_path_factory.mktemp("search") / "data")
+def build_catalog(data_dir: Path, models: ModelsFactory) -> Indexed:
+    harness = Indexed(data_dir, models)
     harness.write(
         proposal(ORDERS, "datasetProperties", {"name": "orders", "description": "Every order placed in the web shop",
                                                "customProperties": {"tier": "gold", "owner-team": "sales"}}),
@@ -49,179 +60,287 @@ def catalog(tmp_path_factory):
         *[proposal(dataset_urn(f"bulk.part_{i:02d}"), "datasetProperties", {"name": f"bulk part {i:02d}"})
           for i in range(25)],
     )
-    yield harness
-    harness.close()
+    return harness
 
 
 def urns(catalog: Indexed, query: str, **kwargs) -> list[str]:
     return [hit.urn for hit in catalog.search.query(query, count=100, **kwargs).hits]
 
 
-def test_name_matches_rank_above_description_matches_and_exact_names_first(catalog):
-    assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]  # exact name, names (shorter first), text
-    assert urns(catalog, "customer")[:2] == [CUSTOMER, CUSTOMERS]  # exact name above the prefix match "customers"
-    assert urns(catalog, "order")[:2] == [ITEMS, ORDERS]  # the token "order" in a name beats the prefix in "orders"
-    assert urns(catalog, "items order")[0] == ITEMS  # every term in the name first
+class SearchIndexContract:
+    """Every search-index adapter passes these. Subclasses say how to build the read models
+    (`models_factory`); the catalog is built once per class, through MCLs and the processor."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def catalog(cls, models_factory: ModelsFactory, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Indexed]:
+        harness = build_catalog(tmp_path_factory.mktemp("search") / "data", models_factory)
+        yield harness
+        harness.close()
+
+    def test_name_matches_rank_above_description_matches_and_exact_names_first(self, catalog):
+        assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]  # exact name, names (shorter first), text
+        assert urns(catalog, "customer")[:2] == [CUSTOMER, CUSTOMERS]  # exact name above the prefix match "customers"
+        assert urns(catalog, "order")[:2] == [ITEMS, ORDERS]  # the token "order" in a name beats the prefix in "orders"
+        assert urns(catalog, "items order")[0] == ITEMS  # every term in the name first
+
+    def test_free_text_terms_are_or_ed(self, catalog):
+        assert set(urns(catalog, "notes customer")) == {NOTES, CUSTOMER, CUSTOMERS, ORDERS}  # ORDERS: customer_id
+        assert urns(catalog, "zebra") == []
+        assert urns(catalog, "zebra notes") == [NOTES]
+
+    def test_prefix_terms(self, catalog):
+        assert set(urns(catalog, "archiv*")) == {ARCHIVE}
+        assert {ORDERS, ARCHIVE, ITEMS} <= set(urns(catalog, "ord*"))
+        assert urns(catalog, "archiv") == [ARCHIVE]  # a plain term matches as a prefix too, below exact matches
+
+    def test_separators_and_case_do_not_matter(self, catalog):
+        for query in ("raw_clicks", "RAW-CLICKS", "raw.clicks", "raw/clicks", "Raw,Clicks", "clicks", "v2", "web shop"):
+            assert CLICKS in urns(catalog, query), query
+        for query in ("-", "_ . , /", "--- ///", "", "   ", "*-*"):
+            assert catalog.search.query(query).total == 0, query
+
+    def test_properties_match_key_value_exactly_or_by_prefix(self, catalog):
+        assert urns(catalog, "tier:gold") == [ORDERS]  # the soft-deleted legacy table is left out
+        assert urns(catalog, "TIER:Gold") == [ORDERS]
+        assert set(urns(catalog, "tier:*")) == {ORDERS, ARCHIVE}
+        assert set(urns(catalog, "tier:s*")) == {ARCHIVE}
+        assert urns(catalog, "owner-team:sales") == [ORDERS]
+        assert urns(catalog, "creation-time:2015") == [ORDERS]
+        assert urns(catalog, "tier:gol") == []
+        assert urns(catalog, "platform:mysql") == [ITEMS]  # any index field works as a key too
+        assert urns(catalog, "jobType:spark") == [JOB]  # a union value {"string": "SPARK"}
+
+    def test_scope_restricts_properties_and_tags(self, catalog):
+        assert urns(catalog, "steward:alice", scope="USER") == [ORDERS]
+        assert urns(catalog, "steward:alice", scope="SYSTEM") == []
+        assert urns(catalog, "creation-time:2015", scope="SYSTEM") == [ORDERS]
+        assert urns(catalog, "tags:finance", scope="USER") == [ORDERS]
+        assert urns(catalog, "tags:batch", scope="USER") == []
+        with pytest.raises(ValueError):
+            catalog.search.query("x", scope="OTHER")
+
+    def test_tags_match_entity_tags_but_not_column_tags(self, catalog):
+        assert urns(catalog, "tags:pii") == [ORDERS]
+        assert urns(catalog, "tags:FINANCE") == [ORDERS]  # a USER scope tag
+        assert urns(catalog, "tags:batch") == [ORDERS]  # a SYSTEM scope tag
+        assert urns(catalog, "tags:sensitive") == []  # only a column of NOTES carries it
+        assert urns(catalog, "fieldTags:sensitive") == [NOTES]
+        assert urns(catalog, "tags:pii tier:gold") == [ORDERS]  # filters all apply
+        assert urns(catalog, "tags:pii tier:silver") == []
+
+    def test_schema_field_names(self, catalog):
+        assert urns(catalog, "schema:customer_id") == [ORDERS]
+        assert urns(catalog, "schema:order_ts orders") == [ORDERS]
+        assert ORDERS in urns(catalog, "customer_id")
+        assert urns(catalog, "schema:email") == [NOTES]
+        assert urns(catalog, "schema:nothing") == []
+
+    def test_matches_say_which_values_matched(self, catalog):
+        hit = catalog.search.query("tier:gold amount").hits[0]
+        assert {"field": "tier", "value": "gold"} in hit.matches
+        assert {"field": "fieldPaths", "value": "amount"} in hit.matches
+
+    def test_entity_type_filter(self, catalog):
+        assert urns(catalog, "orders", types=["dataJob"]) == [JOB]
+        assert JOB not in urns(catalog, "orders", types=["dataset"])
+        assert urns(catalog, "orders", types=[]) == []
+
+    def test_paging_is_stable_and_complete(self, catalog):
+        everything = urns(catalog, "bulk")
+        assert len(everything) == 25
+        pages = [catalog.search.query("bulk", start=start, count=10) for start in (0, 10, 20, 30)]
+        assert [len(p.hits) for p in pages] == [10, 10, 5, 0]
+        assert {p.total for p in pages} == {25}
+        assert [h.urn for p in pages for h in p.hits] == everything == sorted(everything)  # equal scores: by URN
+        by_urn = [h.urn for start in range(0, 40, 7) for h in catalog.search.query("*", start=start, count=7).hits]
+        assert by_urn == sorted(by_urn) and len(by_urn) == len(set(by_urn)) == catalog.search.query("*").total
+        names = [h.name for h in catalog.search.query("bulk", sort="-name", count=3).hits]
+        assert names == ["bulk part 24", "bulk part 23", "bulk part 22"]
+
+    def test_facets_count_entity_types_platforms_and_tags(self, catalog):
+        facets = catalog.search.query("orders").facets
+        assert facets["entityType"] == [("dataset", 3), ("dataJob", 1)]
+        assert dict(facets["tags"]) == {"pii": 1, "Finance": 1, "batch": 1}
+        assert dict(catalog.search.query("*").facets["platform"]) == {"hive": 30, "mysql": 1, "kafka": 1}
+
+    def test_soft_deleted_entities_are_hidden_unless_asked_for(self, catalog):
+        assert LEGACY not in urns(catalog, "orders_legacy")
+        assert urns(catalog, "orders_legacy", include_removed=True)[0] == LEGACY
+        assert urns(catalog, "tier:gold", include_removed=True) == [ORDERS, LEGACY]
+
+    def test_autocomplete_names_fields_and_tags(self, catalog):
+        suggestions = [(s.text, s.kind) for s in catalog.search.autocomplete("cust")]
+        assert ("customer", "name") in suggestions and ("customer_id", "field") in suggestions
+        assert ("pii", "tag") in [(s.text, s.kind) for s in catalog.search.autocomplete("pi")]
+        assert ("orders_archive", "name") in [(s.text, s.kind) for s in catalog.search.autocomplete("archive")]
+        assert "orders_legacy" not in [s.text for s in catalog.search.autocomplete("orders")]
+        assert catalog.search.autocomplete("--") == []
+
+    def test_user_input_never_reaches_sql_or_fts_syntax(self, catalog):
+        for query in ("'; DROP TABLE search_docs; --", '" OR 1=1 --', 'tier:"gold\' OR \'1\'=\'1"', "NEAR(a b)",
+                      "a AND b OR NOT c", "{name}: x", "schema:\"", "^orders", "x:)", '"unclosed'):
+            catalog.search.query(query)
+            catalog.search.autocomplete(query)
+        assert catalog.search.query("orders").total == 4
+
+    def test_bad_sort_is_rejected(self, catalog):
+        with pytest.raises(ValueError):
+            catalog.search.query("x", sort="rank; DROP TABLE x")
+
+    def test_deletes_and_soft_deletes(self, models_factory, tmp_path):
+        harness = deleted_and_written_again(Indexed(tmp_path / "data", models_factory))
+        assert urns(harness, "tags:pii", include_removed=True) == []
+        assert [s.text for s in harness.search.autocomplete("ord")] == ["orders again", "shop.orders"]
+        assert harness.search.urns() == [ORDERS]
+        harness.close()
+
+    def test_check_finds_what_the_index_lacks_holds_stale_or_holds_extra(self, models_factory, tmp_path):
+        harness = Indexed(tmp_path / "data", models_factory)
+        harness.write(proposal(ORDERS, "datasetProperties", {"name": "orders"}),
+                      proposal(ORDERS, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}),
+                      proposal(NOTES, "datasetProperties", {"name": "notes"}))
+        assert harness.processor.check(harness.gms.store).ok
+        search = harness.search
+        search.apply(ChangeBatch(resets=(NOTES,)))  # a lost entity
+        search.apply(ChangeBatch(changes=(  # a version the store does not have
+            AspectChange(ORDERS, "dataset", "globalTags", 7, {"tags": [{"tag": "urn:li:tag:pii"}]}),
+            AspectChange("urn:li:tag:ghost", "tag", "tagProperties", 1, {"name": "ghost"}))))  # an extra entity
+        search.apply(ChangeBatch(changes=(AspectChange(ORDERS, "dataset", "datasetProperties", 1, {"name": "other"}),),
+                                 replace_equal=True))  # the same version, other content
+        report = harness.processor.check(harness.gms.store)
+        assert dict(report.counts) == {("search", "missing"): 2, ("search", "stale"): 1, ("search", "content"): 1,
+                                       ("search", "extra"): 1}
+        found = {(d.kind, d.urn, d.aspect) for d in report.examples}
+        assert {("missing", NOTES, "datasetProperties"), ("missing", NOTES, "datasetKey"),
+                ("stale", ORDERS, "globalTags"), ("content", ORDERS, "datasetProperties"),
+                ("extra", "urn:li:tag:ghost", None)} == found
+        assert search.urns() == [ORDERS, "urn:li:tag:ghost"]
+        assert search.urns(after=ORDERS, limit=1) == ["urn:li:tag:ghost"]
+        harness.processor.restore(harness.gms.store)  # repairs what is missing or damaged, never goes back
+        assert dict(harness.processor.check(harness.gms.store).counts) == {("search", "stale"): 1,
+                                                                          ("search", "extra"): 1}
+        harness.models.clear()
+        assert search.urns() == [] and search.query("*").total == 0
+        harness.processor.restore(harness.gms.store)
+        assert harness.processor.check(harness.gms.store).ok
+        assert urns(harness, "orders") == [ORDERS]
+        harness.close()
+
+    def test_concurrent_writers_lose_no_aspect(self, models_factory, tmp_path):
+        """Two writers of one entity (the processor and a restore): each aspect ends at its last version."""
+        writers = [models_factory(tmp_path / "data"), models_factory(tmp_path / "data")]
+
+        def write(models, aspect: str, value) -> None:
+            for version in range(1, 16):
+                models.apply(ChangeBatch(changes=(AspectChange(ORDERS, "dataset", aspect, version, value(version)),)))
+
+        threads = [Thread(target=write, args=(writers[0], "datasetProperties", lambda v: {"name": f"orders {v}"})),
+                   Thread(target=write, args=(writers[1], "globalTags",
+                                              lambda v: {"tags": [{"tag": f"urn:li:tag:t{v}"}]}))]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(60)
+        for models in writers:
+            assert [h.name for h in models.search.query("tags:t15").hits] == ["orders 15"]
+            assert models.search.query("tags:t14").total == 0
+        for models in writers:
+            models.close()
+
+    def test_query_text_is_only_ever_searched_as_text(self, catalog):
+        assert catalog.search.query('{"match_all":{}}').total == 0
+        assert catalog.search.query("\\*").total == 0
+        assert urns(catalog, 'a" OR b') == urns(catalog, "a or b") != []
+        assert urns(catalog, 'tier:"gold\\" OR 1"') == [] and urns(catalog, "tier:g.*") == []
+        assert catalog.search.query("*", types=["*"]).total == 0
+        assert catalog.search.query("*", types=["dataset,dataJob"]).total == 0
+        assert urns(catalog, "orders", types=["DATAJOB"]) == [JOB]
+        assert [s.text for s in catalog.search.autocomplete("o.*")] == [  # no value starts with "o.*"
+            "load_orders", "order_items", "order_ts", "orders", "orders_archive", "shop.order_items", "shop.orders",
+            "shop.orders_archive"]
+        assert catalog.search.autocomplete(".*") == []
 
 
-def test_free_text_terms_are_or_ed(catalog):
-    assert set(urns(catalog, "notes customer")) == {NOTES, CUSTOMER, CUSTOMERS, ORDERS}  # ORDERS: customer_id
-    assert urns(catalog, "zebra") == []
-    assert urns(catalog, "zebra notes") == [NOTES]
+class TestSqliteSearchIndex(OnSqlite, SearchIndexContract):
+    pass
 
 
-def test_prefix_terms(catalog):
-    assert set(urns(catalog, "archiv*")) == {ARCHIVE}
-    assert {ORDERS, ARCHIVE, ITEMS} <= set(urns(catalog, "ord*"))
-    assert urns(catalog, "archiv") == [ARCHIVE]  # a plain term matches as a prefix too, below exact matches
+class TestOpenSearchSearchIndex(OnOpenSearch, SearchIndexContract):
+    def test_small_bulk_requests_and_pages_past_the_result_window(self, models_factory, tmp_path, monkeypatch):
+        monkeypatch.setattr(opensearch_indices, "BULK_BYTES", 2000)  # a request every few documents
+        harness = build_catalog(tmp_path / "data", models_factory)
+        everything = urns(harness, "*", include_removed=True)
+        ranked = urns(harness, "bulk part orders", include_removed=True)
+        monkeypatch.setattr(opensearch_indices, "RESULT_WINDOW", 7)  # deeper pages continue with search_after
+        for query, expected in (("*", everything), ("bulk part orders", ranked)):
+            paged = [h.urn for start in range(0, 40, 6)
+                     for h in harness.search.query(query, start=start, count=6, include_removed=True).hits]
+            assert paged == expected, query
+        result = harness.search.query("*", start=30, count=5, include_removed=True)
+        assert result.total == len(everything) == 34 and [h.urn for h in result.hits] == everything[30:]
+        assert harness.search.urns(limit=100) == sorted(everything)
+        harness.close()
+
+    def test_queries_beyond_the_clause_limit_are_refused(self, catalog):
+        assert catalog.search.query(" ".join(f"w{i}*" for i in range(48))).total == 0
+        with pytest.raises(ValueError, match="at most 48 words"):
+            catalog.search.query(" ".join(f"w{i}" for i in range(49)))
 
 
-def test_separators_and_case_do_not_matter(catalog):
-    for query in ("raw_clicks", "RAW-CLICKS", "raw.clicks", "raw/clicks", "Raw,Clicks", "clicks", "v2", "web shop"):
-        assert CLICKS in urns(catalog, query), query
-    for query in ("-", "_ . , /", "--- ///", "", "   ", "*-*"):
-        assert catalog.search.query(query).total == 0, query
-
-
-def test_properties_match_key_value_exactly_or_by_prefix(catalog):
-    assert urns(catalog, "tier:gold") == [ORDERS]  # the soft-deleted legacy table is left out
-    assert urns(catalog, "TIER:Gold") == [ORDERS]
-    assert set(urns(catalog, "tier:*")) == {ORDERS, ARCHIVE}
-    assert set(urns(catalog, "tier:s*")) == {ARCHIVE}
-    assert urns(catalog, "owner-team:sales") == [ORDERS]
-    assert urns(catalog, "creation-time:2015") == [ORDERS]
-    assert urns(catalog, "tier:gol") == []
-    assert urns(catalog, "platform:mysql") == [ITEMS]  # any index field works as a key too
-    assert urns(catalog, "jobType:spark") == [JOB]  # a union value {"string": "SPARK"}
-
-
-def test_scope_restricts_properties_and_tags(catalog):
-    assert urns(catalog, "steward:alice", scope="USER") == [ORDERS]
-    assert urns(catalog, "steward:alice", scope="SYSTEM") == []
-    assert urns(catalog, "creation-time:2015", scope="SYSTEM") == [ORDERS]
-    assert urns(catalog, "tags:finance", scope="USER") == [ORDERS]
-    assert urns(catalog, "tags:batch", scope="USER") == []
-    with pytest.raises(ValueError):
-        catalog.search.query("x", scope="OTHER")
-
-
-def test_tags_match_entity_tags_but_not_column_tags(catalog):
-    assert urns(catalog, "tags:pii") == [ORDERS]
-    assert urns(catalog, "tags:FINANCE") == [ORDERS]  # a USER scope tag
-    assert urns(catalog, "tags:batch") == [ORDERS]  # a SYSTEM scope tag
-    assert urns(catalog, "tags:sensitive") == []  # only a column of NOTES carries it
-    assert urns(catalog, "fieldTags:sensitive") == [NOTES]
-    assert urns(catalog, "tags:pii tier:gold") == [ORDERS]  # filters all apply
-    assert urns(catalog, "tags:pii tier:silver") == []
-
-
-def test_schema_field_names(catalog):
-    assert urns(catalog, "schema:customer_id") == [ORDERS]
-    assert urns(catalog, "schema:order_ts orders") == [ORDERS]
-    assert ORDERS in urns(catalog, "customer_id")
-    assert urns(catalog, "schema:email") == [NOTES]
-    assert urns(catalog, "schema:nothing") == []
-
-
-def test_matches_say_which_values_matched(catalog):
-    hit = catalog.search.query("tier:gold amount").hits[0]
-    assert {"field": "tier", "value": "gold"} in hit.matches
-    assert {"field": "fieldPaths", "value": "amount"} in hit.matches
-
-
-def test_entity_type_filter(catalog):
-    assert urns(catalog, "orders", types=["dataJob"]) == [JOB]
-    assert JOB not in urns(catalog, "orders", types=["dataset"])
-    assert urns(catalog, "orders", types=[]) == []
-
-
-def test_paging_is_stable_and_complete(catalog):
-    everything = urns(catalog, "bulk")
-    assert len(everything) == 25
-    pages = [catalog.search.query("bulk", start=start, count=10) for start in (0, 10, 20, 30)]
-    assert [len(p.hits) for p in pages] == [10, 10, 5, 0]
-    assert {p.total for p in pages} == {25}
-    assert [h.urn for p in pages for h in p.hits] == everything == sorted(everything)  # equal scores: by URN
-    by_urn = [h.urn for start in range(0, 40, 7) for h in catalog.search.query("*", start=start, count=7).hits]
-    assert by_urn == sorted(by_urn) and len(by_urn) == len(set(by_urn)) == catalog.search.query("*").total
-    names = [h.name for h in catalog.search.query("bulk", sort="-name", count=3).hits]
-    assert names == ["bulk part 24", "bulk part 23", "bulk part 22"]
-
-
-@pytest.mark.parametrize("walk_set_limit", [0, 1000])  # probe the index per batch, or fetch every hit first
-def test_urn_order_of_many_hits_comes_from_walking_the_urn_index(catalog, monkeypatch, walk_set_limit):
-    expected = sorted(urns(catalog, "*"))
-    monkeypatch.setattr(search_sqlite, "SORT_LIMIT", 2)
-    monkeypatch.setattr(search_sqlite, "WALK_SET_LIMIT", walk_set_limit)
-    walked = [h.urn for start in range(0, 40, 6) for h in catalog.search.query("*", start=start, count=6).hits]
-    assert walked == expected
-    assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
-    assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
-
-
-@pytest.mark.parametrize("sort_limit", [0, 2000])  # walk the (name length, urn) index, or sort the hits
-def test_big_tiers_order_by_the_shorter_name(catalog, monkeypatch, sort_limit):
-    monkeypatch.setattr(search_sqlite, "RANK_LIMIT", 0)
-    monkeypatch.setattr(search_sqlite, "SORT_LIMIT", sort_limit)
-    assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]
-    assert urns(catalog, "bulk") == sorted(urns(catalog, "bulk"))
-    assert [h.urn for h in catalog.search.query("orders", start=2, count=2).hits] == [ARCHIVE, NOTES]
-
-
-def test_facets_count_entity_types_platforms_and_tags(catalog):
-    facets = catalog.search.query("orders").facets
-    assert facets["entityType"] == [("dataset", 3), ("dataJob", 1)]
-    assert dict(facets["tags"]) == {"pii": 1, "Finance": 1, "batch": 1}
-    assert dict(catalog.search.query("*").facets["platform"]) == {"hive": 30, "mysql": 1, "kafka": 1}
-
-
-def test_soft_deleted_entities_are_hidden_unless_asked_for(catalog):
-    assert LEGACY not in urns(catalog, "orders_legacy")
-    assert urns(catalog, "orders_legacy", include_removed=True)[0] == LEGACY
-    assert urns(catalog, "tier:gold", include_removed=True) == [ORDERS, LEGACY]
-
-
-def test_autocomplete_names_fields_and_tags(catalog):
-    suggestions = [(s.text, s.kind) for s in catalog.search.autocomplete("cust")]
-    assert ("customer", "name") in suggestions and ("customer_id", "field") in suggestions
-    assert ("pii", "tag") in [(s.text, s.kind) for s in catalog.search.autocomplete("pi")]
-    assert ("orders_archive", "name") in [(s.text, s.kind) for s in catalog.search.autocomplete("archive")]
-    assert "orders_legacy" not in [s.text for s in catalog.search.autocomplete("orders")]
-    assert catalog.search.autocomplete("--") == []
-
-
-def test_user_input_never_reaches_sql_or_fts_syntax(catalog):
-    for query in ("'; DROP TABLE search_docs; --", '" OR 1=1 --', 'tier:"gold\' OR \'1\'=\'1"', "NEAR(a b)",
-                  "a AND b OR NOT c", "{name}: x", "schema:\"", "^orders", "x:)", '"unclosed'):
-        catalog.search.query(query)
-        catalog.search.autocomplete(query)
-    assert catalog.search.query("orders").total == 4
-
-
-def test_bad_sort_is_rejected(catalog):
-    with pytest.raises(ValueError):
-        catalog.search.query("x", sort="rank; DROP TABLE x")
-
-
-def test_deletes_and_soft_deletes(tmp_path):
-    harness = Indexed(tmp_path / "data")
+def deleted_and_written_again(harness: Indexed) -> Indexed:
+    """An entity with a tag whose tags are deleted, then the entity soft-deleted, restored,
+    deleted for good and written again."""
     harness.write(proposal(ORDERS, "datasetProperties", {"name": "orders"}),
                   proposal(ORDERS, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}))
     harness.write(proposal(ORDERS, "globalTags", change="DELETE"))  # an aspect: what it contributed goes
     assert urns(harness, "tags:pii") == [] and urns(harness, "orders") == [ORDERS]
-    harness.gms.delete_entity(ORDERS, hard=False, actor="urn:li:corpuser:tester")
+    harness.gms.delete_entity(ORDERS, hard=False, actor=ACTOR)
     harness.index()
     assert urns(harness, "orders") == [] and urns(harness, "orders", include_removed=True) == [ORDERS]
     harness.write(proposal(ORDERS, "status", {"removed": False}))
     assert urns(harness, "orders") == [ORDERS]
-    harness.gms.delete_entity(ORDERS, hard=True, actor="urn:li:corpuser:tester")  # the entity: all of it goes
+    harness.gms.delete_entity(ORDERS, hard=True, actor=ACTOR)  # the entity: all of it goes
     harness.index()
     assert harness.search.query("*", include_removed=True).total == 0
     assert harness.search.autocomplete("ord") == []
     harness.write(proposal(ORDERS, "datasetProperties", {"name": "orders again"}))  # versions start over
     assert [h.name for h in harness.search.query("orders").hits] == ["orders again"]
-    db = sqlite3.connect(harness.data_dir / FILE_NAME)  # nothing of the deleted entity is left behind
-    assert db.execute("SELECT count(*) FROM search_properties").fetchone()[0] == 0
-    assert {row[0] for row in db.execute("SELECT value FROM search_suggestions")} == {"orders again", "shop.orders"}
-    db.close()
-    harness.close()
+    return harness
+
+
+class TestSqliteSearchInternals(OnSqlite):
+    """The SQLite adapter's strategies for many hits, and its tables."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def catalog(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Indexed]:
+        harness = build_catalog(tmp_path_factory.mktemp("search") / "data", sqlite_models)
+        yield harness
+        harness.close()
+
+    @pytest.mark.parametrize("walk_set_limit", [0, 1000])  # probe the index per batch, or fetch every hit first
+    def test_urn_order_of_many_hits_comes_from_walking_the_urn_index(self, catalog, monkeypatch, walk_set_limit):
+        expected = sorted(urns(catalog, "*"))
+        monkeypatch.setattr(search_sqlite, "SORT_LIMIT", 2)
+        monkeypatch.setattr(search_sqlite, "WALK_SET_LIMIT", walk_set_limit)
+        walked = [h.urn for start in range(0, 40, 6) for h in catalog.search.query("*", start=start, count=6).hits]
+        assert walked == expected
+        assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
+        assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
+
+    @pytest.mark.parametrize("sort_limit", [0, 2000])  # walk the (name length, urn) index, or sort the hits
+    def test_big_tiers_order_by_the_shorter_name(self, catalog, monkeypatch, sort_limit):
+        monkeypatch.setattr(search_sqlite, "RANK_LIMIT", 0)
+        monkeypatch.setattr(search_sqlite, "SORT_LIMIT", sort_limit)
+        assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]
+        assert urns(catalog, "bulk") == sorted(urns(catalog, "bulk"))
+        assert [h.urn for h in catalog.search.query("orders", start=2, count=2).hits] == [ARCHIVE, NOTES]
+
+    def test_deleted_entities_leave_no_rows_behind(self, tmp_path):
+        harness = deleted_and_written_again(Indexed(tmp_path / "data"))
+        db = sqlite3.connect(harness.data_dir / FILE_NAME)
+        assert db.execute("SELECT count(*) FROM search_properties").fetchone()[0] == 0
+        assert {row[0] for row in db.execute("SELECT value FROM search_suggestions")} == {"orders again", "shop.orders"}
+        db.close()
+        harness.close()

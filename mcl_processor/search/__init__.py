@@ -6,11 +6,14 @@ USER-scope values) is shared by every adapter; the query language is `query_synt
 Ranking, in tiers: a name equal to a free-text term; names holding every term; then by the
 best place a term matched (name > schema field name > keyword, tag or property > description
 text), exactly before as a prefix. Within a name tier the shorter name comes first, within
-the others the higher bm25 relevance (column-weighted; a very large tier, too, goes by the
-shorter name); ties go by URN. Filter-only queries (`tags:pii`, `*`) order by URN.
+the others the higher BM25 relevance; ties go by URN. Filter-only queries (`tags:pii`, `*`)
+order by URN. Adapters agree on the tiers and on the name-tier order; BM25 is each engine's
+own (SQLite/FTS5: column-weighted, normalised by the whole document, and a very large tier
+goes by the shorter name; OpenSearch: the matched column's BM25), so within the relevance
+tiers equally good hits may come in another order.
 
 Facets are counted over every hit, or, past a sample size, over a sample scaled to the total
-(`facets_sampled`).
+(`facets_sampled`; SQLite samples, OpenSearch counts every hit).
 """
 
 from __future__ import annotations

@@ -1,0 +1,165 @@
+"""The OpenSearch indices of the read models: a family of indices per model under a prefix.
+
+A family (`<prefix>_<model>_<key>`, e.g. `lodestar_search_dataset`) creates each index on first
+use with the settings and mappings its model gives (idempotently, so processes may race), and
+never lets OpenSearch create one with dynamic mappings. Indices refresh only when told to: the
+adapters refresh what a batch touched at its end, so readers see whole batches and, once a
+batch is applied, all of it (the processor's `waitForIndex` contract).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import NotFoundError, RequestError
+
+from ingest.backends import Endpoints
+
+DEFAULT_PREFIX = "lodestar"
+BULK_BYTES = 8 * 1024 * 1024  # a bulk request stays well under OpenSearch's http.max_content_length
+RESULT_WINDOW = 10_000  # OpenSearch's index.max_result_window: deeper pages continue with search_after
+MISSING_OK = {"ignore_unavailable": "true", "allow_no_indices": "true"}
+_KEY = re.compile(r"[A-Za-z0-9]+")  # entity type and aspect names: nothing that means more in an index list
+
+
+def client_for(endpoints: Endpoints, timeout: float = 60.0) -> OpenSearch:
+    """A client of the configured OpenSearch (thread-safe; share one per process)."""
+    return OpenSearch(endpoints.opensearch_url, timeout=timeout)
+
+
+class BulkError(RuntimeError):
+    """Items of a bulk request failed for another reason than the caller accepts."""
+
+
+class IndexFamily:
+    """The indices `<prefix>_<model>_<key>` of one read model; `body(key)` gives an index's
+    settings and mappings."""
+
+    def __init__(self, client: OpenSearch, prefix: str, model: str, body: Callable[[str], Mapping[str, Any]],
+                 shards: int = 1, replicas: int = 0):
+        self.client = client
+        self.base = f"{prefix}_{model}_"
+        self._body = body
+        self._shards, self._replicas = shards, replicas
+        self._ready: set[str] = set()
+
+    @staticmethod
+    def valid(key: str) -> bool:
+        return _KEY.fullmatch(key) is not None
+
+    def name(self, key: str) -> str:
+        """The index of a key (an entity type or aspect name); raises ValueError for other text."""
+        if not self.valid(key):
+            raise ValueError(f"not an entity type or aspect name: {key!r}")
+        return self.base + key.lower()
+
+    @property
+    def pattern(self) -> str:
+        return self.base + "*"
+
+    def ensure(self, keys: Iterable[str]) -> None:
+        """Create the indices of these keys that do not exist yet."""
+        for key in keys:
+            name = self.name(key)
+            if name in self._ready:
+                continue
+            body = dict(self._body(key))
+            settings = {"number_of_shards": self._shards, "number_of_replicas": self._replicas,
+                        "refresh_interval": "-1", **body.get("settings", {})}
+            try:
+                self.client.indices.create(index=name, body={**body, "settings": settings})
+            except RequestError as err:
+                if err.error != "resource_already_exists_exception":
+                    raise
+                # another process is creating it: wait until its shards have started
+                self.client.cluster.health(index=name, params={"wait_for_status": "yellow",
+                                                               "wait_for_no_initializing_shards": "true"})
+            self._ready.add(name)
+
+    def existing(self) -> list[str]:
+        """Names of the family's indices that exist."""
+        try:
+            return sorted(self.client.indices.get(index=self.pattern, params={"allow_no_indices": "true"}))
+        except NotFoundError:
+            return []
+
+    def refresh(self, names: Iterable[str]) -> None:
+        wanted = sorted(set(names))
+        if wanted:
+            self.client.indices.refresh(index=",".join(wanted), params=MISSING_OK)
+
+    def delete_where(self, query: Mapping[str, Any], names: Sequence[str] | None = None) -> None:
+        """Delete the documents matching `query` (of every index of the family unless `names`),
+        visible to readers when this returns."""
+        targets = list(names) if names is not None else self.existing()
+        if targets:
+            self.client.delete_by_query(index=",".join(targets), body={"query": query},
+                                        params={**MISSING_OK, "refresh": "true", "conflicts": "proceed"})
+
+    def drop(self) -> None:
+        """Delete every index of the family (tests; uninstalling)."""
+        for name in self.existing():
+            self.client.indices.delete(index=name, params={"ignore_unavailable": "true"})
+        self._ready.clear()
+
+
+Operation = tuple[Mapping[str, Any], Mapping[str, Any] | None]  # an action line and its source (none for deletes)
+
+
+def bulk(client: OpenSearch, operations: Sequence[Operation], accept: frozenset[int] = frozenset()
+         ) -> list[dict[str, Any]]:
+    """Run bulk operations, in requests of about BULK_BYTES, and return the result of each;
+    raises BulkError when one failed with a status outside 2xx and `accept`."""
+    items: list[dict[str, Any]] = []
+    lines: list[bytes] = []
+    size = 0
+    for number, (action, source) in enumerate(operations, 1):
+        lines.append(orjson.dumps(action))
+        if source is not None:
+            lines.append(orjson.dumps(source))
+        size += len(lines[-1])
+        if size >= BULK_BYTES or number == len(operations):
+            response = client.bulk(body=b"\n".join(lines) + b"\n")
+            items += [next(iter(item.values())) for item in response["items"]]
+            lines, size = [], 0
+    failed = [item for item in items if item["status"] >= 300 and item["status"] not in accept]
+    if failed:
+        raise BulkError(f"{len(failed)} of {len(items)} bulk operations failed, e.g. {failed[0]}")
+    return items
+
+
+def search_page(client: OpenSearch, indices: str, body: Mapping[str, Any], start: int, count: int
+                ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The first response (total, aggregations) and hits start..start+count of a search whose
+    `sort` is a total order; pages past RESULT_WINDOW are reached with search_after (the hits
+    before `start` are passed without their sources)."""
+    if start + count <= RESULT_WINDOW:
+        response = client.search(index=indices, body={**body, "from": start, "size": count}, params=MISSING_OK)
+        return response, response["hits"]["hits"]
+    first: dict[str, Any] | None = None
+    hits: list[dict[str, Any]] = []
+    after: list[Any] | None = None
+    later = {key: value for key, value in body.items() if key != "aggs"} | {"track_total_hits": False}
+    while len(hits) < count:
+        skipping = start > 0
+        request = dict(body if first is None else later)
+        request["size"] = min(RESULT_WINDOW, start if skipping else count - len(hits))
+        if skipping:
+            request["_source"] = False
+        if after is not None:
+            request["search_after"] = after
+        response = client.search(index=indices, body=request, params=MISSING_OK)
+        first = first or response
+        found = response["hits"]["hits"]
+        if not found:
+            break
+        after = found[-1]["sort"]
+        if skipping:
+            start -= len(found)
+        else:
+            hits.extend(found)
+    return first or {}, hits

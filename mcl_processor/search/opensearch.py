@@ -1,0 +1,278 @@
+"""Search on OpenSearch: one document per entity, merged from per-aspect analyses.
+
+Version guard: an entity's document keeps, per aspect, the version it reflects and the
+aspect's analysis (a deleted aspect keeps its version and no analysis). A batch reads the
+documents it touches (realtime get), applies only changes above the versions held (or equal,
+with `replace_equal`), merges each changed document again from its aspects and writes it back
+conditionally on the sequence number it read (`if_seq_no`), so a concurrent writer (a restore
+beside the processor) makes the write fail and retry from the newer document instead of
+losing an aspect. Replays and duplicates change nothing. Deleting an entity deletes its
+document; the next versions start over.
+
+Refresh policy: the indices refresh only at the end of `apply`, for the indices it touched
+(`refresh_interval` is off), so a reader sees a batch whole once `apply` returns, which is
+what `waitForIndex` waits for. See `opensearch_mapping` for the document and
+`opensearch_query` for the translation of queries.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opensearchpy import OpenSearch
+
+from mcl_processor.annotations import Annotations, entity_type_of
+from mcl_processor.changes import AspectChange, ChangeBatch, chunks
+from mcl_processor.divergence import Divergence
+from mcl_processor.opensearch_indices import (
+    DEFAULT_PREFIX,
+    MISSING_OK,
+    IndexFamily,
+    Operation,
+    bulk,
+    search_page,
+)
+from mcl_processor.query_syntax import parse, tokens
+from mcl_processor.search import SCOPES, SORTS, SearchHit, SearchIndex, SearchResult, Suggestion
+from mcl_processor.search.document import Analyzer
+from mcl_processor.search.matching import has_tokens, hit_matches
+from mcl_processor.search.opensearch_mapping import (
+    decode_analysis,
+    encode_analysis,
+    entity_source,
+    facet_names,
+    index_body,
+    parse_suggestion,
+    suggestion_prefix,
+)
+from mcl_processor.search.opensearch_query import (
+    MAX_WORDS,
+    VISIBLE,
+    any_column,
+    search_body,
+    starting_with,
+    too_many_words,
+)
+
+MODEL = "search"
+MAX_ID_BYTES = 512  # OpenSearch's limit on a document id; longer URNs are hashed
+CAS_ATTEMPTS = 50  # rounds of conditional writes before a batch gives up
+LATER_TOKEN_DOCUMENTS = 50  # autocomplete looks for later-token matches in this many documents
+MAX_PREFIX = 200  # autocomplete prefixes are cut to this many characters
+
+
+def doc_id(urn: str) -> str:
+    """The document id of an entity: its URN, or a hash of a URN too long for an id."""
+    if len(urn.encode()) <= MAX_ID_BYTES:
+        return urn
+    return "sha256:" + hashlib.sha256(urn.encode()).hexdigest()
+
+
+class OpenSearchSearchIndex(SearchIndex):
+    """The search index in the OpenSearch indices `<prefix>_search_<entity type>`."""
+
+    def __init__(self, client: OpenSearch, annotations: Annotations, prefix: str = DEFAULT_PREFIX,
+                 shards: int = 1, replicas: int = 0):
+        self.client = client
+        self.annotations = annotations
+        self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
+        self.entity_types = {name.lower(): name for name in annotations.registry.entities}
+        self.indices = IndexFamily(client, prefix, MODEL,
+                                   lambda key: index_body(annotations, self.entity_types[key.lower()]),
+                                   shards, replicas)
+        self.facets = facet_names(annotations)
+
+    def _type_of(self, urn: str) -> str | None:
+        """The registry's name of a URN's entity type (None when it has none)."""
+        return self.entity_types.get(entity_type_of(urn).lower())
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def apply(self, batch: ChangeBatch) -> None:
+        touched: set[str] = set()
+        if batch.resets:
+            touched |= self._reset(batch.resets)
+        by_urn: dict[str, list[tuple[AspectChange, dict[str, Any]]]] = defaultdict(list)
+        for change in batch.changes:
+            if change.aspect in self.analyzers:
+                by_urn[change.urn].append((change, self._entry(change)))
+        if by_urn:
+            touched |= self._write(by_urn, batch.replace_equal)
+        self.indices.refresh(touched)
+
+    def _entry(self, change: AspectChange) -> dict[str, Any]:
+        analysis = None if change.deleted else encode_analysis(self.analyzers[change.aspect].analyse(change.value))
+        return {"version": change.version, "analysis": analysis}
+
+    def _reset(self, urns: Sequence[str]) -> set[str]:
+        types = {urn: entity_type for urn in urns if (entity_type := self._type_of(urn))}
+        self.indices.ensure(set(types.values()))
+        targets = [(self.indices.name(entity_type), urn) for urn, entity_type in types.items()]
+        bulk(self.client, [({"delete": {"_index": index, "_id": doc_id(urn)}}, None) for index, urn in targets],
+             accept=frozenset({404}))
+        return {index for index, _ in targets}
+
+    def _write(self, by_urn: Mapping[str, list[tuple[AspectChange, dict[str, Any]]]], replace_equal: bool) -> set[str]:
+        """Write the changed documents conditionally; those another writer changed meanwhile
+        are read and merged again."""
+        types = {urn: changes[0][0].entity_type for urn, changes in by_urn.items()}
+        self.indices.ensure(set(types.values()))
+        pending = list(by_urn)
+        touched: set[str] = set()
+        for _ in range(CAS_ATTEMPTS):
+            stored = self._get(pending, types)
+            operations: list[Operation] = []
+            written = []
+            for urn in pending:
+                found = stored.get(urn)
+                aspects = dict(found["_source"]["aspects"]) if found else {}
+                fresh = False
+                for change, entry in by_urn[urn]:
+                    held = aspects.get(change.aspect)
+                    if held is None or change.version > held["version"] or (
+                            replace_equal and change.version == held["version"]):
+                        aspects[change.aspect] = entry
+                        fresh = True
+                if not fresh:
+                    continue
+                index = self.indices.name(types[urn])
+                target: dict[str, Any] = {"_index": index, "_id": doc_id(urn)}
+                if found:
+                    target.update(if_seq_no=found["_seq_no"], if_primary_term=found["_primary_term"])
+                operations.append(({"index" if found else "create": target}, entity_source(urn, types[urn], aspects)))
+                written.append((urn, index))
+            results = bulk(self.client, operations, accept=frozenset({409}))
+            touched.update(index for (_, index), result in zip(written, results, strict=True) if result["status"] < 300)
+            pending = [urn for (urn, _), result in zip(written, results, strict=True) if result["status"] == 409]
+            if not pending:
+                return touched
+        raise RuntimeError(f"search documents kept changing under {len(pending)} conditional writes, e.g. {pending[0]}")
+
+    def _get(self, urns: Sequence[str], types: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+        """The stored documents of these entities (realtime: with their sequence numbers and
+        aspects), by URN."""
+        found: dict[str, dict[str, Any]] = {}
+        for chunk in chunks(list(urns), 1000):
+            docs = [{"_index": self.indices.name(types[urn]), "_id": doc_id(urn), "_source": ["aspects"]}
+                    for urn in chunk]
+            for urn, doc in zip(chunk, self.client.mget(body={"docs": docs})["docs"], strict=True):
+                if doc.get("found"):
+                    found[urn] = doc
+                elif "error" in doc and doc["error"].get("type") != "index_not_found_exception":
+                    raise RuntimeError(f"reading the search document of {urn}: {doc['error']}")
+        return found
+
+    def clear(self) -> None:
+        self.indices.delete_where({"match_all": {}})
+
+    def drop(self) -> None:
+        """Delete this prefix's search indices."""
+        self.indices.drop()
+
+    # -- queries --------------------------------------------------------------------------
+
+    def _targets(self, types: Sequence[str] | None) -> str | None:
+        """The indices to search: those of the given (known) entity types, or all."""
+        if types is None:
+            return self.indices.pattern
+        names = sorted({self.indices.name(t) for t in types if t.lower() in self.entity_types})
+        return ",".join(names) or None
+
+    def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
+              include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
+        if sort not in SORTS:
+            raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+        if scope is not None and scope.upper() not in SCOPES:
+            raise ValueError(f"scope must be USER or SYSTEM, not {scope!r}")
+        start, count = max(0, start), max(0, count)
+        parsed = parse(query)
+        if too_many_words(parsed):
+            raise ValueError(f"a query may have at most {MAX_WORDS} words in free-text and schema terms")
+        targets = self._targets(types)
+        if parsed.matches_nothing or targets is None:
+            return SearchResult(0, [], {})
+        body = search_body(parsed, include_removed, scope and scope.upper(), sort, self.facets)
+        response, hits = search_page(self.client, targets, body, start, count)
+        total = response["hits"]["total"]["value"]
+        if total == 0:
+            return SearchResult(0, [], {})
+        facets = {name: [(b["key"], b["doc_count"]) for b in agg["buckets"]]
+                  for name, agg in sorted(response.get("aggregations", {}).items()) if agg["buckets"]}
+        return SearchResult(total, [self._hit(hit["_source"], parsed) for hit in hits], facets)
+
+    @staticmethod
+    def _hit(source: Mapping[str, Any], parsed: Any) -> SearchHit:
+        parts = [analysis.fragment for analysis in (decode_analysis(entry["analysis"])
+                 for _, entry in sorted(source["aspects"].items()) if entry.get("analysis"))]
+        return SearchHit(source["urn"], source["entityType"], source.get("title"), source.get("description"),
+                         hit_matches(parts, parsed))
+
+    def autocomplete(self, prefix: str, limit: int = 10) -> list[Suggestion]:
+        wanted = tokens(prefix)
+        if not wanted or limit <= 0:
+            return []
+        low = prefix.strip().lower()[:MAX_PREFIX]
+        found: dict[tuple[str, str], tuple[str, int]] = {}
+        keyword = suggestion_prefix(low)
+        response = self.client.search(index=self.indices.pattern, params=MISSING_OK, body={
+            "size": 0,
+            "query": {"bool": {"filter": [*VISIBLE, {"prefix": {"suggestions": keyword}}]}},
+            "aggs": {"values": {"terms": {"field": "suggestions", "include": starting_with(keyword),
+                                          "size": 4 * limit, "order": {"_key": "asc"}}}}})
+        for bucket in response.get("aggregations", {}).get("values", {}).get("buckets", []):
+            lvalue, kind, value = parse_suggestion(bucket["key"])
+            shown, count = found.get((lvalue, kind), (value, 0))
+            if (lvalue, kind) in found or len(found) < 2 * limit:
+                found[(lvalue, kind)] = (shown, count + bucket["doc_count"])
+        if len(found) < limit:  # then values with a later token starting with the prefix
+            found.update((key, value) for key, value in self._later_tokens(low, wanted).items() if key not in found)
+        ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -kv[1][1], kv[0]))
+        return [Suggestion(value, kind, count) for (_, kind), (value, count) in ranked[:limit]]
+
+    def _later_tokens(self, low: str, wanted: list[str]) -> dict[tuple[str, str], tuple[str, int]]:
+        """Suggestions of the first documents matching the prefix whose later token starts with it."""
+        response = self.client.search(index=self.indices.pattern, params=MISSING_OK, body={
+            "size": LATER_TOKEN_DOCUMENTS, "sort": [{"urn": "asc"}], "_source": ["aspects"],
+            "query": {"bool": {"filter": [*VISIBLE, any_column(wanted, ("name", "schema", "keywords"))]}}})
+        later: dict[tuple[str, str], tuple[str, set[int]]] = {}
+        for n, hit in enumerate(response["hits"]["hits"]):
+            for entry in hit["_source"]["aspects"].values():
+                if not entry.get("analysis"):
+                    continue
+                for lvalue, kind, value in decode_analysis(entry["analysis"]).fragment.suggestions:
+                    if not lvalue.startswith(low) and has_tokens(lvalue, wanted):
+                        later.setdefault((lvalue, kind), (value, set()))[1].add(n)
+        return {key: (value, len(docs)) for key, (value, docs) in later.items()}
+
+    # -- consistency ----------------------------------------------------------------------
+
+    def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
+        types = {urn: entity_type for urn in urns if (entity_type := self._type_of(urn))}
+        stored: dict[tuple[str, str], tuple[int, str]] = {}
+        for urn, doc in self._get(list(types), types).items():
+            for aspect, entry in doc["_source"]["aspects"].items():
+                if entry.get("analysis"):
+                    stored[(urn, aspect)] = (entry["version"], entry["analysis"])
+        out = []
+        wanted = {(c.urn, c.aspect): c for c in expected if c.aspect in self.analyzers}
+        for key, change in wanted.items():
+            found = stored.get(key)
+            if found is None:
+                out.append(Divergence(MODEL, "missing", *key, f"version {change.version} not indexed"))
+            elif found[0] != change.version:
+                out.append(Divergence(MODEL, "stale", *key, f"indexed version {found[0]}, store has {change.version}"))
+            elif found[1] != encode_analysis(self.analyzers[change.aspect].analyse(change.value)):
+                out.append(Divergence(MODEL, "content", *key, f"version {change.version} indexed differently"))
+        out.extend(Divergence(MODEL, "extra", *key, f"version {stored[key][0]} indexed, not live in the store")
+                   for key in stored if key not in wanted)
+        return out
+
+    def urns(self, after: str = "", limit: int = 1000) -> list[str]:
+        body = {"query": {"bool": {"filter": [{"term": {"live": True}}, {"range": {"urn": {"gt": after}}}]}},
+                "sort": [{"urn": "asc"}], "_source": ["urn"], "track_total_hits": False}
+        _, hits = search_page(self.client, self.indices.pattern, body, 0, limit)
+        return [hit["_source"]["urn"] for hit in hits]
+

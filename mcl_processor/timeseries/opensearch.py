@@ -1,0 +1,74 @@
+"""Timeseries points on OpenSearch: one index per aspect, `<prefix>_timeseries_<aspect>`.
+
+A point's document id is a hash of (urn, aspect, timestampMillis, partition, messageId), so
+appending it again replaces it. Appends refresh the indices they touched before returning
+(`refresh_interval` is off), so a point is readable once the batch that carried it is applied.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from opensearchpy import OpenSearch
+
+from mcl_processor.changes import TimeseriesPoint
+from mcl_processor.opensearch_indices import DEFAULT_PREFIX, IndexFamily, bulk, search_page
+from mcl_processor.timeseries import TimeseriesStore
+
+MODEL = "timeseries"
+BODY = {"mappings": {"dynamic": "strict", "properties": {
+    "urn": {"type": "keyword"},
+    "timestampMillis": {"type": "long"},
+    "partition": {"type": "keyword"},
+    "messageId": {"type": "keyword"},
+    "value": {"type": "object", "enabled": False},
+}}}
+
+
+def point_id(point: TimeseriesPoint) -> str:
+    key = orjson.dumps([point.urn, point.aspect, point.timestamp_ms, point.partition, point.message_id])
+    return hashlib.sha256(key).hexdigest()
+
+
+class OpenSearchTimeseriesStore(TimeseriesStore):
+    """Timeseries points in the OpenSearch indices `<prefix>_timeseries_<aspect>`."""
+
+    def __init__(self, client: OpenSearch, prefix: str = DEFAULT_PREFIX, shards: int = 1, replicas: int = 0):
+        self.client = client
+        self.indices = IndexFamily(client, prefix, MODEL, lambda _: BODY, shards, replicas)
+
+    def append(self, points: Sequence[TimeseriesPoint]) -> None:
+        if not points:
+            return
+        self.indices.ensure({p.aspect for p in points})
+        bulk(self.client, [({"index": {"_index": self.indices.name(p.aspect), "_id": point_id(p)}},
+                            {"urn": p.urn, "timestampMillis": p.timestamp_ms, "partition": p.partition,
+                             "messageId": p.message_id, "value": orjson.Fragment(p.value_json)}) for p in points])
+        self.indices.refresh(self.indices.name(p.aspect) for p in points)
+
+    def remove_entities(self, urns: Sequence[str]) -> None:
+        if urns:
+            self.indices.delete_where({"terms": {"urn": list(urns)}})
+
+    def query(self, urn: str, aspect: str, start: int | None = None, end: int | None = None,
+              limit: int = 1000) -> list[dict[str, Any]]:
+        if not self.indices.valid(aspect):
+            return []
+        bounds = {key: bound for key, bound in (("gte", start), ("lte", end)) if bound is not None}
+        query: list[dict[str, Any]] = [{"term": {"urn": urn}}]
+        if bounds:
+            query.append({"range": {"timestampMillis": bounds}})
+        body = {"query": {"bool": {"filter": query}}, "_source": ["value"], "track_total_hits": False,
+                "sort": [{"timestampMillis": "asc"}, {"partition": "asc"}, {"messageId": "asc"}]}
+        _, hits = search_page(self.client, self.indices.name(aspect), body, 0, max(0, limit))
+        return [hit["_source"]["value"] for hit in hits]
+
+    def clear(self) -> None:
+        self.indices.delete_where({"match_all": {}})
+
+    def drop(self) -> None:
+        """Delete this prefix's timeseries indices."""
+        self.indices.drop()
