@@ -7,12 +7,15 @@ version of an aspect replaces exactly its own edges.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Mapping, Sequence
 
+from gms.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
-from mcl_processor.lineage import LineageGraph, LineageResult, check_walk
+from mcl_processor.lineage import LineageGraph, LineageResult
+from mcl_processor.lineage.contributions import ENTITY, FIELD, REMOVED, Fact, contribution, divergences, fresh
+from mcl_processor.lineage.walk import walk
 from mcl_processor.sqlite_db import Database
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
@@ -31,7 +34,6 @@ CREATE TABLE IF NOT EXISTS lineage_versions (
 CREATE TABLE IF NOT EXISTS lineage_removed (urn TEXT NOT NULL, aspect TEXT NOT NULL, PRIMARY KEY (urn, aspect))
     WITHOUT ROWID;
 """
-MODEL = "lineage"
 
 
 class SqliteLineageGraph(LineageGraph):
@@ -52,34 +54,20 @@ class SqliteLineageGraph(LineageGraph):
         if not changes:
             return
         current = self._versions(conn, [c.urn for c in changes])
-        fresh = []
-        for change in changes:
-            stored = current.get((change.urn, change.aspect))
-            if stored is None or change.version > stored or (batch.replace_equal and change.version == stored):
-                fresh.append(change)
-        replaced = [(c.urn, c.aspect) for c in fresh if (c.urn, c.aspect) in current]
+        applied = fresh(changes, current, batch.replace_equal)
+        replaced = [(c.urn, c.aspect) for c in applied if (c.urn, c.aspect) in current]
         for table in _EDGE_TABLES:
             conn.executemany(f"DELETE FROM {table} WHERE owner = ? AND via = ?", replaced)
         conn.executemany("DELETE FROM lineage_removed WHERE urn = ? AND aspect = ?", replaced)
-        edges, field_edges, removed = self._contributions(fresh)
-        conn.executemany("INSERT OR IGNORE INTO lineage_edges VALUES (?, ?, ?, ?, ?)", edges)
-        conn.executemany("INSERT OR IGNORE INTO lineage_field_edges VALUES (?, ?, ?, ?, ?)", field_edges)
-        conn.executemany("INSERT INTO lineage_removed VALUES (?, ?)", removed)
+        contributions = [contribution(self.annotations, c) for c in applied]
+        conn.executemany("INSERT OR IGNORE INTO lineage_edges VALUES (?, ?, ?, ?, ?)",
+                         [(*c.owner, *e[:3]) for c in contributions for e in c.edges])
+        conn.executemany("INSERT OR IGNORE INTO lineage_field_edges VALUES (?, ?, ?, ?, ?)",
+                         [(*c.owner, *e[:3]) for c in contributions for e in c.field_edges])
+        conn.executemany("INSERT INTO lineage_removed VALUES (?, ?)", [c.owner for c in contributions if c.removed])
+        crash_point("lineage-before-versions")  # a crash here rolls the whole batch back
         conn.executemany("INSERT OR REPLACE INTO lineage_versions VALUES (?, ?, ?, ?)",
-                         [(c.urn, c.aspect, c.version, int(not c.deleted)) for c in fresh])
-
-    def _contributions(self, changes: Iterable[AspectChange]) -> tuple[list[tuple], list[tuple], list[tuple]]:
-        edges, field_edges, removed = [], [], []
-        for change in changes:
-            if change.deleted:
-                continue
-            spec = self.annotations[change.aspect]
-            owner = (change.urn, change.aspect)
-            edges.extend((*owner, e.source, e.destination, e.type) for e in spec.edges(change.urn, change.value))
-            field_edges.extend((*owner, e.source, e.destination, e.type) for e in spec.field_edges(change.value))
-            if spec.removed(change.value):
-                removed.append(owner)
-        return edges, field_edges, removed
+                         [(c.urn, c.aspect, c.version, int(not c.deleted)) for c in applied])
 
     @staticmethod
     def _versions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], int]:
@@ -104,34 +92,20 @@ class SqliteLineageGraph(LineageGraph):
         return self._walk("lineage_field_edges", urn, direction, max_hops)
 
     def _walk(self, table: str, root: str, direction: str, max_hops: int) -> LineageResult:
-        check_walk(direction, max_hops)
         conn = self.db.reader()
-        nodes: dict[str, tuple[int, str]] = {root: (0, "root")}
-        edges: set[Edge] = set()
-        for side in ("upstream", "downstream") if direction == "both" else (direction,):
-            upstream = side == "upstream"
-            near = "destination" if upstream else "source"
-            seen, frontier = {root}, [root]
-            for hop in range(1, max_hops + 1):
-                found: list[tuple[str, str, str, str]] = []
+
+        def read(expand: Mapping[str, Sequence[str]],
+                 status: Collection[str]) -> tuple[dict[str, list[Edge]], set[str]]:
+            found: dict[str, list[Edge]] = {}
+            for side, frontier in expand.items():
+                near = "destination" if side == "upstream" else "source"
                 for chunk in chunks(frontier):
                     marks = ",".join("?" * len(chunk))
-                    found.extend(conn.execute(
-                        f"SELECT source, destination, type, via FROM {table} WHERE {near} IN ({marks})", chunk))
-                hidden = self._hidden(conn, {row[0] if upstream else row[1] for row in found})
-                frontier = []
-                for row in found:
-                    neighbour = row[0] if upstream else row[1]
-                    if neighbour in hidden:
-                        continue
-                    edges.add(Edge(*row))
-                    if neighbour not in seen:
-                        seen.add(neighbour)
-                        frontier.append(neighbour)
-                        nodes.setdefault(neighbour, (hop, side))
-                if not frontier:
-                    break
-        return LineageResult(root, nodes, sorted(edges))
+                    found.setdefault(side, []).extend(map(Edge._make, conn.execute(
+                        f"SELECT source, destination, type, via FROM {table} WHERE {near} IN ({marks})", chunk)))
+            return found, self._hidden(conn, set(status))
+
+        return walk(root, direction, max_hops, read)
 
     @staticmethod
     def _hidden(conn: sqlite3.Connection, urns: set[str]) -> set[str]:
@@ -146,26 +120,8 @@ class SqliteLineageGraph(LineageGraph):
 
     def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
         conn = self.db.reader()
-        live = self._live_versions(conn, urns)
-        stored = self._stored_contributions(conn, urns)
-        wanted = {(c.urn, c.aspect): c for c in expected if self.annotations.traced(c.aspect)}
-        out = []
-        for key, change in wanted.items():
-            version = live.get(key)
-            if version is None:
-                out.append(Divergence(MODEL, "missing", *key, f"version {change.version} not applied"))
-            elif version != change.version:
-                out.append(Divergence(MODEL, "stale", *key, f"graph has version {version}, store {change.version}"))
-            elif stored.get(key, set()) != self._contribution_set(change):
-                out.append(Divergence(MODEL, "content", *key, f"edges of version {version} differ"))
-        out.extend(Divergence(MODEL, "extra", *key, f"version {live[key]} applied, not live in the store")
-                   for key in live if key not in wanted)
-        return out
-
-    def _contribution_set(self, change: AspectChange) -> set[tuple]:
-        edges, field_edges, removed = self._contributions([change])
-        return ({("edge", *row[2:]) for row in edges} | {("field", *row[2:]) for row in field_edges}
-                | {("removed",) for _ in removed})
+        return divergences(self.annotations, expected, self._live_versions(conn, urns),
+                           self._stored_contributions(conn, urns))
 
     @staticmethod
     def _live_versions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], int]:
@@ -178,16 +134,16 @@ class SqliteLineageGraph(LineageGraph):
         return found
 
     @staticmethod
-    def _stored_contributions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], set[tuple]]:
-        stored: dict[tuple[str, str], set[tuple]] = {}
+    def _stored_contributions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], set[Fact]]:
+        stored: dict[tuple[str, str], set[Fact]] = {}
         for chunk in chunks(sorted(set(urns))):
             marks = ",".join("?" * len(chunk))
-            for kind, table in (("edge", "lineage_edges"), ("field", "lineage_field_edges")):
+            for kind, table in ((ENTITY, "lineage_edges"), (FIELD, "lineage_field_edges")):
                 for owner, via, *edge in conn.execute(
                         f"SELECT owner, via, source, destination, type FROM {table} WHERE owner IN ({marks})", chunk):
                     stored.setdefault((owner, via), set()).add((kind, *edge))
             for urn, aspect in conn.execute(f"SELECT urn, aspect FROM lineage_removed WHERE urn IN ({marks})", chunk):
-                stored.setdefault((urn, aspect), set()).add(("removed",))
+                stored.setdefault((urn, aspect), set()).add((REMOVED,))
         return stored
 
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
