@@ -10,14 +10,15 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
-from gms.config import Config
+from gms.config import Config, ConfigError
 from gms.service import DATABASE, Gms, Limits
-from gms.store import AspectStore
-from ingest.eventlog import EventLog
-from mcl_processor.readmodels import ReadModels
+from gms.store import AspectStore, StoreUnavailable
+from ingest.eventlog import EventLog, EventLogError
+from mcl_processor.readmodels import ReadModels, ReadModelsUnavailable
 from schemas.registry import EntityRegistry
 
 INSTANCE_FILE = "instance.id"
+BACKEND_ERRORS = (ConfigError, StoreUnavailable, EventLogError, ReadModelsUnavailable)
 
 
 def instance_id(data_dir: Path) -> str:

@@ -1,4 +1,4 @@
-"""The `lodestar` command: serve, ingest, get, search, lineage, mcl-processor, check, restore-indices.
+"""The `lodestar` command: serve, gms, ingest, get, search, lineage, mcl-processor, check, restore-indices.
 
 Errors are one line on stderr and a non-zero exit; never a traceback.
 """
@@ -43,32 +43,49 @@ def _client(args: argparse.Namespace) -> RestClient:
     return RestClient(args.server or os.environ.get("LODESTAR_SERVER") or DEFAULT_SERVER, token)
 
 
+def _config(args: argparse.Namespace):
+    from gms.config import Config, ConfigError
+
+    try:
+        return Config.load(Path(args.config) if args.config else None, Path(args.data_dir))
+    except ConfigError as err:
+        raise CliError(str(err)) from None
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
+    """GMS with its background work: everything (serve) or only the MCP consumer (gms)."""
     from gms.api.auth import admin_token
-    from gms.server import ServeError, serve_one, serve_workers
-    from gms.service import Gms
+    from gms.assembly import BACKEND_ERRORS, open_gms
+    from gms.server import Roles, ServeError, serve_one, serve_workers
 
     if args.workers < 1:
         raise CliError("--workers must be at least 1")
+    roles = Roles.ALL if args.command == "serve" else Roles.MCP_CONSUMER
     data_dir = Path(args.data_dir)
+    config = _config(args)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         token, created = admin_token(data_dir, args.admin_token)
         if args.examples:
-            gms = Gms.embedded(data_dir)
+            gms = open_gms(config, data_dir)
             try:
                 _load_examples(gms)
             finally:
                 gms.close()
     except OSError as err:
         raise CliError(f"cannot use data directory {data_dir}: {err}") from None
-    print(f"Lodestar GMS on http://{args.host}:{args.port} (data: {data_dir}, workers: {args.workers})", flush=True)
+    except BACKEND_ERRORS as err:
+        raise CliError(str(err)) from None
+    stores = "embedded stores" if config.embedded else \
+        f"{config.event_log} log, {config.aspect_store} store, {config.read_models} read models"
+    print(f"Lodestar GMS on http://{args.host}:{args.port} (data: {data_dir}, {stores}, workers: {args.workers})",
+          flush=True)
     print(f"admin token{' (new)' if created else ''}: {token}", flush=True)
     try:
         if args.workers == 1:
-            serve_one(data_dir, args.host, args.port, token)
+            serve_one(data_dir, args.host, args.port, token, config, roles)
             return 0
-        return serve_workers(data_dir, args.host, args.port, token, args.workers)
+        return serve_workers(data_dir, args.host, args.port, token, args.workers, config, roles)
     except ServeError as err:
         raise CliError(str(err)) from None
 
@@ -157,15 +174,23 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 
 
 class _Local:
-    """The embedded stores of a data directory, opened by a command that works on them directly."""
+    """The configured stores of a data directory, opened by a command that works on them directly."""
 
-    def __init__(self, data_dir: Path):
-        from gms.service import Gms
-        from mcl_processor.embedded import SqliteReadModels
+    def __init__(self, data_dir: Path, config=None):
+        from gms.assembly import BACKEND_ERRORS, open_gms, open_read_models
+        from gms.config import Config
         from mcl_processor.processor import MclProcessor
 
-        self.gms = Gms.embedded(data_dir)
-        self.read_models = SqliteReadModels.in_data_dir(data_dir, self.gms.registry)
+        config = config or Config()
+        try:
+            self.gms = open_gms(config, data_dir, process="tool")
+            try:
+                self.read_models = open_read_models(config, data_dir, self.gms.registry)
+            except BaseException:
+                self.gms.close()
+                raise
+        except BACKEND_ERRORS as err:
+            raise CliError(str(err)) from None
         self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models)
 
     def __enter__(self) -> _Local:
@@ -177,7 +202,7 @@ class _Local:
 
 
 def cmd_mcl_processor(args: argparse.Namespace) -> int:
-    with _Local(Path(args.data_dir)) as local:
+    with _Local(Path(args.data_dir), _config(args)) as local:
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         print(f"MCL processor on {args.data_dir}", flush=True)
@@ -189,7 +214,7 @@ def cmd_mcl_processor(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    with _Local(Path(args.data_dir)) as local:
+    with _Local(Path(args.data_dir), _config(args)) as local:
         report = local.processor.check(local.gms.store, examples=args.examples)
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -203,7 +228,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    with _Local(Path(args.data_dir)) as local:
+    with _Local(Path(args.data_dir), _config(args)) as local:
         columns = (TextColumn("restoring"), TextColumn("{task.completed} aspects"), TextColumn("{task.speed}/s"))
         with Progress(*columns, transient=True, disable=not sys.stderr.isatty()) as progress:
             task = progress.add_task("restore", total=None)
@@ -225,16 +250,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-dir", default=str(default_data_dir()),
                        help="data directory (env LODESTAR_DATA_DIR, default ~/.lodestar)")
 
-    serve = sub.add_parser("serve", help="run GMS on the embedded stores")
-    serve.add_argument("--data-dir", default=str(default_data_dir()))
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8080)
-    serve.add_argument("--admin-token", help="admin bearer token (default: stored in the data directory, "
-                                             "created on first start)")
-    serve.add_argument("--examples", action="store_true", help="load the example metadata on start")
-    serve.add_argument("--workers", type=int, default=1,
-                       help="GMS processes sharing the port and the data directory (default 1)")
-    serve.set_defaults(func=cmd_serve)
+    def config_option(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--config", help="lodestar.yml choosing adapters and endpoints (env LODESTAR_CONFIG;"
+                                        " default: lodestar.yml in the data directory, if any)")
+
+    for name, text in (("serve", "run GMS, the MCP consumer and the MCL processor (all in one)"),
+                       ("gms", "run GMS and the MCP consumer, without the MCL processor")):
+        serve = sub.add_parser(name, help=text)
+        serve.add_argument("--data-dir", default=str(default_data_dir()))
+        serve.add_argument("--host", default="127.0.0.1")
+        serve.add_argument("--port", type=int, default=8080)
+        serve.add_argument("--admin-token", help="admin bearer token (default: stored in the data directory, "
+                                                 "created on first start)")
+        serve.add_argument("--examples", action="store_true", help="load the example metadata on start")
+        serve.add_argument("--workers", type=int, default=1,
+                           help="GMS processes sharing the port and the data directory (default 1)")
+        config_option(serve)
+        serve.set_defaults(func=cmd_serve)
 
     ingest = sub.add_parser("ingest", help="send proposal files (Lodestar or DataHub JSON) to GMS")
     ingest.add_argument("files", nargs="+", metavar="FILE")
@@ -267,8 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     def data_dir_option(p: argparse.ArgumentParser) -> None:
         p.add_argument("--data-dir", default=str(default_data_dir()))
+        config_option(p)
 
-    processor = sub.add_parser("mcl-processor", help="run the MCL processor alone on a data directory")
+    processor = sub.add_parser("mcl-processor", help="run the MCL processor alone")
     data_dir_option(processor)
     processor.set_defaults(func=cmd_mcl_processor)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import enum
+import logging
 import os
 import signal
 import socket
@@ -24,26 +26,51 @@ from aiohttp import web
 
 from gms.api.app import create_app
 from gms.api.auth import ADMIN, TokenAuth
+from gms.assembly import BACKEND_ERRORS, open_gms, open_read_models
+from gms.config import Config
 from gms.service import Gms
-from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
+
+log = logging.getLogger(__name__)
 
 
 class ServeError(Exception):
-    """The server could not start: a taken port, an unusable data directory."""
+    """The server could not start: a taken port, an unusable data directory or backend."""
+
+
+class Roles(enum.Flag):
+    """The background work a process does besides serving requests."""
+
+    NONE = 0
+    MCP_CONSUMER = enum.auto()  # applies proposals from the MCP topic
+    MCL_PROCESSOR = enum.auto()  # maintains the read models from the MCL topics
+    ALL = MCP_CONSUMER | MCL_PROCESSOR
+
+
+RELAY_INTERVAL = 5.0  # seconds between sweeps of the outbox when the store has one
 
 
 class Node:
-    """What one GMS process runs: GMS, the read models, and, in the process that does the
-    background work, the MCP consumer and the MCL processor."""
+    """What one process runs: GMS and the read models on the configured adapters, and the
+    background `roles`. With a separate event log, a relay thread also sweeps the outbox, so
+    MCLs left pending by a crashed process are published without waiting for a write."""
 
-    def __init__(self, data_dir: Path, background: bool):
+    def __init__(self, data_dir: Path, roles: Roles, config: Config | None = None, process: str = "main"):
+        self.config = config or Config()
         try:
-            self.gms = Gms.embedded(data_dir)
-            self.read_models = SqliteReadModels.in_data_dir(data_dir, self.gms.registry)
+            self.gms = open_gms(self.config, data_dir, process=process)
+            try:
+                self.read_models = open_read_models(self.config, data_dir, self.gms.registry)
+            except BaseException:
+                self.gms.close()
+                raise
         except OSError as err:
             raise ServeError(f"cannot open data directory {data_dir}: {err}") from None
-        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models) if background else None
+        except BACKEND_ERRORS as err:
+            raise ServeError(str(err)) from None
+        self.roles = roles
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models) \
+            if Roles.MCL_PROCESSOR in roles else None
 
     def app(self, token: str) -> web.Application:
         auth = TokenAuth()
@@ -51,15 +78,16 @@ class Node:
         return create_app(self.gms, auth, self.read_models, self.processor)
 
     def run(self, serve: Callable[[], None]) -> None:
-        """Serve, with the background threads running when this node has them."""
+        """Serve, with this node's background threads running."""
         stop = threading.Event()
-        threads = []
+        work: list[tuple[str, Callable[[], None]]] = []
+        if Roles.MCP_CONSUMER in self.roles:
+            work.append(("mcp-consumer", lambda: self.gms.consume_proposals(stop)))
         if self.processor is not None:
-            threads = [
-                threading.Thread(target=self.gms.consume_proposals, args=(stop,), name="mcp-consumer", daemon=True),
-                threading.Thread(target=self.processor.run, args=(self.gms.log, stop), name="mcl-processor",
-                                 daemon=True),
-            ]
+            work.append(("mcl-processor", lambda: self.processor.run(self.gms.log, stop)))
+        if not self.config.embedded:
+            work.append(("outbox-relay", lambda: _sweep_outbox(self.gms, stop)))
+        threads = [threading.Thread(target=target, name=name, daemon=True) for name, target in work]
         for thread in threads:
             thread.start()
         try:
@@ -72,9 +100,18 @@ class Node:
             self.gms.close()
 
 
-def serve_one(data_dir: Path, host: str, port: int, token: str) -> None:
-    """GMS, the MCP consumer and the MCL processor in this process, until SIGINT or SIGTERM."""
-    node = Node(data_dir, background=True)
+def _sweep_outbox(gms: Gms, stop: threading.Event) -> None:
+    while not stop.wait(RELAY_INTERVAL):
+        try:
+            gms.relay.publish_pending()
+        except BACKEND_ERRORS as err:
+            log.warning("outbox relay: %s; retrying in %gs", err, RELAY_INTERVAL)
+
+
+def serve_one(data_dir: Path, host: str, port: int, token: str, config: Config | None = None,
+              roles: Roles = Roles.ALL) -> None:
+    """GMS and its background `roles` in this process, until SIGINT or SIGTERM."""
+    node = Node(data_dir, roles, config)
     app = node.app(token)
     node.run(lambda: _run_app(app, host, port))
 
@@ -86,16 +123,20 @@ def _run_app(app: web.Application, host: str, port: int) -> None:
         raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
 
 
-def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int) -> int:
-    """`workers` GMS processes behind one listening socket; returns the exit status."""
+def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int, config: Config | None = None,
+                  roles: Roles = Roles.ALL) -> int:
+    """`workers` GMS processes behind one listening socket, and one more for the background
+    `roles` (if any); returns the exit status."""
     try:
         listener = socket.create_server((host, port), backlog=1024)
     except OSError as err:
         raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
-    channels, children = [], [_fork(partial(_background_main, data_dir), listener)]
-    for _ in range(workers):
+    channels: list[socket.socket] = []
+    children = [_fork(partial(_background_main, data_dir, config, roles), listener)] if roles else []
+    for worker in range(workers):
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        children.append(_fork(partial(_worker_main, child_end, data_dir, token), listener, parent_end))
+        children.append(_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}"),
+                              listener, parent_end))
         child_end.close()
         channels.append(parent_end)
 
@@ -136,9 +177,9 @@ def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
     return pid
 
 
-def _worker_main(channel: socket.socket, data_dir: Path, token: str) -> int:
+def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str) -> int:
     try:
-        node = Node(data_dir, background=False)
+        node = Node(data_dir, Roles.NONE, config, process)
     except ServeError as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1
@@ -147,10 +188,10 @@ def _worker_main(channel: socket.socket, data_dir: Path, token: str) -> int:
     return 0
 
 
-def _background_main(data_dir: Path) -> int:
-    """The MCP consumer and the MCL processor, until SIGTERM or SIGINT."""
+def _background_main(data_dir: Path, config: Config | None, roles: Roles) -> int:
+    """The background roles, until SIGTERM or SIGINT."""
     try:
-        node = Node(data_dir, background=True)
+        node = Node(data_dir, roles, config, "background")
     except ServeError as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1

@@ -16,6 +16,10 @@ from mcl_processor.timeseries import TimeseriesStore
 Preparer = Callable[[Sequence[tuple[str, str | None]]], list[Mapping[str, Any] | None]]
 
 
+class ReadModelsUnavailable(Exception):
+    """The read models' servers could not be reached; the message names them."""
+
+
 class ReadModels(ABC):
     """Search index, lineage graph and timeseries store behind one write transaction.
 
