@@ -1,0 +1,52 @@
+"""The read models on the distributed stack: search and timeseries in OpenSearch, the lineage
+graph in Cassandra. There is no transaction across them: each model's version checks make a
+batch applied again (after a crash before the offsets were committed) change nothing."""
+
+from __future__ import annotations
+
+from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+
+from ingest.backends import Endpoints
+from mcl_processor.annotations import annotations_of
+from mcl_processor.lineage.cassandra import CassandraLineageGraph
+from mcl_processor.opensearch_indices import client_for
+from mcl_processor.readmodels import ReadModels, ReadModelsUnavailable
+from mcl_processor.search.opensearch import OpenSearchSearchIndex
+from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
+from schemas.registry import EntityRegistry
+
+
+class DistributedReadModels(ReadModels):
+    search: OpenSearchSearchIndex
+    lineage: CassandraLineageGraph
+    timeseries: OpenSearchTimeseriesStore
+
+    def __init__(self, search: OpenSearchSearchIndex, lineage: CassandraLineageGraph,
+                 timeseries: OpenSearchTimeseriesStore):
+        self.search, self.lineage, self.timeseries = search, lineage, timeseries
+
+    @classmethod
+    def connect(cls, endpoints: Endpoints, registry: EntityRegistry, keyspace: str,
+                index_prefix: str) -> DistributedReadModels:
+        """Read models on the OpenSearch and Cassandra of `endpoints` (indices `<index_prefix>_*`,
+        lineage tables in `keyspace`). Raises ReadModelsUnavailable naming a server that does
+        not answer."""
+        annotations = annotations_of(registry)
+        client = client_for(endpoints)
+        try:
+            client.info()
+        except OpenSearchConnectionError as err:
+            client.close()
+            raise ReadModelsUnavailable(f"OpenSearch at {endpoints.opensearch_url} does not answer: {err}") from None
+        try:
+            lineage = CassandraLineageGraph.connect(endpoints, keyspace, annotations)
+        except Exception as err:
+            client.close()
+            raise ReadModelsUnavailable(f"Cassandra at {', '.join(endpoints.cassandra_hosts)} does not answer:"
+                                        f" {err}") from None
+        return cls(OpenSearchSearchIndex(client, annotations, index_prefix), lineage,
+                   OpenSearchTimeseriesStore(client, index_prefix))
+
+    def close(self) -> None:
+        self.lineage.close()
+        self.search.client.close()
