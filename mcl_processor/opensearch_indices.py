@@ -92,10 +92,9 @@ class IndexFamily:
         if wanted:
             self.client.indices.refresh(index=",".join(wanted), params=MISSING_OK)
 
-    def delete_where(self, query: Mapping[str, Any], names: Sequence[str] | None = None) -> None:
-        """Delete the documents matching `query` (of every index of the family unless `names`),
-        visible to readers when this returns."""
-        targets = list(names) if names is not None else self.existing()
+    def delete_where(self, query: Mapping[str, Any]) -> None:
+        """Delete the family's documents matching `query`, gone for readers when this returns."""
+        targets = self.existing()
         if targets:
             self.client.delete_by_query(index=",".join(targets), body={"query": query},
                                         params={**MISSING_OK, "refresh": "true", "conflicts": "proceed"})

@@ -63,6 +63,18 @@ class ReadModels(ABC):
     def close(self) -> None: ...
 
 
+class ModelPreparer:
+    """One model's preparer in the form `ReadModels.preparer` gives: each item's prepared value
+    keyed by the model's name, as `AspectChange.prepared` holds it."""
+
+    def __init__(self, model: str, prepare: Callable[[Sequence[tuple[str, str | None]]], list[Any]]):
+        self.model = model
+        self.prepare = prepare
+
+    def __call__(self, items: Sequence[tuple[str, str | None]]) -> list[Mapping[str, Any] | None]:
+        return [None if value is None else {self.model: value} for value in self.prepare(items)]
+
+
 @contextmanager
 def collector_paused() -> Iterator[None]:
     """Batches allocate many containers but no garbage cycles; the cyclic garbage collector,

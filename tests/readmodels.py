@@ -18,7 +18,8 @@ from mcl_processor.annotations import annotations_of
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.opensearch_indices import client_for
-from mcl_processor.readmodels import ReadModels
+from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.search.opensearch import MODEL as SEARCH
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
 from mcl_processor.sqlite_db import FILE_NAME, Database
 from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
@@ -46,6 +47,9 @@ class OpenSearchModels(ReadModels):
         self.search = OpenSearchSearchIndex(factory.client, annotations, prefix)
         self.lineage = SqliteLineageGraph(self.db, annotations)
         self.timeseries = OpenSearchTimeseriesStore(factory.client, prefix)
+
+    def preparer(self) -> Preparer:
+        return ModelPreparer(SEARCH, self.search.preparer())
 
     def close(self) -> None:
         self.db.close()

@@ -282,10 +282,13 @@ class TestOpenSearchSearchIndex(OnOpenSearch, SearchIndexContract):
         assert harness.search.urns(limit=100) == sorted(everything)
         harness.close()
 
-    def test_queries_beyond_the_clause_limit_are_refused(self, catalog):
+    def test_queries_beyond_what_opensearch_compiles_are_refused(self, catalog):
         assert catalog.search.query(" ".join(f"w{i}*" for i in range(48))).total == 0
         with pytest.raises(ValueError, match="at most 48 words"):
             catalog.search.query(" ".join(f"w{i}" for i in range(49)))
+        with pytest.raises(ValueError, match="at most 900 bytes"):
+            catalog.search.query(f"tier:{'g' * 1000}*")
+        assert catalog.search.autocomplete("o" * 1000) == []
 
 
 def deleted_and_written_again(harness: Indexed) -> Indexed:

@@ -268,8 +268,13 @@ class FragmentPreparer:
         if not self._analyzers:
             self._analyzers = {name: Analyzer(a) for name, a in self.annotations.items()}
         return [None if value_json is None or aspect not in self._analyzers
-                else self._analyzers[aspect].fragment(orjson.loads(value_json)).encode()
+                else self.encode(self._analyzers[aspect], orjson.loads(value_json))
                 for aspect, value_json in items]
+
+    @staticmethod
+    def encode(analyzer: Analyzer, value: Any) -> Any:
+        """What is prepared of one value: its encoded fragment (adapters storing more override this)."""
+        return analyzer.fragment(value).encode()
 
     def __getstate__(self) -> dict[str, Any]:
         return {"annotations": self.annotations}

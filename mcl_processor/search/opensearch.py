@@ -35,9 +35,9 @@ from mcl_processor.opensearch_indices import (
     bulk,
     search_page,
 )
-from mcl_processor.query_syntax import parse, tokens
+from mcl_processor.query_syntax import Query, parse, tokens
 from mcl_processor.search import SCOPES, SORTS, SearchHit, SearchIndex, SearchResult, Suggestion
-from mcl_processor.search.document import Analyzer
+from mcl_processor.search.document import Analyzer, FragmentPreparer
 from mcl_processor.search.matching import has_tokens, hit_matches
 from mcl_processor.search.opensearch_mapping import (
     decode_analysis,
@@ -54,6 +54,7 @@ from mcl_processor.search.opensearch_query import (
     any_column,
     search_body,
     starting_with,
+    starts,
     too_many_words,
 )
 
@@ -61,7 +62,6 @@ MODEL = "search"
 MAX_ID_BYTES = 512  # OpenSearch's limit on a document id; longer URNs are hashed
 CAS_ATTEMPTS = 50  # rounds of conditional writes before a batch gives up
 LATER_TOKEN_DOCUMENTS = 50  # autocomplete looks for later-token matches in this many documents
-MAX_PREFIX = 200  # autocomplete prefixes are cut to this many characters
 
 
 def doc_id(urn: str) -> str:
@@ -69,6 +69,14 @@ def doc_id(urn: str) -> str:
     if len(urn.encode()) <= MAX_ID_BYTES:
         return urn
     return "sha256:" + hashlib.sha256(urn.encode()).hexdigest()
+
+
+class AnalysisPreparer(FragmentPreparer):
+    """Computes, in any process, the encoded analyses `apply` reads from `AspectChange.prepared[MODEL]`."""
+
+    @staticmethod
+    def encode(analyzer: Analyzer, value: Any) -> str:
+        return encode_analysis(analyzer.analyse(value))
 
 
 class OpenSearchSearchIndex(SearchIndex):
@@ -104,8 +112,15 @@ class OpenSearchSearchIndex(SearchIndex):
         self.indices.refresh(touched)
 
     def _entry(self, change: AspectChange) -> dict[str, Any]:
-        analysis = None if change.deleted else encode_analysis(self.analyzers[change.aspect].analyse(change.value))
+        analysis = None
+        if not change.deleted:
+            prepared = change.prepared and change.prepared.get(MODEL)
+            analysis = prepared or AnalysisPreparer.encode(self.analyzers[change.aspect], change.value)
         return {"version": change.version, "analysis": analysis}
+
+    def preparer(self) -> AnalysisPreparer:
+        """Computes ahead, in any process, the analyses of (aspect, value JSON) pairs."""
+        return AnalysisPreparer({name: analyzer.annotations for name, analyzer in self.analyzers.items()})
 
     def _reset(self, urns: Sequence[str]) -> set[str]:
         types = {urn: entity_type for urn in urns if (entity_type := self._type_of(urn))}
@@ -204,7 +219,7 @@ class OpenSearchSearchIndex(SearchIndex):
         return SearchResult(total, [self._hit(hit["_source"], parsed) for hit in hits], facets)
 
     @staticmethod
-    def _hit(source: Mapping[str, Any], parsed: Any) -> SearchHit:
+    def _hit(source: Mapping[str, Any], parsed: Query) -> SearchHit:
         parts = [analysis.fragment for analysis in (decode_analysis(entry["analysis"])
                  for _, entry in sorted(source["aspects"].items()) if entry.get("analysis"))]
         return SearchHit(source["urn"], source["entityType"], source.get("title"), source.get("description"),
@@ -214,23 +229,35 @@ class OpenSearchSearchIndex(SearchIndex):
         wanted = tokens(prefix)
         if not wanted or limit <= 0:
             return []
-        low = prefix.strip().lower()[:MAX_PREFIX]
-        found: dict[tuple[str, str], tuple[str, int]] = {}
-        keyword = suggestion_prefix(low)
-        response = self.client.search(index=self.indices.pattern, params=MISSING_OK, body={
-            "size": 0,
-            "query": {"bool": {"filter": [*VISIBLE, {"prefix": {"suggestions": keyword}}]}},
-            "aggs": {"values": {"terms": {"field": "suggestions", "include": starting_with(keyword),
-                                          "size": 4 * limit, "order": {"_key": "asc"}}}}})
-        for bucket in response.get("aggregations", {}).get("values", {}).get("buckets", []):
-            lvalue, kind, value = parse_suggestion(bucket["key"])
-            shown, count = found.get((lvalue, kind), (value, 0))
-            if (lvalue, kind) in found or len(found) < 2 * limit:
-                found[(lvalue, kind)] = (shown, count + bucket["doc_count"])
+        low = prefix.strip().lower()
+        found = self._whole_values(low, limit)
         if len(found) < limit:  # then values with a later token starting with the prefix
             found.update((key, value) for key, value in self._later_tokens(low, wanted).items() if key not in found)
         ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -kv[1][1], kv[0]))
         return [Suggestion(value, kind, count) for (_, kind), (value, count) in ranked[:limit]]
+
+    def _whole_values(self, low: str, limit: int) -> dict[tuple[str, str], tuple[str, int]]:
+        """Up to 2 * limit suggestions starting with the prefix, the first in order, with how many
+        visible entities carry them (none for a prefix too long to compile into a query)."""
+        keyword = suggestion_prefix(low)
+        try:
+            starting = starts("suggestions", keyword)
+        except ValueError:
+            return {}
+        response = self.client.search(index=self.indices.pattern, params=MISSING_OK, body={
+            "size": 0,
+            "query": {"bool": {"filter": [*VISIBLE, starting]}},
+            "aggs": {"values": {"terms": {"field": "suggestions", "include": starting_with(keyword),
+                                          "size": 4 * limit, "order": {"_key": "asc"}}}}})
+        found: dict[tuple[str, str], tuple[str, int]] = {}
+        for bucket in response.get("aggregations", {}).get("values", {}).get("buckets", []):
+            lvalue, kind, value = parse_suggestion(bucket["key"])
+            if (lvalue, kind) in found:  # the same value in another case: one suggestion
+                shown, count = found[(lvalue, kind)]
+                found[(lvalue, kind)] = (shown, count + bucket["doc_count"])
+            elif lvalue.startswith(low) and len(found) < 2 * limit:
+                found[(lvalue, kind)] = (value, bucket["doc_count"])
+        return found
 
     def _later_tokens(self, low: str, wanted: list[str]) -> dict[tuple[str, str], tuple[str, int]]:
         """Suggestions of the first documents matching the prefix whose later token starts with it."""
@@ -264,7 +291,7 @@ class OpenSearchSearchIndex(SearchIndex):
                 out.append(Divergence(MODEL, "missing", *key, f"version {change.version} not indexed"))
             elif found[0] != change.version:
                 out.append(Divergence(MODEL, "stale", *key, f"indexed version {found[0]}, store has {change.version}"))
-            elif found[1] != encode_analysis(self.analyzers[change.aspect].analyse(change.value)):
+            elif found[1] != AnalysisPreparer.encode(self.analyzers[change.aspect], change.value):
                 out.append(Divergence(MODEL, "content", *key, f"version {change.version} indexed differently"))
         out.extend(Divergence(MODEL, "extra", *key, f"version {stored[key][0]} indexed, not live in the store")
                    for key in stored if key not in wanted)

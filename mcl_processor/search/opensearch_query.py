@@ -24,6 +24,8 @@ from mcl_processor.search.opensearch_mapping import column_field, entry, entry_p
 TIER_COLUMNS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 MAX_WORDS = 48  # tokens of the free-text and schema terms of one query (each adds clauses to every tier)
 MAX_EXPANSIONS = 10_000  # terms a prefix longer than the indexed prefixes may expand to
+MAX_REGEX = 900  # characters of a regular expression (OpenSearch takes up to 1000)
+MAX_PREFIX_BYTES = 900  # of a keyword prefix (Lucene compiles automata of up to 1000 steps)
 FACET_VALUES = 20
 FACET_SHARD_VALUES = 200
 SHORTER_NAME = "params.tier + 1.0 / (2.0 + doc['titleLength'].value)"
@@ -46,6 +48,14 @@ def phrase(field: str, words: Sequence[str], prefix: bool) -> dict[str, Any]:
     return {"match_phrase": {field: {"query": text}}}
 
 
+def starts(field: str, prefix: str) -> dict[str, Any]:
+    """Keywords starting with `prefix`; raises ValueError for a prefix longer than OpenSearch
+    compiles into a query (MAX_PREFIX_BYTES)."""
+    if len(prefix.encode()) > MAX_PREFIX_BYTES:
+        raise ValueError(f"a prefix may have at most {MAX_PREFIX_BYTES} bytes")
+    return {"prefix": {field: {"value": prefix}}}
+
+
 def any_of(queries: list[dict[str, Any]]) -> dict[str, Any]:
     return queries[0] if len(queries) == 1 else {"bool": {"should": queries, "minimum_should_match": 1}}
 
@@ -57,8 +67,7 @@ def filters(parsed: Query, include_removed: bool, scope: str | None) -> list[dic
     out: list[dict[str, Any]] = list(VISIBLE if not include_removed else VISIBLE[:1])
     for key, flt in [(f.key, f) for f in parsed.filters] + [(TAGS_KEY, f) for f in parsed.tags]:
         if flt.prefix:
-            out.append(any_of([{"prefix": {"properties": {"value": entry_prefix(s, key, flt.value)}}}
-                               for s in scopes]))
+            out.append(any_of([starts("properties", entry_prefix(s, key, flt.value)) for s in scopes]))
         else:
             out.append({"terms": {"filters": [entry(s, key, flt.value) for s in scopes]}})
     out.extend(phrase(column_field("schema"), term.tokens, term.prefix) for term in parsed.schema)
@@ -116,10 +125,19 @@ def search_body(parsed: Query, include_removed: bool, scope: str | None, sort: s
     }
 
 
-def starting_with(prefix: str) -> str:
-    """A Lucene regular expression of the strings starting with `prefix` (every character
-    but letters and digits escaped)."""
-    return "".join(ch if ch.isalnum() else "\\" + ch for ch in prefix) + ".*"
+def starting_with(prefix: str, limit: int = MAX_REGEX) -> str:
+    """A Lucene regular expression of the strings starting with `prefix`, every character but
+    letters and digits escaped; past `limit` characters of expression the prefix is cut (the
+    expression then matches more, which callers filter)."""
+    out: list[str] = []
+    size = 2
+    for ch in prefix:
+        part = ch if ch.isalnum() else "\\" + ch
+        if size + len(part) > limit:
+            break
+        out.append(part)
+        size += len(part)
+    return "".join(out) + ".*"
 
 
 def any_column(words: Sequence[str], columns: Sequence[str]) -> dict[str, Any]:
