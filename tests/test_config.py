@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gms.config import Config, ConfigError
@@ -58,3 +60,17 @@ def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
 def test_a_missing_file_is_named(tmp_path):
     with pytest.raises(ConfigError, match="cannot read .*nope.yml"):
         Config.load(tmp_path / "nope.yml", env={})
+
+
+def test_the_compose_file_runs_lodestar_commands_on_settings_the_configuration_accepts():
+    import yaml
+
+    from gms.cli import build_parser
+
+    services = yaml.safe_load((Path(__file__).parent.parent / "deploy" / "docker-compose.yml").read_text())["services"]
+    for name in ("gms", "mcl-processor"):
+        args = build_parser().parse_args(services[name]["command"])
+        assert args.command == name
+        config = Config.load(env=services[name]["environment"])
+        assert (config.event_log, config.aspect_store, config.read_models) == ("kafka", "cassandra", "distributed")
+        assert config.endpoints.kafka_bootstrap == "kafka:19092"
