@@ -49,7 +49,8 @@ def open_event_log(config: Config, data_dir: Path) -> EventLog:
     if config.event_log == "kafka":
         from ingest.eventlog.kafka import KafkaEventLog
 
-        return KafkaEventLog.from_endpoints(config.endpoints, prefix=config.kafka_prefix)
+        return KafkaEventLog.from_endpoints(config.endpoints, prefix=config.kafka_prefix,
+                                            session_timeout_ms=config.kafka_session_timeout_ms)
     from ingest.eventlog.sqlite import SqliteEventLog
 
     return SqliteEventLog(data_dir / DATABASE)

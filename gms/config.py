@@ -5,16 +5,20 @@
 event_log: kafka            # sqlite (default) | kafka
 aspect_store: cassandra     # sqlite (default) | cassandra
 read_models: distributed    # sqlite (default) | distributed: OpenSearch search and timeseries, Cassandra lineage
-kafka: {bootstrap: "127.0.0.1:9092", prefix: ""}
+kafka: {bootstrap: "127.0.0.1:9092", prefix: "", session_timeout_ms: 45000}
 cassandra: {hosts: ["127.0.0.1:9042"], keyspace: lodestar}
 opensearch: {url: "http://127.0.0.1:9200", prefix: lodestar}
 ```
 
+`kafka.session_timeout_ms` is how long a consumer-group member may go unheard before its
+partitions move to the others (a killed GMS or MCL processor is replaced after it; the broker
+bounds it, by default to 6000..1800000).
+
 Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_STORE`,
 `LODESTAR_READ_MODELS`, `LODESTAR_KAFKA_BOOTSTRAP`, `LODESTAR_KAFKA_PREFIX`,
-`LODESTAR_CASSANDRA_HOSTS` (comma-separated), `LODESTAR_CASSANDRA_KEYSPACE`,
-`LODESTAR_OPENSEARCH_URL`, `LODESTAR_OPENSEARCH_PREFIX`. The file is `--config`, else
-`LODESTAR_CONFIG`, else `lodestar.yml` in the data directory if it exists.
+`LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_CASSANDRA_HOSTS` (comma-separated),
+`LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_OPENSEARCH_URL`, `LODESTAR_OPENSEARCH_PREFIX`. The
+file is `--config`, else `LODESTAR_CONFIG`, else `lodestar.yml` in the data directory if it exists.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class Config:
     read_models: str = "sqlite"
     endpoints: Endpoints = field(default_factory=Endpoints)
     kafka_prefix: str = ""
+    kafka_session_timeout_ms: int = 45_000
     cassandra_keyspace: str = "lodestar"
     opensearch_prefix: str = "lodestar"
 
@@ -91,6 +96,9 @@ class Config:
         values: dict[str, Any] = {key: str(raw[key]) for key in CHOICES if key in raw}
         values.update(_present(kafka_prefix=kafka.get("prefix"), cassandra_keyspace=cassandra.get("keyspace"),
                                opensearch_prefix=opensearch.get("prefix")))
+        if kafka.get("session_timeout_ms") is not None:
+            values["kafka_session_timeout_ms"] = _milliseconds(kafka["session_timeout_ms"], "kafka.session_timeout_ms",
+                                                               str(path))
         return cls(endpoints=endpoints, **values)._checked(str(path))
 
     def _with_env(self, env: Mapping[str, str]) -> Config:
@@ -99,6 +107,9 @@ class Config:
         values.update(_present(kafka_prefix=env.get("LODESTAR_KAFKA_PREFIX"),
                                cassandra_keyspace=env.get("LODESTAR_CASSANDRA_KEYSPACE"),
                                opensearch_prefix=env.get("LODESTAR_OPENSEARCH_PREFIX")))
+        if env.get("LODESTAR_KAFKA_SESSION_TIMEOUT_MS"):
+            values["kafka_session_timeout_ms"] = _milliseconds(env["LODESTAR_KAFKA_SESSION_TIMEOUT_MS"],
+                                                               "LODESTAR_KAFKA_SESSION_TIMEOUT_MS", "the environment")
         endpoints = Endpoints.from_env(env, base=self.endpoints)
         return replace(self, endpoints=endpoints, **values)._checked("the environment")
 
@@ -120,6 +131,12 @@ def _section(raw: Mapping[str, Any], name: str, path: Path) -> dict[str, Any]:
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: {name} must be a mapping, found {type(section).__name__}")
     return section
+
+
+def _milliseconds(value: Any, key: str, source: str) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
+        raise ConfigError(f"{source}: {key} must be a positive number of milliseconds, not {value!r}")
+    return int(value)
 
 
 def _present(**values: Any) -> dict[str, str]:

@@ -40,6 +40,14 @@ def test_environment_variables_override_the_file(tmp_path):
     assert Config.load(env={"LODESTAR_CONFIG": str(path)}).event_log == "kafka"
 
 
+def test_the_kafka_session_timeout_comes_from_the_file_or_the_environment(tmp_path):
+    path = tmp_path / "lodestar.yml"
+    path.write_text("kafka: {session_timeout_ms: 10000}\n")
+    assert Config.load(env={}).kafka_session_timeout_ms == 45_000
+    assert Config.load(path, env={}).kafka_session_timeout_ms == 10_000
+    assert Config.load(path, env={"LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}).kafka_session_timeout_ms == 6000
+
+
 @pytest.mark.parametrize("text, env, message", [
     ("event_log: rabbit\n", {}, "event_log must be one of sqlite, kafka, not 'rabbit'"),
     ("evnt_log: kafka\n", {}, "unknown setting(s) evnt_log"),
@@ -48,6 +56,9 @@ def test_environment_variables_override_the_file(tmp_path):
     ("event_log: [\n", {}, "not valid YAML"),
     ("cassandra: {keyspace: Meta-Data}\n", {}, "cassandra_keyspace 'Meta-Data' must be lowercase"),
     ("", {"LODESTAR_READ_MODELS": "elastic"}, "the environment: read_models must be one of sqlite, distributed"),
+    ("kafka: {session_timeout_ms: soon}\n", {}, "kafka.session_timeout_ms must be a positive number of milliseconds"),
+    ("", {"LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "0"},
+     "the environment: LODESTAR_KAFKA_SESSION_TIMEOUT_MS must be a positive number of milliseconds, not '0'"),
 ])
 def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
     path = tmp_path / "lodestar.yml"
