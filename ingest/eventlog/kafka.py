@@ -73,6 +73,8 @@ DEFAULT_RETENTION_MS = 7 * DAY_MS
 SEQUENCES = "LodestarProducerSequences_v1"
 SEQUENCES_CONFIG = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(3600 * 1000)}
 TRANSACTION_TIMEOUT_MS = 60_000
+_LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                            KafkaError.UNKNOWN_TOPIC_OR_PART})
 
 
 @dataclass
@@ -222,10 +224,16 @@ class KafkaEventLog(EventLog):
                 if not fresh:
                     return
                 client = state.producer
+                written: dict[int, int] = {}  # partition -> last offset written there
+
+                def delivered(err: KafkaError | None, message: Message, written: dict[int, int] = written) -> None:
+                    if err is None:
+                        written[message.partition()] = max(written.get(message.partition(), -1), message.offset())
+
                 try:
                     client.begin_transaction()
                     for message in fresh:
-                        self._produce(client, topic, message, partitions)
+                        self._produce(client, topic, message, partitions, on_delivery=delivered)
                     if newest is not None:
                         self._produce(client, SEQUENCES, LogMessage(producer, str(newest).encode()), 1)
                     client.commit_transaction(self.timeout)
@@ -241,7 +249,21 @@ class KafkaEventLog(EventLog):
                                         f" as producer {producer} failed: {err}") from exc
                 if newest is not None:
                     state.last_sequence = newest
+                self._await_readable(topic, written)
                 return
+
+    def _await_readable(self, topic: str, written: dict[int, int]) -> None:
+        """Wait until committed readers see the offsets written: a transaction's commit markers
+        reach its partitions after the commit returns, and until then the messages are not
+        readable, nor counted by end_offset (so waitForIndex would not wait for them)."""
+        name = self.topic_name(topic)
+        deadline = time.monotonic() + self.timeout
+        with self._reader_lock, self._failing(f"awaiting the commit markers in {name}"):
+            for partition, last in written.items():
+                while self._watermarks(name, partition)[1] <= last:
+                    if time.monotonic() > deadline:
+                        raise EventLogError(f"Kafka at {self.bootstrap}: {name}[{partition}] did not make offset"
+                                            f" {last} readable within {self.timeout:g}s")
 
     def _producer_lock(self, producer: str) -> threading.Lock:
         with self._producers_lock:
@@ -286,7 +308,7 @@ class KafkaEventLog(EventLog):
         deadline = time.monotonic() + self.timeout
         found: list[Message] = []
         with self._reader_lock, self._failing(f"reading {name}[{partition}]"):
-            low, end = self._reader.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
+            low, end = self._watermarks(name, partition)
             start = max(offset, low)
             if start >= end or limit == 0:
                 return []
@@ -314,7 +336,7 @@ class KafkaEventLog(EventLog):
         self._ensure(topic)
         name = self.topic_name(topic)
         with self._reader_lock, self._failing(f"reading the end of {name}[{partition}]"):
-            low, end = self._reader.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
+            low, end = self._watermarks(name, partition)
         window = 2
         while end > low:
             start = max(low, end - window)
@@ -325,6 +347,17 @@ class KafkaEventLog(EventLog):
                 break
             window *= 8
         return 0
+
+    def _watermarks(self, name: str, partition: int) -> tuple[int, int]:
+        """(first offset, end of committed data) of a partition, asked of its leader; a leader
+        not known yet (a topic just created, a leader moving) is asked again until the timeout."""
+        deadline = time.monotonic() + self.timeout
+        while True:
+            try:
+                return self._reader.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
+            except KafkaException as exc:
+                if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
+                    raise
 
     def committed(self, group: str, topic: str, partition: int) -> int:
         """The next offset `group` will read in a partition (0 when it committed none)."""
