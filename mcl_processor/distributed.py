@@ -10,7 +10,8 @@ from ingest.backends import Endpoints
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
 from mcl_processor.opensearch_indices import client_for
-from mcl_processor.readmodels import ReadModels, ReadModelsUnavailable
+from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels, ReadModelsUnavailable
+from mcl_processor.search.opensearch import MODEL as SEARCH
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
 from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
 from schemas.registry import EntityRegistry
@@ -46,6 +47,9 @@ class DistributedReadModels(ReadModels):
                                         f" {err}") from None
         return cls(OpenSearchSearchIndex(client, annotations, index_prefix), lineage,
                    OpenSearchTimeseriesStore(client, index_prefix))
+
+    def preparer(self) -> Preparer:
+        return ModelPreparer(SEARCH, self.search.preparer())
 
     def close(self) -> None:
         self.lineage.close()

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
-from mcl_processor.readmodels import Preparer, ReadModels
-from mcl_processor.search.document import FragmentPreparer
+from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
 from mcl_processor.search.sqlite import MODEL as SEARCH
 from mcl_processor.search.sqlite import SqliteSearchIndex
 from mcl_processor.sqlite_db import FILE_NAME, Database
@@ -35,18 +32,7 @@ class SqliteReadModels(ReadModels):
         return self.db.transaction()
 
     def preparer(self) -> Preparer:
-        return _Preparer(self.search.preparer())
+        return ModelPreparer(SEARCH, self.search.preparer())
 
     def close(self) -> None:
         self.db.close()
-
-
-class _Preparer:
-    """The search fragments, the costly part of indexing, computed ahead."""
-
-    def __init__(self, fragments: FragmentPreparer):
-        self.fragments = fragments
-
-    def __call__(self, items: Sequence[tuple[str, str | None]]) -> list[Mapping[str, Any] | None]:
-        return [None if fragment is None else {SEARCH: fragment} for fragment in self.fragments(items)]
-
