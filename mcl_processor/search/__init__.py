@@ -111,3 +111,13 @@ class SearchIndex(ABC):
     @abstractmethod
     def clear(self) -> None:
         """Forget everything (inside the current transaction)."""
+
+
+def checked_options(sort: str, scope: str | None, start: int, count: int) -> tuple[str | None, int, int]:
+    """A query's scope (upper-cased), start and count (never negative), checked as every adapter
+    checks them; raises ValueError for a bad sort or scope."""
+    if sort not in SORTS:
+        raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
+    if scope is not None and scope.upper() not in SCOPES:
+        raise ValueError(f"scope must be USER or SYSTEM, not {scope!r}")
+    return scope and scope.upper(), max(0, start), max(0, count)

@@ -36,7 +36,7 @@ from mcl_processor.opensearch_indices import (
     search_page,
 )
 from mcl_processor.query_syntax import Query, parse, tokens
-from mcl_processor.search import SCOPES, SORTS, SearchHit, SearchIndex, SearchResult, Suggestion
+from mcl_processor.search import SearchHit, SearchIndex, SearchResult, Suggestion, checked_options
 from mcl_processor.search.document import Analyzer, FragmentPreparer
 from mcl_processor.search.matching import has_tokens, hit_matches
 from mcl_processor.search.opensearch_mapping import (
@@ -198,18 +198,14 @@ class OpenSearchSearchIndex(SearchIndex):
 
     def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
               include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
-        if sort not in SORTS:
-            raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-        if scope is not None and scope.upper() not in SCOPES:
-            raise ValueError(f"scope must be USER or SYSTEM, not {scope!r}")
-        start, count = max(0, start), max(0, count)
+        scope, start, count = checked_options(sort, scope, start, count)
         parsed = parse(query)
         if too_many_words(parsed):
             raise ValueError(f"a query may have at most {MAX_WORDS} words in free-text and schema terms")
         targets = self._targets(types)
         if parsed.matches_nothing or targets is None:
             return SearchResult(0, [], {})
-        body = search_body(parsed, include_removed, scope and scope.upper(), sort, self.facets)
+        body = search_body(parsed, include_removed, scope, sort, self.facets)
         response, hits = search_page(self.client, targets, body, start, count)
         total = response["hits"]["total"]["value"]
         if total == 0:

@@ -19,7 +19,7 @@ from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
 from mcl_processor.query_syntax import Query, parse, tokens
-from mcl_processor.search import SCOPES, SORTS, SearchHit, SearchIndex, SearchResult, Suggestion
+from mcl_processor.search import SCOPES, SearchHit, SearchIndex, SearchResult, Suggestion, checked_options
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
     COLUMNS,
@@ -222,16 +222,12 @@ class SqliteSearchIndex(SearchIndex):
 
     def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
               include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
-        if sort not in SORTS:
-            raise ValueError(f"sort must be one of {', '.join(SORTS)}, not {sort!r}")
-        if scope is not None and scope.upper() not in SCOPES:
-            raise ValueError(f"scope must be USER or SYSTEM, not {scope!r}")
-        start, count = max(0, start), max(0, count)
+        scope, start, count = checked_options(sort, scope, start, count)
         parsed = parse(query)
         if parsed.matches_nothing or (types is not None and not types):
             return SearchResult(0, [], {})
         conn = self.db.reader()
-        hits = _Hits.of(conn, parsed, types, include_removed, scope and scope.upper())
+        hits = _Hits.of(conn, parsed, types, include_removed, scope)
         total = hits.count(conn)
         if total == 0:
             return SearchResult(0, [], {})
