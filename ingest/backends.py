@@ -14,6 +14,10 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from cassandra.cluster import Session
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +47,33 @@ class Endpoints:
             hosts.append(name)
             port = int(number) if number else port
         return hosts, port
+
+
+class BackendUnavailable(ConnectionError):
+    """A backend's servers did not answer; the message names them."""
+
+
+def cassandra_session(endpoints: Endpoints, *, connect_timeout: float = 5.0, request_timeout: float = 10.0,
+                      local_dc: str | None = None) -> Session:
+    """A session on its own cluster connection (`session.cluster.shutdown()` closes it): token-aware
+    routing, QUORUM reads and writes, SERIAL for lightweight transactions, the coordinator's clock
+    for plain writes (as LWT ballots use), protocol v5. Raises BackendUnavailable naming the
+    contact points when none answers within connect_timeout."""
+    from cassandra import ConsistencyLevel, DriverException
+    from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
+    from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+
+    hosts, port = endpoints.cassandra_contact_points()
+    profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc)),
+                               request_timeout=request_timeout, consistency_level=ConsistencyLevel.QUORUM,
+                               serial_consistency_level=ConsistencyLevel.SERIAL)
+    cluster = Cluster(hosts, port=port, protocol_version=5, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                      connect_timeout=connect_timeout, control_connection_timeout=connect_timeout)
+    try:
+        session = cluster.connect()
+    except (NoHostAvailable, DriverException, OSError) as err:
+        cluster.shutdown()
+        raise BackendUnavailable(f"Cassandra at {', '.join(endpoints.cassandra_hosts)} does not answer"
+                                 f" (connect timeout {connect_timeout:g}s): {err}") from None
+    session.use_client_timestamp = False
+    return session

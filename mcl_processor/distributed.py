@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 
-from ingest.backends import Endpoints
+from ingest.backends import BackendUnavailable, Endpoints
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
 from mcl_processor.opensearch_indices import client_for
@@ -41,10 +41,9 @@ class DistributedReadModels(ReadModels):
             raise ReadModelsUnavailable(f"OpenSearch at {endpoints.opensearch_url} does not answer: {err}") from None
         try:
             lineage = CassandraLineageGraph.connect(endpoints, keyspace, annotations)
-        except Exception as err:
+        except BackendUnavailable as err:
             client.close()
-            raise ReadModelsUnavailable(f"Cassandra at {', '.join(endpoints.cassandra_hosts)} does not answer:"
-                                        f" {err}") from None
+            raise ReadModelsUnavailable(str(err)) from None
         return cls(OpenSearchSearchIndex(client, annotations, index_prefix), lineage,
                    OpenSearchTimeseriesStore(client, index_prefix))
 

@@ -61,9 +61,7 @@ from itertools import chain, islice
 from typing import Any
 
 import orjson
-from cassandra import DriverException
-from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable, Session
-from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from cassandra.cluster import Session
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect, StoreUnavailable
 from gms.store.cassandra_outbox import CassandraOutbox
@@ -76,7 +74,7 @@ from gms.store.cassandra_schema import (
     prepare,
     quoted_keyspace,
 )
-from ingest.backends import Endpoints
+from ingest.backends import BackendUnavailable, Endpoints, cassandra_session
 
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner
 
@@ -158,24 +156,16 @@ class CassandraAspectStore(AspectStore):
                 local_dc: str | None = None, **options: Any) -> CassandraAspectStore:
         """A store on its own cluster connection. Raises StoreUnavailable, naming the contact
         points, when none answers within connect_timeout (per contact point)."""
-        hosts, port = endpoints.cassandra_contact_points()
-        profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc)),
-                                   request_timeout=request_timeout, consistency_level=QUORUM,
-                                   serial_consistency_level=SERIAL)
-        cluster = Cluster(hosts, port=port, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                          connect_timeout=connect_timeout, control_connection_timeout=connect_timeout)
         try:
-            session = cluster.connect()
-        except (NoHostAvailable, DriverException, OSError) as err:
-            cluster.shutdown()
-            raise StoreUnavailable(f"Cassandra at {', '.join(endpoints.cassandra_hosts)} does not answer"
-                                   f" (connect timeout {connect_timeout:g}s): {err}") from None
-        session.use_client_timestamp = False
+            session = cassandra_session(endpoints, connect_timeout=connect_timeout, request_timeout=request_timeout,
+                                        local_dc=local_dc)
+        except BackendUnavailable as err:
+            raise StoreUnavailable(str(err)) from None
         try:
             return cls(session, keyspace, producer_id, replication_factor=replication_factor,
                        owns_session=True, **options)
         except BaseException:
-            cluster.shutdown()
+            session.cluster.shutdown()
             raise
 
     @property

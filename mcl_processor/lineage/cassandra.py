@@ -47,7 +47,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, SimpleStatement, tuple_factory
 
 from gms.faults import crash_point
-from ingest.backends import Endpoints
+from ingest.backends import Endpoints, cassandra_session
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
@@ -103,14 +103,13 @@ class CassandraLineageGraph(LineageGraph):
     def connect(cls, endpoints: Endpoints, keyspace: str, annotations: Annotations,
                 **options: Any) -> CassandraLineageGraph:
         """A graph on its own connection to the Cassandra of `endpoints` (closed by `close`)."""
-        hosts, port = endpoints.cassandra_contact_points()
-        cluster = Cluster(hosts, port=port)
+        session = cassandra_session(endpoints)
         try:
-            graph = cls(cluster.connect(), keyspace, annotations, **options)
+            graph = cls(session, keyspace, annotations, **options)
         except BaseException:
-            cluster.shutdown()
+            session.cluster.shutdown()
             raise
-        graph._cluster = cluster
+        graph._cluster = session.cluster
         return graph
 
     def close(self) -> None:
