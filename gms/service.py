@@ -131,6 +131,7 @@ class Gms:
         return LogMessage(mcp.get("entityUrn") or "", self.codec.encode(FAILED_MCP, {"mcp": mcp, "error": error}))
 
     def close(self) -> None:
+        self.writes.close()
         self.store.close()
         self.log.close()
 

@@ -282,6 +282,26 @@ def test_a_failed_proposal_does_not_stop_the_others(gms: Gms):
     assert [r.status for r in results] == ["applied", "failed", "applied"]
 
 
+def test_a_call_over_many_entities_keeps_the_order_of_each_entity_and_of_the_results(gms: Gms):
+    # The Cassandra store applies the entities of one call concurrently (entity_concurrency).
+    urns = [dataset_urn(f"many.t{i}") for i in range(40)]
+    results = apply(gms, *[proposal(urn, "datasetProperties", properties(f"v{v}")) for v in (1, 2, 3) for urn in urns],
+                    proposal(urns[0], "datasetProperties", {"description": 5}),
+                    proposal(urns[1], "datasetKey", change="DELETE"))
+    assert [(r.status, r.version) for r in results[:-2]] == [("applied", v) for v in (1, 2, 3) for _ in urns]
+    assert [r.status for r in results[-2:]] == ["failed", "applied"]
+    for urn in urns[2:]:
+        assert [h.value["description"] for h in gms.store.history(urn, "datasetProperties")] == ["v1", "v2", "v3"]
+    assert gms.store.entity(urns[1]) == []
+    versions: dict[tuple[str, str], list[int]] = {}
+    for mcl in mcls(gms):
+        versions.setdefault((mcl["entityUrn"], mcl["aspectName"]), []).append(int(mcl["systemMetadata"]["version"]))
+    assert versions[(urns[0], "datasetProperties")] == [1, 2, 3]
+    assert versions[(urns[1], "datasetProperties")] == [1, 2, 3, 4]  # then tombstoned with its entity
+    assert versions[(urns[1], "datasetKey")] == [1, 2]
+    assert all(found == sorted(found) for found in versions.values())
+
+
 def test_versions_survive_a_restart(tmp_path):
     first = Gms.embedded(tmp_path)
     first.apply([proposal(URN, "status", {"removed": False})], ACTOR)

@@ -92,6 +92,12 @@ class AspectBatch(ABC):
 class AspectStore(ABC):
     """Versioned aspects and the MCL outbox."""
 
+    #: How many entities the write path may work on at once, each from a thread of its own, in
+    #: one batch (an entity's proposals stay in order on one thread). 1: one thread, in order,
+    #: as a store whose batch is one transaction needs; a store whose every operation is a round
+    #: trip to a server, with no transaction across entities (Cassandra), gains from more.
+    entity_concurrency: int = 1
+
     @abstractmethod
     def batch(self) -> AbstractContextManager[AspectBatch]:
         """A unit of work; committed when the block exits normally, else rolled back as far as

@@ -21,7 +21,8 @@ aspect and then the aspect (two LWTs): a crash in between leaves an entity with 
 only, which is a valid state (the retried proposal adds the aspect). Deleting an entity
 tombstones its aspects one LWT each, the key aspect last, so a crash part-way leaves a live
 entity with fewer aspects, which a retry finishes. Reads inside a batch are SERIAL: they see
-every applied LWT, the batch's own included, and complete any in progress.
+every applied LWT, the batch's own included, and complete any in progress. A batch may be
+used from several threads at once, one entity per thread (`entity_concurrency`).
 
 Producers and the relay. Every open store is one producer of events (the event log drops a
 message whose sequence is not above the producer's last, Kafka's idempotent-producer model),
@@ -77,6 +78,8 @@ from gms.store.cassandra_schema import (
 from ingest.backends import BackendUnavailable, Endpoints, cassandra_session
 
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner
+# Each operation is a round trip, so a batch's entities are applied this many at a time.
+ENTITY_CONCURRENCY = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +125,11 @@ class CassandraAspectStore(AspectStore):
 
     def __init__(self, session: Session, keyspace: str, producer_id: str | None = None, *,
                  replication_factor: int = 1, id_block: int = 1000, settle_after: float = 30.0,
-                 owns_session: bool = False):
+                 owns_session: bool = False, entity_concurrency: int = ENTITY_CONCURRENCY):
         """Tables are created if absent. `producer_id`: this store's own (see the module
-        docstring). `owns_session`: close() shuts the session's cluster down."""
+        docstring). `owns_session`: close() shuts the session's cluster down.
+        `entity_concurrency`: entities the write path works on at once (see AspectStore)."""
+        self.entity_concurrency = entity_concurrency
         self._session = session
         self._owns_session = owns_session
         partitioner = session.cluster.metadata.partitioner
