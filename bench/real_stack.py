@@ -1,0 +1,477 @@
+"""End-to-end MCP/s on the real stack (Kafka + Cassandra + OpenSearch) next to each backend's raw limit.
+
+    .venv/bin/python -m bench.real_stack [--datasets 1500] [--setups serve,split] [--workers 2]
+
+Lodestar: 4 MCPs per realistic dataset (`bench/datasets.py`) sent to GMS over HTTP (batches of
+1000, one connection per GMS worker), timed from the first request until everything is
+searchable (`waitForIndex`), as `bench/read_models.py` measures the embedded stack. Each setup
+runs on names of its own (Kafka prefix, keyspace, index prefix):
+
+* `serve`: `lodestar serve --workers W` (W request workers + one background process: MCP
+  consumer, MCL processor and its decode workers, outbox relay);
+* `split`: `lodestar gms --workers W` and `lodestar mcl-processor` as separate processes.
+
+Then each backend alone, on the same machine, doing the writes Lodestar needed for those MCPs,
+as a well-written client would:
+
+* Kafka: the MCLs of the first run (same keys, sizes and partitions), produced by an idempotent
+  acks=all producer (the adapter's settings) while a consumer reads them back;
+* Cassandra: the rows of the first run's aspect store, each an `INSERT ... IF NOT EXISTS` into
+  a table of the same shape, 64 in flight (execute_concurrent);
+* OpenSearch: the first run's search documents, bulk-indexed into an index with the same
+  settings and mappings, then refreshed.
+
+Each raw figure is also given as MCP/s (the run's MCPs over the time the backend took for
+their writes), and Lodestar's rate as a share of each. Figures only, never asserted; on a
+shared 2-core machine they move between runs. Every topic, consumer group, keyspace and index
+made is deleted at the end, also on failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
+from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from opensearchpy import OpenSearch
+
+from bench.datasets import generate
+from gms.store.cassandra_schema import QUORUM, SERIAL
+from ingest import topics
+from ingest.backends import Endpoints
+from ingest.eventlog import partition_for
+from ingest.rest import LodestarError, RestClient
+from tests.conftest import free_port
+from tests.processes import LODESTAR, TOKEN
+
+BATCH = 1000  # MCPs per POST, as the other benchmarks send them
+PARTITIONS = 4  # the Kafka event log's default partition count
+CASSANDRA_CONCURRENCY = 64
+BULK_DOCS = 500  # documents per raw bulk request
+RAW_MINIMUM = {"kafka": 50_000, "cassandra": 20_000, "opensearch": 10_000}  # writes per raw run, at least
+WAIT = 120.0
+
+
+@dataclass
+class Names:
+    """The names one Lodestar run uses on the shared servers (unique per run)."""
+
+    run: str = field(default_factory=lambda: f"bench_{uuid.uuid4().hex[:12]}")
+
+    @property
+    def kafka_prefix(self) -> str:
+        return f"{self.run}-"
+
+    def env(self, endpoints: Endpoints) -> dict[str, str]:
+        return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_ASPECT_STORE": "cassandra",
+                "LODESTAR_READ_MODELS": "distributed", "LODESTAR_KAFKA_PREFIX": self.kafka_prefix,
+                "LODESTAR_CASSANDRA_KEYSPACE": self.run, "LODESTAR_OPENSEARCH_PREFIX": self.run,
+                "LODESTAR_KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
+                "LODESTAR_CASSANDRA_HOSTS": ",".join(endpoints.cassandra_hosts),
+                "LODESTAR_OPENSEARCH_URL": endpoints.opensearch_url}
+
+
+# -- servers: connections and cleanup -----------------------------------------------------
+
+
+def cassandra_session(endpoints: Endpoints) -> Cluster:
+    """A cluster connection as a well-written client makes it: token aware, QUORUM/SERIAL,
+    TCP_NODELAY (else every request over ~4 KB waits ~40 ms for a delayed ACK)."""
+    hosts, port = endpoints.cassandra_contact_points()
+    profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
+                               request_timeout=30.0, consistency_level=QUORUM, serial_consistency_level=SERIAL)
+    return Cluster(hosts, port=port, protocol_version=5, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
+                   sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+
+
+def drop_everything(endpoints: Endpoints, names: Names) -> None:
+    """Delete the run's topics, consumer groups, keyspace and indices (whatever exists)."""
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
+    with suppress(Exception):
+        doomed = [t for t in admin.list_topics(timeout=30).topics if t.startswith(names.kafka_prefix)]
+        for future in (admin.delete_topics(doomed, operation_timeout=30).values() if doomed else ()):
+            with suppress(Exception):
+                future.result()
+    with suppress(Exception):
+        groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=30).result().valid
+                  if g.group_id.startswith(names.kafka_prefix)]
+        for future in (admin.delete_consumer_groups(groups, request_timeout=30).values() if groups else ()):
+            with suppress(Exception):
+                future.result()
+    with suppress(Exception):
+        cluster = cassandra_session(endpoints)
+        try:
+            cluster.connect().execute(f'DROP KEYSPACE IF EXISTS "{names.run}"', timeout=120)
+        finally:
+            cluster.shutdown()
+    with suppress(Exception):
+        client = OpenSearch(endpoints.opensearch_url, timeout=120)
+        for index in client.indices.get(index=f"{names.run}_*", params={"allow_no_indices": "true"}):
+            client.indices.delete(index=index, params={"ignore_unavailable": "true"})
+        client.close()
+
+
+# -- Lodestar ------------------------------------------------------------------------------
+
+
+@dataclass
+class Setup:
+    """How Lodestar runs: the processes (each a `lodestar` command line) and what they do."""
+
+    name: str
+    commands: list[list[str]]
+    description: str
+    connections: int
+
+
+def setups(workers: int) -> dict[str, Setup]:
+    """The setups by name (see the module docstring)."""
+    serve_note = (f"lodestar serve --workers {workers}: {workers} request workers + 1 background process"
+                  " (MCP consumer, MCL processor with its decode workers, outbox relay)")
+    split_note = (f"lodestar gms --workers {workers} ({workers} request workers, MCP consumer process)"
+                  " + lodestar mcl-processor (own process, with its decode workers)")
+    return {
+        "serve": Setup("serve", [["serve", "--workers", str(workers)]], serve_note, workers),
+        "split": Setup("split", [["gms", "--workers", str(workers)], ["mcl-processor"]], split_note, workers),
+    }
+
+
+@contextmanager
+def running(setup: Setup, data_dir: Path, env: dict[str, str]) -> Iterator[str]:
+    """The setup's processes on a free port; yields GMS's URL once /health answers."""
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    procs: list[subprocess.Popen[str]] = []
+    logs = data_dir.parent / "process-logs"
+    logs.mkdir(exist_ok=True)
+    try:
+        for number, command in enumerate(setup.commands):
+            args = [*LODESTAR, *command, "--data-dir", str(data_dir)]
+            if command[0] in ("serve", "gms"):
+                args += ["--port", str(port), "--admin-token", TOKEN]
+            out = (logs / f"{number}-{command[0]}.log").open("w")
+            procs.append(subprocess.Popen(args, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
+                                          text=True))
+        client = RestClient(url)
+        deadline = time.monotonic() + WAIT
+        while True:
+            for proc in procs:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"{proc.args} exited {proc.returncode}: "
+                                       f"{(logs / f'{procs.index(proc)}-{proc.args[4]}.log').read_text()[-2000:]}")
+            with suppress(LodestarError):
+                if client.request("GET", "/health")[0] == 200:
+                    break
+            if time.monotonic() > deadline:
+                raise RuntimeError("lodestar did not become healthy")
+            time.sleep(0.1)
+        yield url
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for proc in procs:
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+def ingest(url: str, mcps: Sequence[dict[str, Any]], connections: int) -> tuple[float, float]:
+    """(seconds until every MCP was accepted, seconds until everything was searchable)"""
+    bodies = [json.dumps({"proposals": list(mcps[i:i + BATCH])}).encode() for i in range(0, len(mcps), BATCH)]
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    client = RestClient(url, TOKEN)
+
+    def share(worker: int) -> None:
+        conn = RestClient(url, TOKEN)._connection()  # a connection of its own
+        for body in bodies[worker::connections]:
+            conn.request("POST", "/v1/proposals", body, headers)
+            response = conn.getresponse()
+            answer = json.loads(response.read())
+            if response.status != 200 or any(r["status"] != "applied" for r in answer["results"]):
+                raise RuntimeError(f"POST /v1/proposals: {response.status} {str(answer)[:500]}")
+        conn.close()
+
+    start = time.perf_counter()
+    with ThreadPoolExecutor(connections) as pool:
+        list(pool.map(share, range(connections)))
+    accepted = time.perf_counter() - start
+    while not client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]:
+        pass  # each call waits up to 30 s for the processor to catch up
+    return accepted, time.perf_counter() - start
+
+
+@dataclass
+class LodestarRun:
+    setup: Setup
+    names: Names
+    accepted: float
+    elapsed: float
+
+
+def lodestar_run(setup: Setup, mcps: Sequence[dict[str, Any]], endpoints: Endpoints, names: Names,
+                 workdir: Path) -> LodestarRun:
+    data_dir = workdir / setup.name / "data"
+    data_dir.mkdir(parents=True)
+    try:
+        with running(setup, data_dir, names.env(endpoints)) as url:
+            accepted, elapsed = ingest(url, mcps, setup.connections)
+    except BaseException:
+        for log in sorted((workdir / setup.name).glob("*-logs/*.log")):
+            print(f"--- {log.name}:\n{log.read_text()[-3000:]}", file=sys.stderr)
+        raise
+    return LodestarRun(setup, names, accepted, elapsed)
+
+
+# -- what Lodestar wrote, read back for the raw runs ----------------------------------------
+
+
+def written_mcls(endpoints: Endpoints, names: Names) -> list[tuple[bytes, bytes]]:
+    """(key, value) of every versioned MCL the run published."""
+    topic = names.kafka_prefix + topics.MCL_VERSIONED
+    consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap, "group.id": f"{names.run}-reader",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "enable.partition.eof": True})
+    try:
+        partitions = consumer.list_topics(topic, timeout=30).topics[topic].partitions
+        found: list[tuple[bytes, bytes]] = []
+        for partition in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), 30)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, partition, low)])
+            while True:
+                message = consumer.poll(30)
+                if message is None:
+                    raise RuntimeError(f"reading {topic}[{partition}] timed out")
+                if message.error() is not None:
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        break
+                    raise RuntimeError(str(message.error()))
+                found.append((message.key(), message.value()))
+        return found
+    finally:
+        consumer.close()
+
+
+def written_rows(session: Session, names: Names) -> list[tuple[Any, ...]]:
+    """(urn, kind, name, seq, value, system_metadata) of every version the run stored."""
+    rows = session.execute(f'SELECT urn, kind, name, seq, value, system_metadata FROM "{names.run}".aspects')
+    return [tuple(row) for row in rows if row.kind == "aspect"]
+
+
+def written_documents(client: OpenSearch, names: Names) -> tuple[str, dict[str, Any], list[tuple[str, Any]]]:
+    """(index, its settings and mappings, [(id, source)]) of the run's dataset search documents."""
+    index = f"{names.run}_search_dataset"
+    described = client.indices.get(index=index)[index]
+    settings = {key: value for key, value in described["settings"]["index"].items()
+                if key not in ("uuid", "creation_date", "provided_name", "version")}
+    docs: list[tuple[str, Any]] = []
+    after: list[Any] | None = None
+    while True:
+        body: dict[str, Any] = {"size": 2000, "sort": [{"_id": "asc"}], "query": {"match_all": {}}}
+        if after is not None:
+            body["search_after"] = after
+        hits = client.search(index=index, body=body)["hits"]["hits"]
+        if not hits:
+            return index, {"settings": {"index": settings}, "mappings": described["mappings"]}, docs
+        docs.extend((hit["_id"], hit["_source"]) for hit in hits)
+        after = hits[-1]["sort"]
+
+
+# -- the raw limits -------------------------------------------------------------------------
+
+
+def copies(items: Sequence[Any], minimum: int) -> int:
+    """How many copies of the run's writes make a raw run of at least `minimum` writes (so that
+    each raw figure is a steady rate, not a start-up time)."""
+    return max(1, -(-minimum // max(1, len(items))))
+
+
+def raw_kafka(endpoints: Endpoints, names: Names, messages: Sequence[tuple[bytes, bytes]]) -> float:
+    """Seconds to produce the messages (idempotent, acks=all, linger 5 ms: the adapter's producer
+    settings) while a consumer of a group reads them all back."""
+    topic = f"{names.kafka_prefix}raw"
+    admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
+    admin.create_topics([NewTopic(topic, PARTITIONS, -1)], operation_timeout=30)[topic].result()
+    consumer = Consumer({"bootstrap.servers": endpoints.kafka_bootstrap, "group.id": f"{names.kafka_prefix}raw",
+                         "enable.auto.commit": False, "isolation.level": "read_committed",
+                         "auto.offset.reset": "earliest"})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    producer = Producer({"bootstrap.servers": endpoints.kafka_bootstrap, "enable.idempotence": True,
+                         "acks": "all", "linger.ms": 5})
+    done = threading.Event()
+    seen = 0
+
+    def consume() -> None:
+        nonlocal seen
+        while seen < len(messages):
+            batch = consumer.consume(10_000, 1.0)
+            seen += sum(1 for message in batch if message.error() is None)
+        done.set()
+
+    try:
+        start = time.perf_counter()
+        reader = threading.Thread(target=consume, daemon=True)
+        reader.start()
+        for key, value in messages:
+            while True:
+                try:
+                    producer.produce(topic, value=value, key=key,
+                                     partition=partition_for(key.decode(), PARTITIONS))
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+            producer.poll(0)
+        if producer.flush(WAIT):
+            raise RuntimeError("raw Kafka: messages not acknowledged")
+        if not done.wait(WAIT):
+            raise RuntimeError(f"raw Kafka: read back {seen} of {len(messages)}")
+        elapsed = time.perf_counter() - start
+        consumer.commit(asynchronous=False)
+        return elapsed
+    finally:
+        consumer.close()
+
+
+def raw_cassandra(session: Session, names: Names, rows: Sequence[tuple[Any, ...]]) -> float:
+    """Seconds for the rows as conditional inserts into a table of the aspect store's shape."""
+    ks = f'"{names.run}"'
+    session.execute(f"""CREATE TABLE IF NOT EXISTS {ks}.raw_aspects (
+        urn text, kind text, name text, seq bigint, value text, system_metadata text,
+        topic text, msg_key text, payload blob, PRIMARY KEY ((urn), kind, name, seq)
+    ) WITH CLUSTERING ORDER BY (kind ASC, name ASC, seq DESC)""", timeout=120)
+    insert = session.prepare(f"INSERT INTO {ks}.raw_aspects (urn, kind, name, seq, value, system_metadata)"
+                             " VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS")
+    insert.consistency_level, insert.serial_consistency_level = QUORUM, SERIAL
+    start = time.perf_counter()
+    results = execute_concurrent_with_args(session, insert, rows, concurrency=CASSANDRA_CONCURRENCY)
+    elapsed = time.perf_counter() - start
+    failed = [result for ok, result in results if not ok or not result.was_applied]
+    if failed:
+        raise RuntimeError(f"raw Cassandra: {len(failed)} inserts failed, e.g. {failed[0]}")
+    return elapsed
+
+
+def raw_opensearch(client: OpenSearch, names: Names, body: dict[str, Any], docs: Sequence[tuple[str, Any]]
+                   ) -> float:
+    """Seconds to bulk-index the documents (BULK_DOCS a request) into a fresh index of the same
+    settings and mappings, and refresh it."""
+    index = f"{names.run}_raw_search_dataset"
+    client.indices.create(index=index, body=body)
+    start = time.perf_counter()
+    for first in range(0, len(docs), BULK_DOCS):
+        lines: list[bytes] = []
+        for doc_id, source in docs[first:first + BULK_DOCS]:
+            lines.append(orjson.dumps({"index": {"_index": index, "_id": doc_id}}))
+            lines.append(orjson.dumps(source))
+        response = client.bulk(body=b"\n".join(lines) + b"\n")
+        if response["errors"]:
+            raise RuntimeError(f"raw OpenSearch: bulk errors, e.g. {response['items'][0]}")
+    client.indices.refresh(index=index)
+    elapsed = time.perf_counter() - start
+    if client.count(index=index)["count"] != len(docs):
+        raise RuntimeError("raw OpenSearch: documents missing after refresh")
+    return elapsed
+
+
+# -- the report -----------------------------------------------------------------------------
+
+
+def rate(count: int, seconds: float) -> str:
+    return f"{count / seconds:9,.0f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--datasets", type=int, default=1500)
+    parser.add_argument("--workers", type=int, default=2, help="GMS request workers")
+    parser.add_argument("--setups", default="serve,split", help="comma-separated: serve, split")
+    args = parser.parse_args()
+    endpoints = Endpoints.from_env()
+    mcps = generate(args.datasets * 4)
+    chosen = [setups(args.workers)[name] for name in args.setups.split(",")]
+    print(f"real stack: Kafka {endpoints.kafka_bootstrap}, Cassandra {','.join(endpoints.cassandra_hosts)},"
+          f" OpenSearch {endpoints.opensearch_url}; {os.cpu_count()} CPUs shared with the servers;"
+          f" {len(mcps)} MCPs ({args.datasets} datasets)", flush=True)
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as cleanup:
+        runs: list[LodestarRun] = []
+        for setup in chosen:
+            names = Names()
+            cleanup.callback(drop_everything, endpoints, names)
+            run = lodestar_run(setup, mcps, endpoints, names, Path(tmp))
+            runs.append(run)
+            print(f"lodestar   {setup.name:<5} end-to-end       {len(mcps):>7} MCPs  {run.elapsed:7.1f} s"
+                  f"  {rate(len(mcps), run.elapsed)} MCP/s   (all accepted after {run.accepted:.1f} s;"
+                  f" {setup.description}; {setup.connections} connections, batches of {BATCH})", flush=True)
+        best = min(runs, key=lambda r: r.elapsed)
+        source = runs[0].names
+        cluster = cassandra_session(endpoints)
+        cleanup.callback(cluster.shutdown)
+        session = cluster.connect()
+        opensearch = OpenSearch(endpoints.opensearch_url, timeout=120)
+        cleanup.callback(opensearch.close)
+        messages = written_mcls(endpoints, source)
+        rows = written_rows(session, source)
+        _, body, docs = written_documents(opensearch, source)
+        figures: dict[str, float] = {}
+
+        n = copies(messages, RAW_MINIMUM["kafka"])
+        sent = [(key + b"#%d" % copy, value) for copy in range(n) for key, value in messages]
+        seconds = raw_kafka(endpoints, source, sent)
+        figures["kafka"] = n * len(mcps) / seconds
+        mean = sum(len(v) for _, v in messages) / max(1, len(messages))
+        print(f"raw kafka      produce+consume      {len(sent):>7} msgs  {seconds:7.1f} s"
+              f"  {rate(len(sent), seconds)} msg/s  = {figures['kafka']:9,.0f} MCP/s"
+              f"   (the run's {len(messages)} MCLs x {n}, {mean:,.0f} B on average; idempotent, acks=all,"
+              f" linger 5 ms, {PARTITIONS} partitions; a consumer reading them back meanwhile)", flush=True)
+
+        n = copies(rows, RAW_MINIMUM["cassandra"])
+        inserted = [(f"{row[0]}#{copy}", *row[1:]) for copy in range(n) for row in rows]
+        seconds = raw_cassandra(session, source, inserted)
+        figures["cassandra"] = n * len(mcps) / seconds
+        print(f"raw cassandra  INSERT IF NOT EXISTS {len(inserted):>7} rows  {seconds:7.1f} s"
+              f"  {rate(len(inserted), seconds)} row/s  = {figures['cassandra']:9,.0f} MCP/s"
+              f"   (the run's {len(rows)} versions x {n}; execute_concurrent, {CASSANDRA_CONCURRENCY} in flight,"
+              " QUORUM/SERIAL)", flush=True)
+
+        n = copies(docs, RAW_MINIMUM["opensearch"])
+        indexed = [(f"{doc_id}#{copy}", doc) for copy in range(n) for doc_id, doc in docs]
+        seconds = raw_opensearch(opensearch, source, body, indexed)
+        figures["opensearch"] = n * len(mcps) / seconds
+        print(f"raw opensearch bulk + refresh       {len(indexed):>7} docs  {seconds:7.1f} s"
+              f"  {rate(len(indexed), seconds)} doc/s  = {figures['opensearch']:9,.0f} MCP/s"
+              f"   (the run's {len(docs)} search documents x {n}; {BULK_DOCS} a request, then one refresh)",
+              flush=True)
+
+        lodestar = len(mcps) / best.elapsed
+        for backend, limit in figures.items():
+            print(f"ratio      lodestar / raw {backend:<10} = {100 * lodestar / limit:5.1f}%")
+        slowest = min(figures, key=figures.__getitem__)
+        print(f"lodestar / slowest raw backend = {100 * lodestar / figures[slowest]:.1f}% (target >= 70%)"
+              f"   (lodestar {best.setup.name}: {lodestar:,.0f} MCP/s; slowest raw: {slowest},"
+              f" {figures[slowest]:,.0f} MCP/s)")
+
+if __name__ == "__main__":
+    main()
