@@ -70,6 +70,8 @@ from gms.store.cassandra_schema import (
     ASPECT,
     QUORUM,
     SERIAL,
+    Runner,
+    applied,
     ensure_schema,
     partition_batch,
     prepare,
@@ -131,13 +133,14 @@ class CassandraAspectStore(AspectStore):
         `entity_concurrency`: entities the write path works on at once (see AspectStore)."""
         self.entity_concurrency = entity_concurrency
         self._session = session
+        self._db = Runner(session)
         self._owns_session = owns_session
         partitioner = session.cluster.metadata.partitioner
         if partitioner and not partitioner.endswith("Murmur3Partitioner"):
             raise ValueError(f"the Cassandra aspect store needs the Murmur3Partitioner, not {partitioner}")
         ensure_schema(session, keyspace, replication_factor)
         ks = quoted_keyspace(keyspace)
-        self._outbox = CassandraOutbox(session, keyspace, producer_id or uuid.uuid4().hex, id_block, settle_after)
+        self._outbox = CassandraOutbox(self._db, keyspace, producer_id or uuid.uuid4().hex, id_block, settle_after)
         columns = f"SELECT urn, kind, name, seq, value, system_metadata FROM {ks}.aspects"
         aspect = f"{columns} WHERE urn = ? AND kind = '{ASPECT}' AND name = ?"
         self._get_latest = prepare(session, f"{aspect} LIMIT 1")
@@ -189,10 +192,10 @@ class CassandraAspectStore(AspectStore):
     def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
         if version is None:
             return self._latest(urn, aspect, QUORUM)
-        return _first(self._session.execute(self._get_version, (urn, aspect, version)))
+        return _first(self._db.execute(self._get_version, (urn, aspect, version)))
 
     def history(self, urn: str, aspect: str) -> list[StoredAspect]:
-        return [_stored(row) for row in self._session.execute(self._history, (urn, aspect))]
+        return [_stored(row) for row in self._db.execute(self._history, (urn, aspect))]
 
     def entity(self, urn: str) -> list[StoredAspect]:
         return self._live(urn, QUORUM)
@@ -210,13 +213,13 @@ class CassandraAspectStore(AspectStore):
         span = within or TokenRange()
         fetch = min(limit + 100, 5000)
         if after is None:
-            rows: Iterator[Any] = iter(self._session.execute(
+            rows: Iterator[Any] = iter(self._db.execute(
                 _paged(self._scan_from.bind((span.start, span.end)), fetch)))
         else:
             position = (after[0].encode(), after[1].encode())
-            same_token = (row for row in self._session.execute(self._scan_same_token, (after[0],))
+            same_token = (row for row in self._db.execute(self._scan_same_token, (after[0],))
                           if (row.urn.encode(), row.name.encode()) > position)
-            rows = chain(same_token, self._session.execute(
+            rows = chain(same_token, self._db.execute(
                 _paged(self._scan_after.bind((after[0], span.end)), fetch)))
         live = (row for row in rows if row.kind == ASPECT and row.value is not None)
         return (_stored(row) for row in islice(live, limit))
@@ -233,27 +236,26 @@ class CassandraAspectStore(AspectStore):
     def _latest(self, urn: str, aspect: str, consistency: int) -> StoredAspect | None:
         statement = self._get_latest.bind((urn, aspect))
         statement.consistency_level = consistency
-        return _first(self._session.execute(statement))
+        return _first(self._db.execute(statement))
 
     def _live(self, urn: str, consistency: int) -> list[StoredAspect]:
         statement = self._live_query.bind((urn,))
         statement.consistency_level = consistency
-        return [_stored(row) for row in self._session.execute(statement) if row.value is not None]
+        return [_stored(row) for row in self._db.execute(statement) if row.value is not None]
 
     def _insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
         version = (self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
                                           orjson.dumps(row.system_metadata).decode()))
         with self._outbox.writing(row.urn, outbox) as staged:
-            staged.applied = self._session.execute(partition_batch([version, *staged.rows])).was_applied
+            staged.applied = applied(self._db.execute(partition_batch([version, *staged.rows])))
         return staged.applied
 
     def _refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
         # An LWT like the insert: never recreates a purged version, never loses to its timestamp.
-        self._session.execute(self._refresh_statement,
-                              (orjson.dumps(system_metadata).decode(), urn, aspect, version))
+        self._db.execute(self._refresh_statement, (orjson.dumps(system_metadata).decode(), urn, aspect, version))
 
     def _purge(self, urn: str) -> None:
-        self._session.execute(self._purge_statement, (urn,))
+        self._db.execute(self._purge_statement, (urn,))
 
 
 def _stored(row: Any) -> StoredAspect:

@@ -16,12 +16,10 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
-from cassandra.cluster import Session
-from cassandra.concurrent import execute_concurrent
 from cassandra.query import PreparedStatement
 
 from gms.store import OutboxMessage
-from gms.store.cassandra_schema import OUTBOX, SERIAL, partition_batch, prepare, quoted_keyspace
+from gms.store.cassandra_schema import OUTBOX, SERIAL, Runner, applied, partition_batch, prepare, quoted_keyspace
 
 _NO_LIMIT = 2**31 - 1
 
@@ -37,15 +35,16 @@ class OutboxIds:
     Ids below `first` were handed out by earlier processes; ids whose write failed in an unknown
     way are `uncertain`. The relay must confirm those with a SERIAL read."""
 
-    def __init__(self, session: Session, keyspace: str, producer: str, block: int):
+    def __init__(self, db: Runner, keyspace: str, producer: str, block: int):
         ks = quoted_keyspace(keyspace)
         self.producer = producer
-        self._session = session
+        self._db = db
         self._block = block
+        session = db.session
         self._reserve = prepare(session, f"UPDATE {ks}.producers SET next_id = ? WHERE producer = ? IF next_id = ?")
         register = prepare(session, f"INSERT INTO {ks}.producers (producer, next_id) VALUES (?, 1) IF NOT EXISTS")
-        result = session.execute(register, (producer,))
-        self.first = 1 if result.was_applied else result.one().next_id
+        result = db.execute(register, (producer,))
+        self.first = 1 if applied(result) else result.one().next_id
         self._next = self._end = self.first  # no block reserved yet
         self._inflight: set[int] = set()
         self._uncertain: set[int] = set()
@@ -56,8 +55,8 @@ class OutboxIds:
         with self._settled:
             if self._next + n > self._end:
                 size = max(n, self._block)
-                result = self._session.execute(self._reserve, (self._end + size, self.producer, self._end))
-                if not result.was_applied:
+                result = self._db.execute(self._reserve, (self._end + size, self.producer, self._end))
+                if not applied(result):
                     raise ProducerInUse(f"producer id {self.producer!r} is used by another store at the same time")
                 self._next, self._end = self._end, self._end + size
             ids = list(range(self._next, self._next + n))
@@ -102,12 +101,13 @@ class Staged:
 class CassandraOutbox:
     """Writing events (with pointers) and relaying them (pending, ack) for one producer."""
 
-    def __init__(self, session: Session, keyspace: str, producer: str, id_block: int, settle_after: float):
+    def __init__(self, db: Runner, keyspace: str, producer: str, id_block: int, settle_after: float):
         ks = quoted_keyspace(keyspace)
-        self.ids = OutboxIds(session, keyspace, producer, id_block)
+        self.ids = OutboxIds(db, keyspace, producer, id_block)
         self.producer = producer
         self.settle_after = settle_after
-        self._session = session
+        self._db = db
+        session = db.session
         self._acked = 0  # every id up to this one is acknowledged
         self._ack_lock = threading.Lock()
         self._point = prepare(session, f"INSERT INTO {ks}.outbox_pending (producer, id, urn) VALUES (?, ?, ?)")
@@ -145,7 +145,7 @@ class CassandraOutbox:
         """Events without a version, each in the partition of its key."""
         for key, group in groupby(messages, key=lambda m: m.key):
             with self.writing(key, list(group)) as staged:
-                self._session.execute(partition_batch(staged.rows))
+                self._db.execute(partition_batch(staged.rows))
                 staged.applied = True
 
     def pending(self, limit: int) -> list[tuple[int, OutboxMessage]]:
@@ -155,7 +155,7 @@ class CassandraOutbox:
         after = self._acked
         while len(found) < limit:
             want = limit - len(found)
-            pointers = list(self._session.execute(self._pointers, (self.producer, after, floor, want)))
+            pointers = list(self._db.execute(self._pointers, (self.producer, after, floor, want)))
             if not pointers:
                 break
             dead = []
@@ -188,9 +188,9 @@ class CassandraOutbox:
         with self._ack_lock:
             if upto <= self._acked:
                 return
-            pointers = self._session.execute(self._pointers, (self.producer, self._acked, upto + 1, _NO_LIMIT))
+            pointers = self._db.execute(self._pointers, (self.producer, self._acked, upto + 1, _NO_LIMIT))
             self._run_all([(self._remove, (p.urn, self.producer, p.id)) for p in pointers])
-            self._session.execute(self._unpoint_range, (self.producer, self._acked, upto))
+            self._db.execute(self._unpoint_range, (self.producer, self._acked, upto))
             self._acked = upto
         self.ids.forget_through(upto)
 
@@ -198,5 +198,5 @@ class CassandraOutbox:
         if not statements:
             return []
         if len(statements) == 1:
-            return [self._session.execute(*statements[0])]
-        return [result for _, result in execute_concurrent(self._session, statements, concurrency=64)]
+            return [self._db.execute(*statements[0])]
+        return self._db.concurrently(statements)
