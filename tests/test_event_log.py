@@ -20,6 +20,7 @@ from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
 from tests.backends import unique_name
 
 TOPIC = "MetadataChangeLog_Versioned_v1"
+OTHER_TOPIC = "MetadataChangeLog_Timeseries_v1"
 WAIT = 20.0  # seconds a test waits for a condition before failing
 
 
@@ -176,11 +177,12 @@ class TestKafkaEventLog(EventLogContract):
         return KafkaEventLog(self.bootstrap, self.prefix, partitions=self.PARTITIONS, session_timeout_ms=6000,
                              timeout=WAIT)
 
-    def _two_members(self, log: KafkaEventLog) -> tuple[KafkaConsumer, KafkaConsumer]:
+    def _two_members(self, log: KafkaEventLog, topics: tuple[str, ...] = (TOPIC,)
+                     ) -> tuple[KafkaConsumer, KafkaConsumer]:
         """Two members of group "g" once they split the partitions between them."""
-        first, second = log.consumer("g", [TOPIC]), log.consumer("g", [TOPIC])
+        first, second = log.consumer("g", topics), log.consumer("g", topics)
         deadline = time.monotonic() + WAIT
-        everything = {(TOPIC, part) for part in range(self.PARTITIONS)}
+        everything = {(topic, part) for topic in topics for part in range(self.PARTITIONS)}
         while not (first.assignment() and second.assignment() and first.assignment() | second.assignment()
                    == everything and not first.assignment() & second.assignment()):
             assert time.monotonic() < deadline, "the group did not settle"
@@ -203,6 +205,31 @@ class TestKafkaEventLog(EventLogContract):
         assert sorted(everything) == sorted(str(i).encode() for i in range(40))
         for member, records in seen.items():
             assert records and {(r.topic, r.partition) for r in records} <= member.assignment()
+        first.close()
+        second.close()
+
+    def test_members_of_a_group_on_two_topics_split_each_topic(self):
+        """Not topic by topic (as an assignor balancing partition counts over a member's whole
+        subscription may do): two MCL processors must share the versioned MCLs."""
+        log = self.log()
+        topics = (TOPIC, OTHER_TOPIC)
+        first, second = self._two_members(log, topics)
+        for member in first, second:
+            assert {topic for topic, _ in member.assignment()} == set(topics)
+        for topic in topics:
+            log.append(topic, messages(*[(f"urn:li:tag:t{i}", f"{topic} {i}") for i in range(40)]))
+        seen: list[LogRecord] = []
+        deadline = time.monotonic() + WAIT
+        while len(seen) < 80:
+            assert time.monotonic() < deadline, f"{len(seen)} of 80 records"
+            for member in first, second:
+                batch = member.poll(100, 0.05)
+                assert {(r.topic, r.partition) for r in batch} <= member.assignment()
+                member.commit(batch)
+                seen += batch
+        assert sorted(values(seen)) == sorted(f"{t} {i}".encode() for t in topics for i in range(40))
+        assert all(log.committed("g", topic, part) == log.end_offset(topic, part)
+                   for topic in topics for part in range(self.PARTITIONS))
         first.close()
         second.close()
 

@@ -5,11 +5,18 @@ Classic group protocol with cooperative-sticky assignment; auto commit off, read
 offset + 1 per partition synchronously, for the partitions this member still holds: records of
 a revoked partition are read again by its new owner from the last commit, so a rebalance
 loses nothing (at least once).
+
+A consumer of several topics is one group member per topic (a librdkafka consumer each, in the
+same group): the cooperative-sticky assignor balances the partition count of each member over its
+whole subscription, so members subscribed to two topics may split them topic by topic (one MCL
+processor holding every versioned partition, another every timeseries one); members of one topic
+each split that topic. poll() takes from each in turn.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 
 from confluent_kafka import Consumer as KafkaClientConsumer
@@ -20,11 +27,13 @@ from ingest.eventlog import Consumer, EventLogError, LogRecord
 log = logging.getLogger(__name__)
 _REBALANCED = {KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID,
                KafkaError._ASSIGNMENT_LOST, KafkaError.FENCED_INSTANCE_ID}
+WAIT_SLICE = 0.05  # seconds a poll waits on one topic's member before trying the next one's
 
 
 class KafkaConsumer(Consumer):
-    """A member of the Kafka group `group_id`, subscribed to `topics` (Kafka name -> logical name);
-    `client_config` carries the bootstrap address and client-wide settings."""
+    """A member of the Kafka group `group_id` (one per topic, see the module docstring), subscribed to
+    `topics` (Kafka name -> logical name); `client_config` carries the bootstrap address and
+    client-wide settings."""
 
     def __init__(self, client_config: Mapping[str, object], group_id: str, topics: Mapping[str, str],
                  session_timeout_ms: int = 45_000):
@@ -32,20 +41,24 @@ class KafkaConsumer(Consumer):
         self._where = f"Kafka at {client_config['bootstrap.servers']}"
         self._topics = dict(topics)
         self._names = {logical: name for name, logical in self._topics.items()}
-        self._client = KafkaClientConsumer({
-            **client_config, "group.id": group_id, "enable.auto.commit": False, "enable.auto.offset.store": False,
-            "isolation.level": "read_committed", "auto.offset.reset": "earliest",
-            "partition.assignment.strategy": "cooperative-sticky", "session.timeout.ms": session_timeout_ms,
-            "heartbeat.interval.ms": max(100, min(3000, session_timeout_ms // 10))})
-        self._client.subscribe(list(self._topics))
+        self._clients: dict[str, KafkaClientConsumer] = {}  # Kafka topic name -> its member
+        for name in self._topics:
+            self._clients[name] = KafkaClientConsumer({
+                **client_config, "group.id": group_id, "enable.auto.commit": False,
+                "enable.auto.offset.store": False, "isolation.level": "read_committed",
+                "auto.offset.reset": "earliest", "partition.assignment.strategy": "cooperative-sticky",
+                "session.timeout.ms": session_timeout_ms,
+                "heartbeat.interval.ms": max(100, min(3000, session_timeout_ms // 10))})
+            self._clients[name].subscribe([name])
+        self._turn = 0
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
         # consume(n, t) waits for all n or the whole timeout, so wait for one, then take what is here.
-        messages = self._client.consume(max_records, 0)
+        messages = self._take(max_records)
         if not messages and timeout > 0:
-            messages = self._client.consume(1, timeout)
+            messages = self._wait(timeout)
             if messages and max_records > 1:
-                messages += self._client.consume(max_records - 1, 0)
+                messages += self._take(max_records - 1)
         records = []
         for message in messages:
             err = message.error()
@@ -57,38 +70,74 @@ class KafkaConsumer(Consumer):
                 log.warning("consumer of group %s: %s", self.group, err)
         return records
 
+    def _take(self, limit: int) -> list[Message]:
+        """Up to limit messages already here, from the topics' members in turn (starting with
+        another one each call, so none waits behind a busy one)."""
+        clients = list(self._clients.values())
+        self._turn = (self._turn + 1) % len(clients)
+        taken: list[Message] = []
+        for client in clients[self._turn:] + clients[:self._turn]:
+            if len(taken) >= limit:
+                break
+            taken += client.consume(limit - len(taken), 0)
+        return taken
+
+    def _wait(self, timeout: float) -> list[Message]:
+        """The first message to arrive within timeout seconds (with several topics, each topic's
+        member is waited on for WAIT_SLICE in turn)."""
+        clients = list(self._clients.values())
+        if len(clients) == 1:
+            return clients[0].consume(1, timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            for client in clients:
+                found = client.consume(1, max(0.0, min(WAIT_SLICE, deadline - time.monotonic())))
+                if found:
+                    return found
+            if time.monotonic() >= deadline:
+                return []
+
     def commit(self, records: Iterable[LogRecord]) -> None:
         positions: dict[tuple[str, int], int] = {}
         for record in records:
             key = (self._names[record.topic], record.partition)
             positions[key] = max(positions.get(key, 0), record.offset + 1)
-        assigned = {(tp.topic, tp.partition) for tp in self._client.assignment()}
-        offsets = [TopicPartition(name, part, offset) for (name, part), offset in positions.items()
-                   if (name, part) in assigned]
-        if len(offsets) < len(positions):
-            log.info("group %s: not committing revoked partitions %s; their new owner reads them again",
-                     self.group, sorted(set(positions) - assigned))
-        if not offsets:
-            return
-        try:
-            results = self._client.commit(offsets=offsets, asynchronous=False) or []
-        except KafkaException as exc:
-            errors = [exc.args[0]]
-        else:
-            errors = [tp.error for tp in results if tp.error is not None]
+        errors: list[KafkaError] = []
+        for name, client in self._clients.items():
+            mine = {key: offset for key, offset in positions.items() if key[0] == name}
+            if mine:
+                errors += self._commit(client, mine)
         if any(err.code() not in _REBALANCED for err in errors):
             raise EventLogError(f"{self._where}: commit of group {self.group} failed: {errors}")
         if errors:
             log.info("group %s: commit lost to a rebalance (%s); the records will be read again",
                      self.group, errors[0])
 
+    def _commit(self, client: KafkaClientConsumer, positions: dict[tuple[str, int], int]) -> list[KafkaError]:
+        """Commit the positions of the partitions `client` still holds; the errors."""
+        assigned = {(tp.topic, tp.partition) for tp in client.assignment()}
+        offsets = [TopicPartition(name, part, offset) for (name, part), offset in positions.items()
+                   if (name, part) in assigned]
+        if len(offsets) < len(positions):
+            log.info("group %s: not committing revoked partitions %s; their new owner reads them again",
+                     self.group, sorted(set(positions) - assigned))
+        if not offsets:
+            return []
+        try:
+            results = client.commit(offsets=offsets, asynchronous=False) or []
+        except KafkaException as exc:
+            return [exc.args[0]]
+        return [tp.error for tp in results if tp.error is not None]
+
     def assignment(self) -> set[tuple[str, int]]:
         """The (topic, partition) pairs this member holds now."""
-        return {(self._topics[tp.topic], tp.partition) for tp in self._client.assignment()}
+        return {(self._topics[tp.topic], tp.partition) for client in self._clients.values()
+                for tp in client.assignment()}
 
     def close(self) -> None:
         """Leave the group; records not committed go to the remaining members."""
-        self._client.close()
+        for client in self._clients.values():
+            client.close()
 
 
 def record_of(topic: str, message: Message) -> LogRecord:
