@@ -99,6 +99,23 @@ def test_an_event_whose_write_failed_blocks_the_relay_until_confirmed_or_given_u
     assert restarted.pending_outbox() == []
 
 
+def test_acknowledged_events_leave_the_entities_and_others_read_them_back(keyspace: ScratchKeyspace, urn: str):
+    producer = unique_name("producer")
+    other = dataset_urn(unique_name("cassandra"))
+    store = keyspace.store(producer)
+    insert(store, row(urn, "status", 1, {"removed": False}), row(other, "status", 1, {"removed": False}),
+           row(urn, "status", 2, {"removed": True}))
+    pending = store.pending_outbox()  # from this store's memory
+    assert [m.value for _, m in pending] == [b"status v1", b"status v1", b"status v2"]
+    store.close()
+    reopened = keyspace.store(producer)  # knows nothing of them: reads them from the entities' partitions
+    assert reopened.pending_outbox() == pending
+    reopened.ack_outbox([pending[-1][0]])
+    assert reopened.pending_outbox() == []
+    outbox = f'SELECT seq FROM "{keyspace.name}".aspects WHERE urn = %s AND kind = \'outbox\''
+    assert [list(reopened.session.execute(outbox, (u,))) for u in (urn, other)] == [[], []]
+
+
 def test_token_ranges_split_the_scan_without_overlap(keyspace: ScratchKeyspace, urn: str):
     store = keyspace.store()
     insert(store, *(row(dataset_urn(f"{urn}.{n}"), "status", 1, {"removed": False}) for n in range(20)))

@@ -22,6 +22,7 @@ from gms.store import OutboxMessage
 from gms.store.cassandra_schema import OUTBOX, SERIAL, Runner, applied, partition_batch, prepare, quoted_keyspace
 
 _NO_LIMIT = 2**31 - 1
+REMEMBERED = 100_000  # events kept in memory for the relay, at most
 
 
 class ProducerInUse(RuntimeError):
@@ -110,6 +111,10 @@ class CassandraOutbox:
         session = db.session
         self._acked = 0  # every id up to this one is acknowledged
         self._ack_lock = threading.Lock()
+        # Events this process wrote and saw applied, by id, until acknowledged: the relay takes
+        # them from here instead of reading them back (up to REMEMBERED; past that it reads).
+        self._written: dict[int, OutboxMessage] = {}
+        self._written_lock = threading.Lock()
         self._point = prepare(session, f"INSERT INTO {ks}.outbox_pending (producer, id, urn) VALUES (?, ?, ?)")
         self._unpoint = prepare(session, f"DELETE FROM {ks}.outbox_pending WHERE producer = ? AND id = ?")
         self._unpoint_range = prepare(session, f"DELETE FROM {ks}.outbox_pending"
@@ -122,7 +127,7 @@ class CassandraOutbox:
                   " AND name = ? AND seq = ?"
         self._message, self._message_serial = prepare(session, message), prepare(session, message, SERIAL)
         self._remove = prepare(session, f"DELETE FROM {ks}.aspects WHERE urn = ? AND kind = '{OUTBOX}'"
-                                        " AND name = ? AND seq = ?")
+                                        " AND name = ? AND seq >= ? AND seq <= ?")
 
     @contextmanager
     def writing(self, urn: str, messages: Sequence[OutboxMessage]) -> Iterator[Staged]:
@@ -134,7 +139,11 @@ class CassandraOutbox:
             staged = Staged(ids, [(self._add, (urn, self.producer, i, m.topic, m.key, m.value))
                                   for i, m in zip(ids, messages, strict=True)])
             yield staged
-            if not staged.applied:
+            if staged.applied:
+                with self._written_lock:
+                    if len(self._written) < REMEMBERED:
+                        self._written.update(zip(ids, messages, strict=True))
+            else:
                 self._run_all([(self._unpoint, (self.producer, i)) for i in ids])
         except BaseException:
             self.ids.settle(ids, certain=False)
@@ -174,24 +183,39 @@ class CassandraOutbox:
         return found
 
     def _fetch(self, pointers: list[Any]) -> list[OutboxMessage | None]:
+        """The event of each pointer (None if absent): remembered if this process wrote it,
+        else read from the entity's partition."""
+        with self._written_lock:
+            found = [self._written.get(p.id) for p in pointers]
+        unknown = [i for i, message in enumerate(found) if message is None]
         results = self._run_all([
             (self._message_serial if self.ids.uncertain(p.id) else self._message, (p.urn, self.producer, p.id))
-            for p in pointers])
-        return [OutboxMessage(row.topic, row.msg_key, row.payload) if (row := result.one()) else None
-                for result in results]
+            for p in (pointers[i] for i in unknown)])
+        for i, result in zip(unknown, results, strict=True):
+            if row := result.one():
+                found[i] = OutboxMessage(row.topic, row.msg_key, row.payload)
+        return found
 
     def ack(self, ids: Sequence[int]) -> None:
-        """Remove every pending event up to the largest id: its row, then its pointer."""
+        """Remove every pending event up to the largest id: the rows (one range per entity:
+        every event of this producer there between its first and last pointer is acknowledged
+        too), then the pointers."""
         if not ids:
             return
         upto = max(ids)
         with self._ack_lock:
             if upto <= self._acked:
                 return
-            pointers = self._db.execute(self._pointers, (self.producer, self._acked, upto + 1, _NO_LIMIT))
-            self._run_all([(self._remove, (p.urn, self.producer, p.id)) for p in pointers])
+            spans: dict[str, tuple[int, int]] = {}
+            for p in self._db.execute(self._pointers, (self.producer, self._acked, upto + 1, _NO_LIMIT)):
+                first, last = spans.get(p.urn, (p.id, p.id))
+                spans[p.urn] = (min(first, p.id), max(last, p.id))
+            self._run_all([(self._remove, (urn, self.producer, first, last)) for urn, (first, last) in spans.items()])
             self._db.execute(self._unpoint_range, (self.producer, self._acked, upto))
             self._acked = upto
+        with self._written_lock:
+            for outbox_id in [i for i in self._written if i <= upto]:
+                del self._written[outbox_id]
         self.ids.forget_through(upto)
 
     def _run_all(self, statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) -> list[Any]:
