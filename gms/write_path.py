@@ -9,7 +9,8 @@ MCLs instead: a new entity's key aspect may be written without the proposal's as
 A proposal reads and writes its own entity only, so on a store with `entity_concurrency` > 1
 the entities of a call are applied concurrently, up to that many at once, each entity's
 proposals in order on one thread: the same versions, MCLs and results as in order, with the
-store's round trips overlapped instead of one after the other.
+store's round trips overlapped instead of one after the other. Before several proposals
+to one entity, the batch is told (`prefetch`), so such a store reads the entity once.
 """
 
 from __future__ import annotations
@@ -98,19 +99,25 @@ class WritePath:
         `entity_concurrency` threads (see the module docstring)."""
         keyed: set[str] = set()  # entities whose key aspect this batch knows to exist
 
-        def apply_entity(items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
+        def apply_in_order(items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
             return [(i, self._apply_with_retries(batch, item, actor, keyed)) for i, item in items]
+
+        def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
+            if sum(not item.aspect.is_timeseries for _, item in items) > 1:
+                batch.prefetch(urn)
+            return apply_in_order(items)
 
         by_entity: dict[str, list[tuple[int, ValidProposal]]] = {}
         for i, item in valid:
             by_entity.setdefault(str(item.urn), []).append((i, item))
-        lanes = min(self.store.entity_concurrency, len(by_entity))
-        if lanes <= 1:
-            return apply_entity(valid)
+        if len(by_entity) == 1:
+            return apply_entity(*next(iter(by_entity.items())))
+        if self.store.entity_concurrency <= 1:
+            return apply_in_order(valid)
         with self._pool_lock:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(self.store.entity_concurrency, thread_name_prefix="write-path")
-        futures = [self._pool.submit(apply_entity, items) for items in by_entity.values()]
+        futures = [self._pool.submit(apply_entity, urn, items) for urn, items in by_entity.items()]
         wait(futures)  # every entity settled before any error is raised, as in order
         return [pair for future in futures for pair in future.result()]
 

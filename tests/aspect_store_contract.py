@@ -79,6 +79,19 @@ class AspectStoreContract:
         assert store.get(urn, "status", 1).system_metadata == {"version": "1"}
         assert store.get(urn, "status", 3) is None
 
+    def test_a_prefetched_entity_reads_the_same_and_sees_the_batch_own_writes(self, store: AspectStore, urn: str):
+        insert(store, row(urn, "status", 1, {"removed": False}), row(urn, "datasetKey", 1, {"name": "k"}))
+        with store.batch() as batch:
+            batch.prefetch(urn)
+            assert batch.latest(urn, "status").version == 1 and batch.latest(urn, "globalTags") is None
+            assert batch.insert(row(urn, "status", 2, None), [event(urn, "status v2")])
+            assert batch.insert(row(urn, "globalTags", 1, {"tags": []}), [event(urn, "globalTags v1")])
+            assert batch.latest(urn, "status").version == 2
+            assert [(a.aspect, a.version) for a in batch.live_aspects(urn)] == [("datasetKey", 1), ("globalTags", 1)]
+            batch.refresh(urn, "globalTags", 1, {"version": "1", "lastObserved": 5})
+            assert batch.latest(urn, "globalTags").system_metadata == {"version": "1", "lastObserved": 5}
+        assert store.get(urn, "globalTags").system_metadata == {"version": "1", "lastObserved": 5}
+
     def test_unknown_entities_and_aspects_read_as_absent(self, store: AspectStore, urn: str):
         assert store.get(urn, "status") is None
         assert store.history(urn, "status") == []

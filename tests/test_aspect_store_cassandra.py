@@ -99,6 +99,19 @@ def test_an_event_whose_write_failed_blocks_the_relay_until_confirmed_or_given_u
     assert restarted.pending_outbox() == []
 
 
+def test_a_prefetched_entity_is_read_again_once_another_writer_took_a_version(keyspace: ScratchKeyspace, urn: str):
+    store, other = keyspace.store(), keyspace.store()  # two GMS instances
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    with store.batch() as batch:
+        batch.prefetch(urn)
+        insert(other, row(urn, "status", 2, {"removed": True}))
+        assert batch.latest(urn, "status").version == 1  # as read when prefetched
+        assert not batch.insert(row(urn, "status", 2, {"removed": False}), [event(urn, "the loser")])
+        assert batch.latest(urn, "status").value == {"removed": True}  # read afresh, as the retry does
+        assert batch.insert(row(urn, "status", 3, {"removed": False}), [event(urn, "status v3")])
+    assert [h.version for h in store.history(urn, "status")] == [1, 2, 3]
+
+
 def test_acknowledged_events_leave_the_entities_and_others_read_them_back(keyspace: ScratchKeyspace, urn: str):
     producer = unique_name("producer")
     other = dataset_urn(unique_name("cassandra"))

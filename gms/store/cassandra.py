@@ -57,7 +57,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from typing import Any
 
@@ -98,27 +98,49 @@ class TokenRange:
 
 
 class CassandraBatch(AspectBatch):
-    """Operations applied as they are made (see the module docstring); reads are SERIAL."""
+    """Operations applied as they are made (see the module docstring); reads are SERIAL.
+
+    A prefetched entity's newest versions are read once (one SERIAL read of its partition) and
+    kept up to date with the batch's own writes; an insert that finds its version taken drops
+    them, so the write path's retry reads afresh."""
 
     def __init__(self, store: CassandraAspectStore):
         self._store = store
+        self._known: dict[str, dict[str, StoredAspect]] = {}  # prefetched: urn -> aspect -> newest
+
+    def prefetch(self, urn: str) -> None:
+        self._known[urn] = {row.aspect: row for row in self._store._newest(urn, SERIAL)}
 
     def latest(self, urn: str, aspect: str) -> StoredAspect | None:
-        return self._store._latest(urn, aspect, SERIAL)
+        known = self._known.get(urn)
+        return known.get(aspect) if known is not None else self._store._latest(urn, aspect, SERIAL)
 
     def live_aspects(self, urn: str) -> list[StoredAspect]:
-        return self._store._live(urn, SERIAL)
+        known = self._known.get(urn)
+        if known is None:
+            return self._store._live(urn, SERIAL)
+        return [row for _, row in sorted(known.items()) if row.exists]
 
     def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
-        return self._store._insert(row, outbox)
+        applied = self._store._insert(row, outbox)
+        if row.urn in self._known:
+            if applied:
+                self._known[row.urn][row.aspect] = row
+            else:
+                del self._known[row.urn]
+        return applied
 
     def refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
         self._store._refresh(urn, aspect, version, system_metadata)
+        known = self._known.get(urn)
+        if known is not None and aspect in known and known[aspect].version == version:
+            known[aspect] = replace(known[aspect], system_metadata=system_metadata)
 
     def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
         self._store._outbox.append(outbox)
 
     def purge(self, urn: str) -> None:
+        self._known.pop(urn, None)
         self._store._purge(urn)
 
 
@@ -239,9 +261,13 @@ class CassandraAspectStore(AspectStore):
         return _first(self._db.execute(statement))
 
     def _live(self, urn: str, consistency: int) -> list[StoredAspect]:
+        return [row for row in self._newest(urn, consistency) if row.exists]
+
+    def _newest(self, urn: str, consistency: int) -> list[StoredAspect]:
+        """The newest version of each aspect of the entity, deletions included, by aspect name."""
         statement = self._live_query.bind((urn,))
         statement.consistency_level = consistency
-        return [_stored(row) for row in self._db.execute(statement) if row.value is not None]
+        return [_stored(row) for row in self._db.execute(statement)]
 
     def _insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
         version = (self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
