@@ -50,6 +50,7 @@ import orjson
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
 from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from cassandra.query import tuple_factory
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from opensearchpy import OpenSearch
@@ -95,10 +96,12 @@ class Names:
 
 def cassandra_session(endpoints: Endpoints) -> Cluster:
     """A cluster connection as a well-written client makes it: token aware, QUORUM/SERIAL,
-    TCP_NODELAY (else every request over ~4 KB waits ~40 ms for a delayed ACK)."""
+    TCP_NODELAY (else every request over ~4 KB waits ~40 ms for a delayed ACK), plain tuples
+    for rows."""
     hosts, port = endpoints.cassandra_contact_points()
     profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
-                               request_timeout=30.0, consistency_level=QUORUM, serial_consistency_level=SERIAL)
+                               request_timeout=30.0, consistency_level=QUORUM, serial_consistency_level=SERIAL,
+                               row_factory=tuple_factory)
     return Cluster(hosts, port=port, protocol_version=5, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                    sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
 
@@ -278,7 +281,7 @@ def written_mcls(endpoints: Endpoints, names: Names) -> list[tuple[bytes, bytes]
 def written_rows(session: Session, names: Names) -> list[tuple[Any, ...]]:
     """(urn, kind, name, seq, value, system_metadata) of every version the run stored."""
     rows = session.execute(f'SELECT urn, kind, name, seq, value, system_metadata FROM "{names.run}".aspects')
-    return [tuple(row) for row in rows if row.kind == "aspect"]
+    return [tuple(row) for row in rows if row[1] == "aspect"]
 
 
 def written_documents(client: OpenSearch, names: Names) -> tuple[str, dict[str, Any], list[tuple[str, Any]]]:
