@@ -523,17 +523,19 @@ def start(stack: Stack, crash: bool = False) -> tuple[list[Lodestar], list[Lodes
     return gms, processors
 
 
-def seed_then_rest(stack: Stack, chains: list[Chain]) -> tuple[int, int]:
-    """Produce round 1 and await it applied, then produce the other rounds; both counts."""
+def seed(stack: Stack, chains: list[Chain]) -> list[Proposal]:
+    """Produce round 1 and await it applied; the other rounds' proposals, in order."""
     by_round = rounds(chains)
-    seed = by_round.pop(1)
-    stack.produce(seed)
+    first = by_round.pop(1)
+    stack.produce(first)
     stack.await_mcps_applied()
-    stack.note(f"seed round applied: {len(seed)} MCPs")
-    rest = [p for proposals in by_round.values() for p in proposals]
-    stack.produce(rest)
-    stack.note(f"produced the other {len(rest)} MCPs")
-    return len(seed), len(rest)
+    stack.note(f"seed round applied: {len(first)} MCPs")
+    return [p for proposals in by_round.values() for p in proposals]
+
+
+def produce(stack: Stack, proposals: list[Proposal]) -> None:
+    stack.produce(proposals)
+    stack.note(f"produced {len(proposals)} MCPs")
 
 
 def verify(stack: Stack, gms: Lodestar, chains: list[Chain]) -> int:
@@ -567,7 +569,7 @@ def test_two_gms_and_two_mcl_processors_apply_and_index_every_proposal_once(stac
     """Both groups share the work; every proposal is applied once and indexed; no replay."""
     chains = workload()
     gms, _ = start(stack)
-    seed_then_rest(stack, chains)
+    produce(stack, seed(stack, chains))
     stack.await_mcps_applied()
     stack.note("every MCP applied")
     await_indexed(stack, gms[0], chains)
@@ -577,22 +579,29 @@ def test_two_gms_and_two_mcl_processors_apply_and_index_every_proposal_once(stac
 
 @pytest.mark.parametrize("death", ["killed", "crashed"])
 def test_a_gms_and_an_mcl_processor_dying_mid_run_lose_and_double_nothing(stack: Stack, death: str):
-    """killed: SIGKILL once the MCP group has committed a quarter of the MCPs after the seed
-    round, wherever the two processes are then. crashed: at the crash points of `start`, so
-    there is certainly a batch applied but not committed (replayed by the survivor) and, for the
-    GMS, stored versions whose MCLs were not published (published by its restart)."""
+    """killed: SIGKILL once the MCP group has committed half of the first half of the MCPs after
+    the seed round, wherever the two processes are then; the second half is produced after.
+    crashed: at the crash points of `start`, so there is certainly a batch applied but not
+    committed (replayed by the survivor) and, for the GMS, stored versions whose MCLs were not
+    published (published by its restart)."""
     chains = workload()
     gms, processors = start(stack, crash=death == "crashed")
-    seed, rest = seed_then_rest(stack, chains)
+    rest = seed(stack, chains)
     victims = [gms[0], processors[0]]
     if death == "killed":
-        stack.await_(lambda: stack.mcp_committed() >= seed + rest // 4, "a quarter of the MCPs applied")
+        first, second = rest[:len(rest) // 2], rest[len(rest) // 2:]
+        target = stack.mcp_committed() + len(first) // 2
+        produce(stack, first)
+        stack.await_(lambda: stack.mcp_committed() >= target, "half of the first half applied")
         for victim in victims:
             victim.kill()
+        stack.note("killed gms-a and mcl-a")
+        produce(stack, second)
     else:
+        produce(stack, rest)
         stack.await_(lambda: not any(v.running for v in victims), "the crash points reached")
         assert [v.proc.returncode for v in victims if v.proc] == [137, 137]
-    stack.note(f"{death} gms-a and mcl-a")
+        stack.note("gms-a and mcl-a crashed")
     stack.await_mcps_applied()  # by gms-b, once the session timeout hands it gms-a's partitions
     stack.note("every MCP applied")
     restarted = stack.gms("gms-a")  # publishes what its outbox holds (see the module docstring)
