@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -10,7 +11,7 @@ from itertools import groupby
 from pathlib import Path
 
 from gms.errors import ProposalFailed
-from gms.faults import crash_point
+from gms.faults import crash_point, fail_point
 from gms.outbox import OutboxRelay
 from gms.store import AspectStore
 from gms.store.sqlite import SqliteAspectStore
@@ -27,6 +28,7 @@ log = logging.getLogger(__name__)
 ACTOR_HEADER = "X-Lodestar-Actor"
 UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
 MCP_GROUP = "gms-mcp-consumer"
+RETRY_AFTER = 1.0  # seconds before the MCP consumer reads again after a failed batch
 DATABASE = "lodestar.db"
 
 
@@ -92,18 +94,30 @@ class Gms:
             for p in proposals
         ])
 
-    def consume_proposals(self, stop: threading.Event, poll_timeout: float = 0.5) -> None:
+    def consume_proposals(self, stop: threading.Event, poll_timeout: float = 0.5,
+                          retry_after: float = RETRY_AFTER) -> None:
         """Apply proposals from the MCP topic until stop is set; failures go to the FailedMCP topic.
-        Offsets are committed after the proposals are applied (at least once)."""
-        consumer = self.log.consumer(MCP_GROUP, [topics.MCP])
-        try:
-            while not stop.is_set():
-                records = consumer.poll(500, poll_timeout)
-                if records:
-                    self._apply_records(records)
-                    consumer.commit(records)
-        finally:
-            consumer.close()
+        Offsets are committed after the proposals are applied (at least once). When a batch
+        fails (a backend down), the consumer starts again from the committed offsets after
+        `retry_after` seconds, so an outage pauses consumption instead of ending it."""
+        while not stop.is_set():
+            consumer = None
+            try:
+                consumer = self.log.consumer(MCP_GROUP, [topics.MCP])
+                while not stop.is_set():
+                    records = consumer.poll(500, poll_timeout)
+                    if records:
+                        self._apply_records(records)
+                        fail_point("mcp-before-commit")
+                        consumer.commit(records)
+            except Exception:
+                log.exception("applying proposals from %s failed; reading again from the committed offsets"
+                              " in %gs", topics.MCP, retry_after)
+                stop.wait(retry_after)
+            finally:
+                if consumer is not None:
+                    with contextlib.suppress(Exception):  # a consumer whose backend failed may not close cleanly
+                        consumer.close()
 
     def _apply_records(self, records: Sequence[LogRecord]) -> None:
         failed: list[tuple[int, LogMessage]] = []  # by position, so the FailedMCP topic keeps their order

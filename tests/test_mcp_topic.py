@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
+from gms import faults
 from gms.service import MCP_GROUP, Gms
 from ingest import topics
 from ingest.eventlog import LogMessage
@@ -57,3 +58,24 @@ def test_a_restarted_consumer_resumes_after_the_committed_offset(tmp_path):
     consume_until_committed(second, 2)
     assert [h.value["description"] for h in second.store.history(URN, "datasetProperties")] == ["one", "two"]
     second.close()
+
+
+def test_a_failing_batch_pauses_the_consumer_which_then_applies_it_once(gms: Gms, monkeypatch, caplog):
+    monkeypatch.setenv("LODESTAR_FAIL_AT", "mcp-before-commit")  # applied, then the commit fails once
+    monkeypatch.setattr(faults, "_failed", set())
+    gms.enqueue([proposal(URN, "datasetProperties", properties("once"))], "urn:li:corpuser:a")
+    stop = threading.Event()
+    consumer = threading.Thread(target=gms.consume_proposals, args=(stop, 0.05, 0.05))
+    consumer.start()
+    deadline = time.monotonic() + 10
+    try:
+        while gms.log.committed(MCP_GROUP, topics.MCP, 0) < 1:
+            assert time.monotonic() < deadline, "the MCP consumer did not recover from the failure"
+            time.sleep(0.01)
+        assert consumer.is_alive()
+    finally:
+        stop.set()
+        consumer.join(5)
+    assert "injected failure at mcp-before-commit" in caplog.text
+    assert [h.version for h in gms.store.history(URN, "datasetProperties")] == [1]  # read again: a noop
+    assert gms.log.read(topics.FAILED_MCP) == []
