@@ -27,9 +27,7 @@ gms.store.cassandra): hence the killed case's longer wait for the MCLs.
 from __future__ import annotations
 
 import os
-import random
 import signal
-import socket
 import subprocess
 import time
 from collections import Counter
@@ -61,6 +59,7 @@ from schemas.registry import default_registry
 from schemas.urns import Urn
 from tests.backends import unique_name
 from tests.builders import dataset_urn, proposal
+from tests.conftest import free_port
 from tests.processes import LODESTAR, TOKEN
 from tests.test_event_log import _drop_kafka_names
 
@@ -176,20 +175,6 @@ def rounds(chains: list[Chain]) -> dict[int, list[Proposal]]:
 # -- processes and servers ------------------------------------------------------------------
 
 
-def listening_port() -> int:
-    """A free port below the ephemeral range, so no outgoing connection takes it before the
-    server (which binds only after connecting to the servers) listens on it."""
-    low, _ = (int(n) for n in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
-    while True:
-        port = random.randrange(max(1024, low - 12000), low)
-        with socket.socket() as sock:
-            try:
-                sock.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-
-
 class Lodestar:
     """One `lodestar` process; its output goes to a file (appended to across restarts).
     `crash_at`: a crash point (gms.faults) where it is meant to die."""
@@ -198,7 +183,7 @@ class Lodestar:
                  crash_at: str | None = None):
         self.name, self.command, self.data_dir, self.output = name, command, data_dir, output
         self.env = {**env, "LODESTAR_CRASH_AT": crash_at} if crash_at else env
-        self.port = listening_port() if command == "gms" else None
+        self.port = free_port() if command == "gms" else None
         self.proc: subprocess.Popen[bytes] | None = None
         self.ended = crash_at is not None  # killed, stopped or crashing on purpose
         self._file: IO[bytes] | None = None
