@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -418,6 +419,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="GMS request workers (and client connections)")
     parser.add_argument("--setups", default="serve,split", help="comma-separated: serve, split")
     args = parser.parse_args()
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the cleanup below runs
     endpoints = Endpoints.from_env()
     mcps = generate(args.datasets * 4)
     chosen = [setups(args.workers)[name] for name in args.setups.split(",")]
