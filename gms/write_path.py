@@ -103,8 +103,9 @@ class WritePath:
             return [(i, self._apply_with_retries(batch, item, actor, keyed)) for i, item in items]
 
         def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
-            if sum(not item.aspect.is_timeseries for _, item in items) > 1:
-                batch.prefetch(urn)
+            versions = sum(not item.aspect.is_timeseries for _, item in items)
+            if versions > 1:
+                batch.prefetch(urn, versions)
             return apply_in_order(items)
 
         by_entity: dict[str, list[tuple[int, ValidProposal]]] = {}

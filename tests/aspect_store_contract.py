@@ -82,7 +82,7 @@ class AspectStoreContract:
     def test_a_prefetched_entity_reads_the_same_and_sees_the_batch_own_writes(self, store: AspectStore, urn: str):
         insert(store, row(urn, "status", 1, {"removed": False}), row(urn, "datasetKey", 1, {"name": "k"}))
         with store.batch() as batch:
-            batch.prefetch(urn)
+            batch.prefetch(urn, 2)
             assert batch.latest(urn, "status").version == 1 and batch.latest(urn, "globalTags") is None
             assert batch.insert(row(urn, "status", 2, None), [event(urn, "status v2")])
             assert batch.insert(row(urn, "globalTags", 1, {"tags": []}), [event(urn, "globalTags v1")])

@@ -15,7 +15,7 @@ import pytest
 from gms.service import Gms
 from gms.store import AspectStore, StoreUnavailable
 from gms.store.cassandra import CassandraAspectStore
-from gms.store.cassandra_outbox import ProducerInUse
+from gms.store.cassandra_outbox import ProducerInUse, Reserved
 from ingest.backends import Endpoints
 from ingest.eventlog.sqlite import SqliteEventLog
 from mcl_processor.embedded import SqliteReadModels
@@ -103,13 +103,35 @@ def test_a_prefetched_entity_is_read_again_once_another_writer_took_a_version(ke
     store, other = keyspace.store(), keyspace.store()  # two GMS instances
     insert(store, row(urn, "status", 1, {"removed": False}))
     with store.batch() as batch:
-        batch.prefetch(urn)
+        batch.prefetch(urn, 2)
         insert(other, row(urn, "status", 2, {"removed": True}))
         assert batch.latest(urn, "status").version == 1  # as read when prefetched
         assert not batch.insert(row(urn, "status", 2, {"removed": False}), [event(urn, "the loser")])
         assert batch.latest(urn, "status").value == {"removed": True}  # read afresh, as the retry does
         assert batch.insert(row(urn, "status", 3, {"removed": False}), [event(urn, "status v3")])
     assert [h.version for h in store.history(urn, "status")] == [1, 2, 3]
+
+
+def test_outbox_ids_reserved_for_a_prefetched_entity_and_not_taken_leave_no_pointer(keyspace: ScratchKeyspace,
+                                                                                   urn: str):
+    store = keyspace.store()
+    with store.batch() as batch:
+        batch.prefetch(urn, 4)  # a new entity: 4 versions and its key aspect expected
+        assert batch.insert(row(urn, "status", 1, {"removed": False}), [event(urn, "status v1")])
+    pointers = f'SELECT id FROM "{keyspace.name}".outbox_pending WHERE producer = %s'
+    assert len(list(store.session.execute(pointers, (store.producer_id,)))) == 1
+    assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]
+
+
+def test_reserved_outbox_ids_are_taken_in_order_within_their_time_or_not_at_all():
+    reserved = Reserved(dataset_urn("r"), [5, 6, 7], use_within=60)
+    assert reserved.take(1) == [5]
+    assert reserved.take(3) is None  # too few left: none is taken from now on
+    assert reserved.take(1) is None
+    assert reserved.rest() == [6, 7]
+    late = Reserved(dataset_urn("r"), [8], use_within=0)
+    time.sleep(0.01)
+    assert late.take(1) is None and late.rest() == [8]
 
 
 def test_acknowledged_events_leave_the_entities_and_others_read_them_back(keyspace: ScratchKeyspace, urn: str):

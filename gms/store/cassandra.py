@@ -31,7 +31,10 @@ stable one (e.g. its name); without one, a fresh id is generated and registered 
 such a store leaves pending at a crash is published only by a store opened with that id). Outbox ids
 come from the producer's counter row, reserved in blocks by an LWT (a second store using the
 same id is detected when it reserves). For each event the store writes its pointer first,
-then the conditional batch; a batch that did not apply removes its pointers. The relay
+then the conditional batch; a batch that did not apply removes its pointers. (Before several
+versions of one entity, the pointers of the ids they will take are written together, and an
+id is taken within `settle_after / 10` seconds of its pointer or not at all; the pointers of
+ids not taken are removed when the batch ends.) The relay
 (`pending_outbox`) reads the producer's pointers in id order, which is one partition, not a
 scan of every entity, and reads each event from its entity's partition. Ids are handed out
 before their batch is applied, so the relay only goes up to the lowest id still being written
@@ -65,7 +68,7 @@ import orjson
 from cassandra.cluster import Session
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect, StoreUnavailable
-from gms.store.cassandra_outbox import CassandraOutbox
+from gms.store.cassandra_outbox import CassandraOutbox, Reserved
 from gms.store.cassandra_schema import (
     ASPECT,
     QUORUM,
@@ -102,14 +105,25 @@ class CassandraBatch(AspectBatch):
 
     A prefetched entity's newest versions are read once (one SERIAL read of its partition) and
     kept up to date with the batch's own writes; an insert that finds its version taken drops
-    them, so the write path's retry reads afresh."""
+    them, so the write path's retry reads afresh. The outbox ids of its events are reserved at
+    once too (one more for the key aspect of a new entity), their pointers written in one
+    request; `release` removes those left unused when the batch ends."""
 
     def __init__(self, store: CassandraAspectStore):
         self._store = store
         self._known: dict[str, dict[str, StoredAspect]] = {}  # prefetched: urn -> aspect -> newest
+        self._reserved: dict[str, Reserved] = {}
 
-    def prefetch(self, urn: str) -> None:
-        self._known[urn] = {row.aspect: row for row in self._store._newest(urn, SERIAL)}
+    def prefetch(self, urn: str, versions: int) -> None:
+        known = self._known[urn] = {row.aspect: row for row in self._store._newest(urn, SERIAL)}
+        if versions > 1:
+            self._reserved[urn] = self._store._outbox.reserve(urn, versions + (0 if known else 1))
+
+    def release(self) -> None:
+        """Remove the pointers of the reserved outbox ids no event took."""
+        for reserved in self._reserved.values():
+            self._store._outbox.release(reserved)
+        self._reserved.clear()
 
     def latest(self, urn: str, aspect: str) -> StoredAspect | None:
         known = self._known.get(urn)
@@ -122,7 +136,7 @@ class CassandraBatch(AspectBatch):
         return [row for _, row in sorted(known.items()) if row.exists]
 
     def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
-        applied = self._store._insert(row, outbox)
+        applied = self._store._insert(row, outbox, self._reserved.get(row.urn))
         if row.urn in self._known:
             if applied:
                 self._known[row.urn][row.aspect] = row
@@ -209,7 +223,11 @@ class CassandraAspectStore(AspectStore):
 
     @contextmanager
     def batch(self) -> Iterator[AspectBatch]:
-        yield CassandraBatch(self)
+        batch = CassandraBatch(self)
+        try:
+            yield batch
+        finally:
+            batch.release()
 
     def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
         if version is None:
@@ -269,10 +287,10 @@ class CassandraAspectStore(AspectStore):
         statement.consistency_level = consistency
         return [_stored(row) for row in self._db.execute(statement)]
 
-    def _insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
+    def _insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage], reserved: Reserved | None = None) -> bool:
         version = (self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
                                           orjson.dumps(row.system_metadata).decode()))
-        with self._outbox.writing(row.urn, outbox) as staged:
+        with self._outbox.writing(row.urn, outbox, reserved) as staged:
             staged.applied = applied(self._db.execute(partition_batch([version, *staged.rows])))
         return staged.applied
 

@@ -89,6 +89,33 @@ class OutboxIds:
             self._uncertain = {i for i in self._uncertain if i > upto}
 
 
+class Reserved:
+    """Outbox ids reserved for the events of one entity, their pointers already written. They
+    are taken in order, and only within `use_within` seconds of the reservation (so each event's
+    batch is still sent soon after its pointer, as `settle_after` assumes); once a take fails,
+    none is taken any more, so the entity's later events get higher ids than its earlier ones."""
+
+    def __init__(self, urn: str, ids: list[int], use_within: float):
+        self.urn = urn
+        self._ids = ids
+        self._next = 0
+        self._deadline = time.monotonic() + use_within
+
+    def take(self, n: int) -> list[int] | None:
+        """The next n ids, or None (from then on) if fewer are left or it is too late."""
+        if self._next + n > len(self._ids) or time.monotonic() > self._deadline:
+            self._deadline = -1.0
+            return None
+        taken = self._ids[self._next:self._next + n]
+        self._next += n
+        return taken
+
+    def rest(self) -> list[int]:
+        """The ids never taken (none is taken after this)."""
+        rest, self._next = self._ids[self._next:], len(self._ids)
+        return rest
+
+
 @dataclass
 class Staged:
     """Events of one partition with their ids: `rows` go into the caller's batch, which sets
@@ -119,6 +146,8 @@ class CassandraOutbox:
         self._unpoint = prepare(session, f"DELETE FROM {ks}.outbox_pending WHERE producer = ? AND id = ?")
         self._unpoint_range = prepare(session, f"DELETE FROM {ks}.outbox_pending"
                                                " WHERE producer = ? AND id > ? AND id <= ?")
+        self._unpoint_span = prepare(session, f"DELETE FROM {ks}.outbox_pending"
+                                              " WHERE producer = ? AND id >= ? AND id <= ?")
         self._pointers = prepare(session, f"SELECT id, urn, writetime(urn) AS written FROM {ks}.outbox_pending"
                                           " WHERE producer = ? AND id > ? AND id < ? LIMIT ?")
         self._add = prepare(session, f"INSERT INTO {ks}.aspects (urn, kind, name, seq, topic, msg_key, payload)"
@@ -129,13 +158,40 @@ class CassandraOutbox:
         self._remove = prepare(session, f"DELETE FROM {ks}.aspects WHERE urn = ? AND kind = '{OUTBOX}'"
                                         " AND name = ? AND seq >= ? AND seq <= ?")
 
-    @contextmanager
-    def writing(self, urn: str, messages: Sequence[OutboxMessage]) -> Iterator[Staged]:
-        """Allocate ids and write the pointers of events to be stored in urn's partition; the
-        caller writes `rows` and sets `applied`. Pointers of a batch that did not apply are removed."""
-        ids = self.ids.allocate(len(messages)) if messages else []
+    def reserve(self, urn: str, n: int) -> Reserved:
+        """n ids for events of urn, their pointers written at once (one single-partition batch);
+        `release` removes those left unused."""
+        ids = self.ids.allocate(n)
         try:
-            self._run_all([(self._point, (self.producer, i, urn)) for i in ids])
+            self._db.execute(partition_batch([(self._point, (self.producer, i, urn)) for i in ids]))
+        except BaseException:
+            self.ids.settle(ids, certain=False)
+            raise
+        return Reserved(urn, ids, self.settle_after / 10)
+
+    def release(self, reserved: Reserved) -> None:
+        """Remove the pointers of the reserved ids never taken (a contiguous tail)."""
+        rest = reserved.rest()
+        if not rest:
+            return
+        try:
+            self._db.execute(self._unpoint_span, (self.producer, rest[0], rest[-1]))
+        except BaseException:
+            self.ids.settle(rest, certain=False)
+            raise
+        self.ids.settle(rest, certain=True)
+
+    @contextmanager
+    def writing(self, urn: str, messages: Sequence[OutboxMessage], reserved: Reserved | None = None
+                ) -> Iterator[Staged]:
+        """Allocate ids (from `reserved` if it has them) and write the pointers of events to be
+        stored in urn's partition (unless reserved); the caller writes `rows` and sets `applied`.
+        Pointers of a batch that did not apply are removed."""
+        taken = reserved.take(len(messages)) if reserved is not None and messages else None
+        ids = taken if taken is not None else self.ids.allocate(len(messages)) if messages else []
+        try:
+            if taken is None:
+                self._run_all([(self._point, (self.producer, i, urn)) for i in ids])
             staged = Staged(ids, [(self._add, (urn, self.producer, i, m.topic, m.key, m.value))
                                   for i, m in zip(ids, messages, strict=True)])
             yield staged
