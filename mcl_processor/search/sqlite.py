@@ -66,7 +66,7 @@ _TABLES = ("search_properties", "search_suggestions", "search_versions", "search
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
-WALK_SET_LIMIT = 50000  # up to this many hits are fetched at once for the walk
+WALK_SET_LIMIT = 50_000  # up to this many hits are fetched at once for the walk
 WALKS = {  # indexed document orders: key columns, ORDER BY, comparison with the last key seen
     "urn": ("urn", "urn", ">"),
     "-urn": ("urn", "urn DESC", "<"),
