@@ -44,7 +44,7 @@ CREATE TABLE IF NOT EXISTS search_docs (
     live INTEGER NOT NULL DEFAULT 0, removed INTEGER NOT NULL DEFAULT 0, facets BLOB
 );
 CREATE UNIQUE INDEX IF NOT EXISTS search_docs_urn ON search_docs (urn);
-CREATE INDEX IF NOT EXISTS search_docs_short ON search_docs (coalesce(length(name), 0), urn);
+DROP INDEX IF EXISTS search_docs_short;
 CREATE TABLE IF NOT EXISTS search_versions (
     doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, fragment BLOB,
     PRIMARY KEY (doc_id, aspect)
@@ -70,7 +70,6 @@ WALK_SET_LIMIT = 50_000  # up to this many hits are fetched at once for the walk
 WALKS = {  # indexed document orders: key columns, ORDER BY, comparison with the last key seen
     "urn": ("urn", "urn", ">"),
     "-urn": ("urn", "urn DESC", "<"),
-    "short": ("coalesce(length(name), 0), urn", "coalesce(length(name), 0), urn", ">"),  # the shorter name first
 }
 RANK_LIMIT = 5000  # a tier with more hits than this orders by the shorter name instead of bm25
 EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact filter tokens
@@ -376,8 +375,12 @@ class _Hits:
     def _select(self, what: str = "rowid") -> str:
         return f"SELECT {what} FROM search_fts WHERE search_fts MATCH ?{self.sql}"
 
-    def count(self, conn: sqlite3.Connection) -> int:
-        return conn.execute(self._select("count(*)"), (self.expression, *self.params)).fetchone()[0]
+    def count(self, conn: sqlite3.Connection, cap: int | None = None) -> int:
+        """How many hits; with a cap, at most cap (the index stops looking there)."""
+        if cap is None:
+            return conn.execute(self._select("count(*)"), (self.expression, *self.params)).fetchone()[0]
+        return conn.execute(f"SELECT count(*) FROM ({self._select()} LIMIT ?)",
+                            (self.expression, *self.params, cap)).fetchone()[0]
 
     def ranked(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
         """A page by bm25 relevance (column-weighted); ties by URN."""
@@ -491,17 +494,14 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
         if len(page) >= count:
             break
         within = hits.narrowed(tier)
-        size = within.count(conn)
+        size = within.count(conn, cap=max(start + 1, RANK_LIMIT + 1))  # exact up to RANK_LIMIT
         if start >= size:
             start -= size
             continue
-        wanted = count - len(page)
         if by_bm25 and size <= RANK_LIMIT:
-            page.extend(within.ranked(conn, start, wanted))
-        elif size <= SORT_LIMIT:
-            page.extend(within.sorted(conn, "coalesce(length(d.name), 0)", start, wanted))
-        else:
-            page.extend(within.walk(conn, "short", start, wanted, size))
+            page.extend(within.ranked(conn, start, count - len(page)))
+        else:  # evaluating the tier costs more than sorting it: no index order helps here
+            page.extend(within.sorted(conn, "coalesce(length(d.name), 0)", start, count - len(page)))
         start = 0
     return page
 
