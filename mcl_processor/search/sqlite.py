@@ -494,11 +494,13 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
         if len(page) >= count:
             break
         within = hits.narrowed(tier)
-        size = within.count(conn, cap=max(start + 1, RANK_LIMIT + 1))  # exact up to RANK_LIMIT
-        if start >= size:
+        # A tier's size decides between bm25 and name order, and how much of `start` it takes
+        # up; a name tier read from its first hit needs neither.
+        size = within.count(conn, cap=max(start + 1, RANK_LIMIT + 1)) if by_bm25 or start else None
+        if size is not None and start >= size:
             start -= size
             continue
-        if by_bm25 and size <= RANK_LIMIT:
+        if size is not None and by_bm25 and size <= RANK_LIMIT:
             page.extend(within.ranked(conn, start, count - len(page)))
         else:  # evaluating the tier costs more than sorting it: no index order helps here
             page.extend(within.sorted(conn, "coalesce(length(d.name), 0)", start, count - len(page)))
