@@ -12,6 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
@@ -84,6 +85,7 @@ class SqliteSearchIndex(SearchIndex):
         self.db = db
         self.annotations = annotations
         self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
+        self._aside = ThreadPoolExecutor(4, thread_name_prefix="search-count")  # SQLite runs without the GIL
         db.writer.executescript(_SCHEMA)
         configured = dict(db.writer.execute("SELECT k, v FROM search_fts_config"))
         for option, value in FTS_OPTIONS:
@@ -227,12 +229,15 @@ class SqliteSearchIndex(SearchIndex):
             return SearchResult(0, [], {})
         conn = self.db.reader()
         hits = _Hits.of(conn, parsed, types, include_removed, scope)
+        if parsed.terms and sort == "relevance":  # the total and facets are counted beside the ranking
+            counted = self._aside.submit(self._total_and_facets, hits)
+            page = _ranked(conn, parsed, hits, start, count)
+            total, (facets, sampled) = counted.result()
+            return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
         total = hits.count(conn)
         if total == 0:
             return SearchResult(0, [], {})
-        if parsed.terms and sort == "relevance":
-            page = _ranked(conn, parsed, hits, start, count)
-        elif sort.lstrip("-") == "name":
+        if sort.lstrip("-") == "name":
             page = hits.sorted(conn, f"d.name COLLATE NOCASE{' DESC' if sort[0] == '-' else ''}", start, count)
         elif total <= SORT_LIMIT:
             page = hits.sorted(conn, "d.urn DESC" if sort == "-urn" else "d.urn", start, count)
@@ -240,6 +245,11 @@ class SqliteSearchIndex(SearchIndex):
             page = hits.walk(conn, "-urn" if sort == "-urn" else "urn", start, count, total)
         facets, sampled = hits.facets(conn, total)
         return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
+
+    def _total_and_facets(self, hits: _Hits) -> tuple[int, tuple[dict[str, list[tuple[str, int]]], bool]]:
+        conn = self.db.reader()  # this thread's own connection
+        total = hits.count(conn)
+        return total, (hits.facets(conn, total) if total else ({}, False))
 
     def _hits(self, conn: sqlite3.Connection, page: list[int], parsed: Query) -> list[SearchHit]:
         if not page:
