@@ -231,9 +231,9 @@ class SqliteSearchIndex(SearchIndex):
         hits = _Hits.of(conn, parsed, types, include_removed, scope)
         if parsed.terms and sort == "relevance":  # the total and facets are counted beside the ranking
             counted = self._aside.submit(self._total_and_facets, hits)
-            page = _ranked(conn, parsed, hits, start, count)
+            found = self._hits(conn, _ranked(conn, parsed, hits, start, count), parsed)
             total, (facets, sampled) = counted.result()
-            return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
+            return SearchResult(total, found, facets, sampled)
         total = hits.count(conn)
         if total == 0:
             return SearchResult(0, [], {})
