@@ -26,7 +26,7 @@ from opensearchpy import OpenSearch
 
 from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
-from mcl_processor.divergence import Divergence
+from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.opensearch_indices import (
     DEFAULT_PREFIX,
     MISSING_OK,
@@ -279,19 +279,9 @@ class OpenSearchSearchIndex(SearchIndex):
             for aspect, entry in doc["_source"]["aspects"].items():
                 if entry.get("analysis"):
                     stored[(urn, aspect)] = (entry["version"], entry["analysis"])
-        out = []
         wanted = {(c.urn, c.aspect): c for c in expected if c.aspect in self.analyzers}
-        for key, change in wanted.items():
-            found = stored.get(key)
-            if found is None:
-                out.append(Divergence(MODEL, "missing", *key, f"version {change.version} not indexed"))
-            elif found[0] != change.version:
-                out.append(Divergence(MODEL, "stale", *key, f"indexed version {found[0]}, store has {change.version}"))
-            elif found[1] != AnalysisPreparer.encode(self.analyzers[change.aspect], change.value):
-                out.append(Divergence(MODEL, "content", *key, f"version {change.version} indexed differently"))
-        out.extend(Divergence(MODEL, "extra", *key, f"version {stored[key][0]} indexed, not live in the store")
-                   for key in stored if key not in wanted)
-        return out
+        return compare_versions(MODEL, stored, wanted,
+                                lambda change: AnalysisPreparer.encode(self.analyzers[change.aspect], change.value))
 
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
         body = {"query": {"bool": {"filter": [{"term": {"live": True}}, {"range": {"urn": {"gt": after}}}]}},

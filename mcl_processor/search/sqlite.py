@@ -18,7 +18,7 @@ import orjson
 
 from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
-from mcl_processor.divergence import Divergence
+from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.query_syntax import Query, parse, tokens
 from mcl_processor.search import SCOPES, SearchHit, SearchIndex, SearchResult, Suggestion, checked_options
 from mcl_processor.search.document import (
@@ -311,19 +311,9 @@ class SqliteSearchIndex(SearchIndex):
                     f"SELECT doc_id, aspect, version, fragment FROM search_versions WHERE doc_id IN ({marks})"
                     " AND fragment IS NOT NULL", chunk):
                 stored[(urn_of[doc_id], aspect)] = (version, data)
-        out = []
         wanted = {(c.urn, c.aspect): c for c in expected if c.aspect in self.analyzers}
-        for key, change in wanted.items():
-            found = stored.get(key)
-            if found is None:
-                out.append(Divergence(MODEL, "missing", *key, f"version {change.version} not indexed"))
-            elif found[0] != change.version:
-                out.append(Divergence(MODEL, "stale", *key, f"indexed version {found[0]}, store has {change.version}"))
-            elif found[1] != self.analyzers[change.aspect].fragment(change.value).encode():
-                out.append(Divergence(MODEL, "content", *key, f"version {change.version} indexed differently"))
-        out.extend(Divergence(MODEL, "extra", *key, f"version {stored[key][0]} indexed, not live in the store")
-                   for key in stored if key not in wanted)
-        return out
+        return compare_versions(MODEL, stored, wanted,
+                                lambda change: self.analyzers[change.aspect].fragment(change.value).encode())
 
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
         return [row[0] for row in self.db.reader().execute(
