@@ -101,11 +101,13 @@ class Node:
 
 
 def _sweep_outbox(gms: Gms, stop: threading.Event) -> None:
+    """Publish what is pending every RELAY_INTERVAL; a failure (a backend down or timing out)
+    is logged and the next sweep tries again."""
     while not stop.wait(RELAY_INTERVAL):
         try:
             gms.relay.publish_pending()
-        except BACKEND_ERRORS as err:
-            log.warning("outbox relay: %s; retrying in %gs", err, RELAY_INTERVAL)
+        except Exception as err:
+            log.warning("outbox relay: %s; trying again in %gs", err, RELAY_INTERVAL)
 
 
 def serve_one(data_dir: Path, host: str, port: int, token: str, config: Config | None = None,
