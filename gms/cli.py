@@ -14,6 +14,7 @@ import sys
 import threading
 from collections import Counter
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -21,6 +22,9 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError, RestClient
 from schemas.registry import default_registry
+
+if TYPE_CHECKING:
+    from gms.config import Config
 
 DEFAULT_SERVER = "http://127.0.0.1:8080"
 EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "examples"
@@ -43,7 +47,7 @@ def _client(args: argparse.Namespace) -> RestClient:
     return RestClient(args.server or os.environ.get("LODESTAR_SERVER") or DEFAULT_SERVER, token)
 
 
-def _config(args: argparse.Namespace):
+def _config(args: argparse.Namespace) -> Config:
     from gms.config import Config, ConfigError
 
     try:
@@ -176,7 +180,7 @@ def cmd_lineage(args: argparse.Namespace) -> int:
 class _Local:
     """The configured stores of a data directory, opened by a command that works on them directly."""
 
-    def __init__(self, data_dir: Path, config=None):
+    def __init__(self, data_dir: Path, config: Config | None = None):
         from gms.assembly import BACKEND_ERRORS, open_gms, open_read_models
         from gms.config import Config
         from mcl_processor.processor import MclProcessor

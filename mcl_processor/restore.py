@@ -35,21 +35,14 @@ def like(pattern: str) -> re.Pattern[str]:
 
 
 def scan_pages(store: AspectStore, batch: int = BATCH) -> Iterator[list[StoredAspect]]:
-    """The store's latest live versions, page by page, in (urn, aspect) order.
-
-    A page of only deleted aspects comes back empty, so an empty page is retried with a
-    larger limit before it is taken as the end."""
+    """The store's latest live versions, page by page, in its scan order (a page is short only
+    at the end: the port's promise)."""
     after: tuple[str, str] | None = None
-    limit = batch
-    while True:
-        page = list(store.scan_latest(after, limit))
-        if page:
-            yield page
-            after, limit = (page[-1].urn, page[-1].aspect), batch
-        elif limit >= batch * 1024:
+    while page := list(store.scan_latest(after, batch)):
+        yield page
+        if len(page) < batch:
             return
-        else:
-            limit *= 8
+        after = (page[-1].urn, page[-1].aspect)
 
 
 def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, urn_like: str | None = None,
