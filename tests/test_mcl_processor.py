@@ -308,16 +308,20 @@ def test_check_reports_every_planted_divergence(indexed):
     assert indexed.processor.check(indexed.gms.store).ok
 
 
-class ReadModelsContract:
-    """Every adapter set passes these: the read models reflect each (urn, aspect) at its highest
-    version, so replays, duplicates and late MCLs change nothing. Subclasses say how to build
-    the read models (`models_factory`)."""
+class IndexedByModels:
+    """The `indexed` harness on the read models the subclass's `models_factory` builds."""
 
     @pytest.fixture
     def indexed(self, models_factory: ModelsFactory, tmp_path: Path):
         harness = Indexed(tmp_path / "data", models_factory)
         yield harness
         harness.close()
+
+
+class ReadModelsContract(IndexedByModels):
+    """Every adapter set passes these: the read models reflect each (urn, aspect) at its highest
+    version, so replays, duplicates and late MCLs change nothing. Subclasses say how to build
+    the read models (`models_factory`)."""
 
     def test_duplicate_mcls_change_nothing(self, indexed):
         urns = sample(indexed)

@@ -6,15 +6,11 @@ re-appended points replaced, deleted entities forgotten.
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import pytest
-
 from ingest import topics
 from mcl_processor import opensearch_indices
 from tests.builders import dataset_urn, proposal
-from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite
-from tests.test_mcl_processor import Indexed
+from tests.readmodels import OnOpenSearch, OnSqlite
+from tests.test_mcl_processor import IndexedByModels
 
 ORDERS, ITEMS = dataset_urn("db.orders"), dataset_urn("db.items")
 
@@ -24,13 +20,7 @@ def profile(ts: int, rows: int, partition: str | None = None) -> dict:
     return {"timestampMillis": ts, "rowCount": rows, **spec}
 
 
-class TimeseriesStoreContract:
-    @pytest.fixture
-    def indexed(self, models_factory: ModelsFactory, tmp_path: Path):
-        harness = Indexed(tmp_path / "data", models_factory)
-        yield harness
-        harness.close()
-
+class TimeseriesStoreContract(IndexedByModels):
     def test_points_are_time_ordered_ranged_and_idempotent(self, indexed):
         indexed.write(proposal(ORDERS, "datasetProperties", {"name": "orders"}))
         indexed.write(*[proposal(ORDERS, "datasetProfile", profile(ts, ts)) for ts in (3000, 1000, 2000)])
