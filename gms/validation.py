@@ -8,6 +8,7 @@ from typing import Any
 
 import orjson
 
+from gms.aspect_rules import RULES
 from gms.conditions import Conditions, parse_conditions
 from gms.errors import ProposalFailed
 from ingest.proposal import Proposal, ProposalError
@@ -108,6 +109,12 @@ class ProposalValidator:
             aspect.check(value)
         except AspectValueError as err:
             raise ProposalFailed("invalid_aspect", f"{context} {aspect.name}: {err}") from None
+        rule = RULES.get(aspect.name)
+        if rule is not None:
+            try:
+                rule(value)
+            except ValueError as err:
+                raise ProposalFailed("invalid_aspect", f"{context} {aspect.name}: {err}") from None
         return value_json
 
     @staticmethod
