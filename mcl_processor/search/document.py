@@ -69,6 +69,7 @@ class Document(NamedTuple):
     removed: bool
     columns: tuple[str, str, str, str, str]  # in COLUMNS order
     facets: list[tuple[str, str]]
+    name_meta: str  # the meta tokens of the entity type, the soft-deleted state and the exact names
 
 
 _TOKENS: dict[str, str] = {}  # a bounded memo (no per-entry objects for the garbage collector)
@@ -290,10 +291,14 @@ def merge(entity_type: str, parts: Sequence[Fragment]) -> Document:
     removed = any(p.removed for p in parts)
     texts = tuple("\n".join(p.texts[i] for p in parts if p.texts[i]) for i in range(4))
     meta = [everything_token(), type_token(entity_type), *(p.meta for p in parts if p.meta)]
+    name_meta = [type_token(entity_type)]
+    name_meta += sorted({name_token(lvalue) for p in parts for lvalue, kind, _ in p.suggestions if kind == "name"})
     if removed:
         meta.insert(0, removed_token())
+        name_meta.insert(0, removed_token())
     facets = sorted({("entityType", entity_type), *((f, v) for p in parts for f, v in p.facets)})
-    return Document(title.title, description.description, removed, (*texts, " ".join(meta)), facets)  # type: ignore[arg-type]
+    return Document(title.title, description.description, removed, (*texts, " ".join(meta)), facets,  # type: ignore[arg-type]
+                    " ".join(name_meta))
 
 
 def line_fields(parts: Sequence[Fragment], column: int) -> list[str]:

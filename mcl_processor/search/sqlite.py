@@ -4,7 +4,9 @@ Tables: `search_docs` (one row per entity: shown name and description, flags, fa
 `search_versions` (per entity and aspect: the version reflected and the aspect's fragment,
 NULL for a deleted aspect), `search_properties` (property and tag values, for prefix
 filters), `search_suggestions` (names, field names and tags, for autocomplete) and
-`search_fts` (the merged documents; rowid = document id).
+`search_fts` (the merged documents; rowid = document id) and `search_names` (each shown
+document's names with its type and soft-delete tokens; rowid = `names_rowid`, so that
+FTS5's rowid order is the shorter-name order of the name tiers).
 """
 
 from __future__ import annotations
@@ -61,9 +63,12 @@ CREATE TABLE IF NOT EXISTS search_suggestions (
 CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
     name, schema, text, keywords, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5(
+    name, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
+);
 """
 FTS_OPTIONS = (("hashsize", 16 * 1024 * 1024),)  # large batches flush their pending text less often
-_TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_docs")
+_TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_names", "search_docs")
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
@@ -77,6 +82,8 @@ EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact 
 FACET_SAMPLE = 1000  # broader queries count facets on this many hits and scale the counts
 FACET_VALUES = 20
 SUGGESTION_COUNT = 50  # autocomplete counts carriers of a value up to this many
+NAME_LENGTH_LIMIT = (1 << 20) - 1  # longer shown names order as this long
+DOC_ID_MASK = (1 << 32) - 1
 MODEL = "search"
 
 
@@ -192,7 +199,8 @@ class SqliteSearchIndex(SearchIndex):
         (those of documents created in this batch are at hand)."""
         fragments = self._fragments(conn, [doc_id for doc_id in touched if doc_id not in created])
         fragments.update((doc_id, sorted(parts, key=lambda part: part[0])) for doc_id, parts in new_parts.items())
-        updates, fts_rows = [], []
+        stale_names = self._names_rowids(conn, [doc_id for doc_id in touched if doc_id not in created])
+        updates, fts_rows, name_rows = [], [], []
         for doc_id, entity_type in touched.items():
             if doc_id not in fragments:
                 updates.append((None, None, 0, 0, None, doc_id))
@@ -200,14 +208,28 @@ class SqliteSearchIndex(SearchIndex):
             doc = merge(entity_type, [fragment for _, fragment in fragments[doc_id]])
             updates.append((doc.name, doc.description, 1, int(doc.removed), orjson.dumps(doc.facets), doc_id))
             fts_rows.append((doc_id, *doc.columns))
+            name_rows.append((names_rowid(doc_id, doc.name), doc.columns[0], doc.name_meta))
         conn.executemany("UPDATE search_docs SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
         conn.executemany("DELETE FROM search_fts WHERE rowid = ?", [(i,) for i in touched if i not in created])
+        conn.executemany("DELETE FROM search_names WHERE rowid = ?", [(rowid,) for rowid in stale_names])
         conn.executemany(f"INSERT INTO search_fts (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
+        conn.executemany("INSERT INTO search_names (rowid, name, meta) VALUES (?, ?, ?)", name_rows)
+
+    @staticmethod
+    def _names_rowids(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> list[int]:
+        """The `search_names` rowids of shown documents."""
+        rowids = []
+        for chunk in chunks(doc_ids):
+            marks = ",".join("?" * len(chunk))
+            rowids.extend(names_rowid(doc_id, name) for doc_id, name in conn.execute(
+                f"SELECT id, name FROM search_docs WHERE id IN ({marks}) AND live = 1", chunk))
+        return rowids
 
     def _reset(self, conn: sqlite3.Connection, urns: Iterable[str]) -> None:
         doc_ids = list(self._ids(conn, list(urns)).values())
         self._forget_rows(conn, list(self._versions(conn, doc_ids)))
+        conn.executemany("DELETE FROM search_names WHERE rowid = ?", [(r,) for r in self._names_rowids(conn, doc_ids)])
         for table, column in (("search_versions", "doc_id"), ("search_fts", "rowid"), ("search_docs", "id")):
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(doc_id,) for doc_id in doc_ids])
 
@@ -329,18 +351,27 @@ def _any_of(words: Sequence[str]) -> str:
     return "meta : (" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
+def names_rowid(doc_id: int, name: str | None) -> int:
+    """A document's `search_names` rowid: the length of its shown name above its id, so that
+    rowid order is shorter-name order (doc_id = rowid & DOC_ID_MASK)."""
+    return (min(len(name or ""), NAME_LENGTH_LIMIT) << 32) | doc_id
+
+
 class _Hits:
     """The documents a query matches: free text (`exact` and `prefix` phrases of its terms, over
     the text columns) and `filters`, an FTS5 expression of exact filters, entity types and the
-    soft-deleted state, plus an SQL condition for the rare prefix filters that are not expanded."""
+    soft-deleted state, plus an SQL condition for the rare prefix filters that are not expanded.
+    `by_type_only`: the filters are of entity types at most, so `search_names` can evaluate them."""
 
-    def __init__(self, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str]):
+    def __init__(self, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str],
+                 by_type_only: bool):
         self.exact = exact
         self.prefix = prefix
         self.filters = filters  # positive filters, "" when none
         self.hidden = hidden  # " NOT <removed>", or "" with include_removed
         self.sql = sql
         self.params = params
+        self.by_type_only = by_type_only
         self.expression = self._with_filters(f"{TEXT_COLUMNS} : ({prefix})" if prefix else "")
 
     def _with_filters(self, expression: str) -> str:
@@ -365,10 +396,11 @@ class _Hits:
         hidden = "" if include_removed else f" NOT {_any_of([removed_token()])}"
         exact = " OR ".join(_phrase(t.tokens, False) for t in parsed.terms if not t.prefix)
         prefix = " OR ".join(_phrase(t.tokens, True) for t in parsed.terms)
-        return cls(exact, prefix, " AND ".join(parts), hidden, "".join(sql), params)
+        by_type_only = not (parsed.filters or parsed.tags or parsed.schema)
+        return cls(exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only)
 
     def narrowed(self, expression: str) -> _Hits:
-        narrowed = _Hits(self.exact, "", self.filters, self.hidden, self.sql, self.params)
+        narrowed = _Hits(self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only)
         narrowed.expression = narrowed._with_filters(expression)
         return narrowed
 
@@ -394,6 +426,26 @@ class _Hits:
         return [row[0] for row in conn.execute(
             f"SELECT d.id FROM ({self._select()}) h JOIN search_docs d ON d.id = h.rowid"
             f" ORDER BY {order}, {tie} LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
+
+    def shortest_names(self, conn: sqlite3.Connection, start: int, count: int) -> tuple[list[int], int | None]:
+        """A page in (shown name length, URN) order of an expression over names, entity types and
+        the soft-deleted state only, read from `search_names` in rowid order: up to the page's
+        last name length, never further. Also the number of hits when there are no more than
+        start + count (else None)."""
+        wanted = start + count
+        rowids = [row[0] for row in conn.execute(
+            "SELECT rowid FROM search_names WHERE search_names MATCH ? ORDER BY rowid LIMIT ?", (self.expression, wanted))]
+        if len(rowids) < wanted:
+            size: int | None = len(rowids)
+            if size <= start:
+                return [], size
+            bound = rowids[-1] + 1
+        else:
+            size, bound = None, ((rowids[-1] >> 32) + 1) << 32  # the rest of the last length too: ties go by URN
+        return [row[0] for row in conn.execute(
+            "SELECT d.id FROM (SELECT rowid AS r FROM search_names WHERE search_names MATCH ? AND rowid < ?) h"
+            f" JOIN search_docs d ON d.id = h.r & {DOC_ID_MASK} ORDER BY h.r >> 32, d.urn LIMIT ? OFFSET ?",
+            (self.expression, bound, count, start))], size
 
     def walk(self, conn: sqlite3.Connection, order: str, start: int, count: int, total: int) -> list[int]:
         """Many hits in an indexed document order (WALKS): walk the documents in that order and
@@ -494,6 +546,14 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
         if len(page) >= count:
             break
         within = hits.narrowed(tier)
+        if not by_bm25 and hits.by_type_only:  # a name tier: search_names has it in order
+            found, size = within.shortest_names(conn, start, count - len(page))
+            if size is not None and size <= start:
+                start -= size
+                continue
+            page.extend(found)
+            start = 0
+            continue
         # A tier's size decides between bm25 and name order, and how much of `start` it takes
         # up; a name tier read from its first hit needs neither.
         size = within.count(conn, cap=max(start + 1, RANK_LIMIT + 1)) if by_bm25 or start else None
