@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from gms.tracing import configure_logging
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError, RestClient
 from schemas.registry import default_registry
@@ -324,7 +325,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logging(getattr(logging, os.environ.get("LODESTAR_LOG_LEVEL", "WARNING").upper(), logging.WARNING))
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

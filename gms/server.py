@@ -24,6 +24,7 @@ from pathlib import Path
 
 from aiohttp import web
 
+from gms import metrics
 from gms.api.app import create_app
 from gms.api.auth import ADMIN, TokenAuth
 from gms.assembly import BACKEND_ERRORS, open_gms, open_read_models
@@ -133,6 +134,7 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
         listener = socket.create_server((host, port), backlog=1024)
     except OSError as err:
         raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    metrics.use_directory(data_dir / "metrics")  # /metrics in any worker adds up every process's counts
     channels: list[socket.socket] = []
     children = [_fork(partial(_background_main, data_dir, config, roles), listener)] if roles else []
     for worker in range(workers):

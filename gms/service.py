@@ -10,8 +10,10 @@ from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 
+from gms import tracing
 from gms.errors import ProposalFailed
 from gms.faults import crash_point, fail_point
+from gms.metrics import count_results
 from gms.outbox import OutboxRelay
 from gms.store import AspectStore
 from gms.store.sqlite import SqliteAspectStore
@@ -68,6 +70,9 @@ class Gms:
         results = self.writes.apply(proposals, actor, request_headers)
         crash_point("after-commit")
         self.relay.publish_pending()
+        count_results(results)
+        if log.isEnabledFor(logging.INFO):
+            _log_failures(proposals, results)
         return results
 
     def delete_entity(self, urn: str, hard: bool, actor: str) -> Result | None:
@@ -107,6 +112,7 @@ class Gms:
                 while not stop.is_set():
                     records = consumer.poll(500, poll_timeout)
                     if records:
+                        tracing.begin(f"{records[0].topic}/{records[0].partition}@{records[0].offset}")
                         self._apply_records(records)
                         fail_point("mcp-before-commit")
                         consumer.commit(records)
@@ -148,6 +154,15 @@ class Gms:
         self.writes.close()
         self.store.close()
         self.log.close()
+
+
+def _log_failures(proposals: Sequence[Proposal | ProposalError], results: Sequence[Result]) -> None:
+    """One log line per failed proposal, with its URN and aspect (and the trace id)."""
+    for proposal, result in zip(proposals, results, strict=True):
+        if result.failure is not None:
+            log.info("proposal failed: %s: %s", result.failure.code, result.failure.message,
+                     extra={"urn": getattr(proposal, "entity_urn", None),
+                            "aspect": getattr(proposal, "aspect_name", None)})
 
 
 def _reason(failure: ProposalFailed) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import time
 from typing import Any
 from urllib.parse import quote, urlsplit
 
@@ -18,7 +19,10 @@ class LodestarError(Exception):
 
 
 class RestClient:
-    def __init__(self, server: str, token: str | None = None, timeout: float = 60.0):
+    """Requests refused with 429 (GMS is applying or indexing behind) are sent again after the
+    server's Retry-After, for up to `overload_wait` seconds in all; nothing of them was done."""
+
+    def __init__(self, server: str, token: str | None = None, timeout: float = 60.0, overload_wait: float = 300.0):
         parts = urlsplit(server if "://" in server else f"http://{server}")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise LodestarError(f"invalid server address {server!r}")
@@ -27,11 +31,20 @@ class RestClient:
         self._https = parts.scheme == "https"
         self._timeout = timeout
         self._token = token
+        self._overload_wait = overload_wait
         self._conn: http.client.HTTPConnection | None = None
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """(status, decoded JSON body); raises LodestarError if the server cannot be reached."""
         payload = None if body is None else json.dumps(body).encode()
+        deadline = time.monotonic() + self._overload_wait
+        while True:
+            status, decoded, retry_after = self._send(method, path, payload)
+            if status != 429 or retry_after is None or time.monotonic() + retry_after > deadline:
+                return status, decoded
+            time.sleep(retry_after)  # the server asked for it
+
+    def _send(self, method: str, path: str, payload: bytes | None) -> tuple[int, Any, float | None]:
         headers = {"Content-Type": "application/json"}
         if self._token:
             headers["Authorization"] = f"Bearer {self._token}"
@@ -50,7 +63,8 @@ class RestClient:
             decoded = json.loads(raw) if raw else None
         except ValueError:
             decoded = raw.decode(errors="replace")
-        return response.status, decoded
+        retry_after = response.getheader("Retry-After")
+        return response.status, decoded, float(retry_after) if retry_after and retry_after.isdigit() else None
 
     def call(self, method: str, path: str, body: Any = None, ok: tuple[int, ...] = (200,)) -> Any:
         """The JSON body of a successful request; LodestarError with the server's message otherwise."""

@@ -18,6 +18,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack
 
 from gms.faults import crash_point
+from gms.metrics import INDEX_SECONDS, INDEXED
 from gms.store import AspectStore
 from ingest import topics
 from ingest.eventlog import EventLog, LogRecord
@@ -55,6 +56,7 @@ class MclProcessor:
             decoded = decode(self.decoder, None, [record.value for record in records])
         changes: list[AspectChange] = []
         points: list[TimeseriesPoint] = []
+        started = time.perf_counter()
         with collector_paused():
             for record, item in zip(records, decoded, strict=True):
                 if isinstance(item, AspectChange):
@@ -65,6 +67,10 @@ class MclProcessor:
                     self.skipped += 1
                     log.warning("skipping MCL at %s/%d@%d: %s", record.topic, record.partition, record.offset, item)
             self.read_models.apply(collapse(changes, self.key_aspects), points)
+        INDEX_SECONDS.labels("write").observe(time.perf_counter() - started)
+        INDEXED.labels("change").inc(len(changes))
+        INDEXED.labels("point").inc(len(points))
+        INDEXED.labels("skipped").inc(len(records) - len(changes) - len(points))
 
     def run(self, log_: EventLog, stop: threading.Event, poll_timeout: float = 0.5,
             max_records: int = BATCH, workers: int | None = None) -> None:
@@ -124,6 +130,12 @@ class MclProcessor:
     def check(self, store: AspectStore, examples: int = 10) -> CheckReport:
         """Compare the read models with the store (see check.check)."""
         return check(self.read_models, self.registry, store, examples)
+
+
+def mcl_lag(log_: EventLog, group: str = GROUP) -> dict[tuple[str, int], int]:
+    """Records of each MCL topic partition that group "mcl-processor" has not committed yet."""
+    return {(topic, partition): max(0, log_.end_offset(topic, partition) - log_.committed(group, topic, partition))
+            for topic in TOPICS for partition in range(log_.partitions(topic))}
 
 
 def wait_until_caught_up(log_: EventLog, timeout: float, progress: threading.Condition | None = None,

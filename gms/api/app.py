@@ -14,13 +14,14 @@ from aiohttp import web
 
 from gms.api.auth import TokenAuth
 from gms.service import Gms
+from gms.tracing import in_context
 from gms.write_path import Result
 from ingest.proposal import Proposal, ProposalError
 from mcl_processor.processor import MclProcessor, wait_until_caught_up
 from mcl_processor.readmodels import ReadModels
 
 log = logging.getLogger(__name__)
-PUBLIC_PATHS = frozenset({"/health", "/config", "/openapi.json"})
+PUBLIC_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/config", "/openapi.json"})
 GMS_KEY = web.AppKey("gms", "Api")
 LIMIT_KEY = web.AppKey("max_request_bytes", int)
 PRINCIPAL_KEY = web.RequestKey("principal", str)
@@ -54,11 +55,11 @@ class Api:
     async def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
                     headers: Mapping[str, str]) -> list[Result]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.writer, self.gms.apply, proposals, actor, headers)
+        return await loop.run_in_executor(self.writer, in_context(self.gms.apply, proposals, actor, headers))
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a write-side call on the writer thread."""
-        return await asyncio.get_running_loop().run_in_executor(self.writer, fn, *args)
+        return await asyncio.get_running_loop().run_in_executor(self.writer, in_context(fn, *args))
 
 
 def api_of(request: web.Request) -> Api:
@@ -115,15 +116,18 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
                processor: MclProcessor | None = None) -> web.Application:
-    from gms.api import datahub, native, openapi, reads
+    from gms.api import datahub, guards, native, observe, openapi, reads
 
-    app = web.Application(middlewares=[json_errors, authenticate], client_max_size=gms.limits.max_request_bytes)
+    app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
+                          client_max_size=gms.limits.max_request_bytes)
     app[LIMIT_KEY] = gms.limits.max_request_bytes
     app[GMS_KEY] = Api(gms, auth, read_models, processor)
     native.add_routes(app)
     reads.add_routes(app)
     datahub.add_routes(app)
     openapi.add_routes(app)
+    guards.install(app, gms.log)
+    observe.add_routes(app)
 
     async def shutdown(app: web.Application) -> None:
         app[GMS_KEY].writer.shutdown(wait=True)

@@ -1,0 +1,206 @@
+"""Guards that apply to every route: backend outages, backpressure, readiness.
+
+- A backend that does not answer (Cassandra, Kafka, OpenSearch; the embedded database locked
+  too long) is 503 `backend_unavailable` with `Retry-After`, never a 500: the caller retries.
+- Backpressure: a write (any method but GET/HEAD/OPTIONS) is refused with 429 `overloaded` and
+  `Retry-After` while the MCL processor lags more than `max_mcl_lag` records behind the MCL
+  topics, or while the bodies of the writes in flight would exceed `max_inflight_bytes`. The
+  lag is sampled off the event loop at most every `sample_every` seconds; what a process holds
+  for requests is bounded by the in-flight budget, however fast callers send.
+- `GET /health/ready`: 200 when the aspect store, the event log and the read models answer
+  (each probed with a deadline), else 503 naming the backend that does not; with the MCL lag.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from gms.api.app import LIMIT_KEY, Handler, api_of, error
+from gms.store import StoreUnavailable
+from ingest.eventlog import EventLog, EventLogError
+from mcl_processor.processor import mcl_lag
+from mcl_processor.readmodels import ReadModelsUnavailable
+
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+PROBE_TIMEOUT = 3.0  # seconds a readiness probe of one backend may take
+
+
+def _backend_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions that mean a backend did not answer, from the clients that are installed."""
+    errors: list[type[BaseException]] = [StoreUnavailable, EventLogError, ReadModelsUnavailable,
+                                         sqlite3.OperationalError, ConnectionError, TimeoutError]
+    try:
+        from cassandra import DriverException
+        from cassandra.cluster import NoHostAvailable
+        errors += [DriverException, NoHostAvailable]
+    except ImportError:
+        pass
+    try:
+        from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
+        from opensearchpy.exceptions import ConnectionTimeout
+        errors += [OpenSearchConnectionError, ConnectionTimeout]
+    except ImportError:
+        pass
+    try:
+        from confluent_kafka import KafkaException
+        errors.append(KafkaException)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+BACKEND_ERRORS = _backend_errors()
+
+
+def is_backend_error(err: BaseException) -> bool:
+    """Whether err means a backend is down or slow (as opposed to a bug or bad input)."""
+    if isinstance(err, sqlite3.OperationalError):
+        return "locked" in str(err) or "busy" in str(err)
+    return isinstance(err, BACKEND_ERRORS)
+
+
+@dataclass
+class Backpressure:
+    """The limits of the backpressure guard (environment: LODESTAR_MAX_MCL_LAG,
+    LODESTAR_MAX_INFLIGHT_BYTES)."""
+
+    max_mcl_lag: int = 200_000
+    max_inflight_bytes: int = 256 * 1024 * 1024
+    sample_every: float = 0.5
+
+    @classmethod
+    def from_env(cls) -> Backpressure:
+        return cls(int(os.environ.get("LODESTAR_MAX_MCL_LAG", cls.max_mcl_lag)),
+                   int(os.environ.get("LODESTAR_MAX_INFLIGHT_BYTES", cls.max_inflight_bytes)))
+
+
+class LagSampler:
+    """The MCL processor's lag (records of the MCL topics not yet committed by its group) and
+    how fast it drains, sampled at most every `every` seconds off the event loop."""
+
+    def __init__(self, log: EventLog, every: float, clock: Callable[[], float] = time.monotonic):
+        self._log = log
+        self._every = every
+        self._clock = clock
+        self._sampled_at = -math.inf
+        self._sampling: asyncio.Task[None] | None = None
+        self.lag = 0
+        self.drain_rate = 0.0  # records per second, last observed
+
+    async def current(self) -> int:
+        """The lag as last sampled; a new sample is started (not awaited) when it is stale.
+        The first call awaits its sample."""
+        now = self._clock()
+        if now - self._sampled_at >= self._every and (self._sampling is None or self._sampling.done()):
+            self._sampling = asyncio.ensure_future(self._sample(now))
+            if self._sampled_at == -math.inf:
+                await self._sampling
+        return self.lag
+
+    async def _sample(self, now: float) -> None:
+        try:
+            lag = sum((await asyncio.to_thread(mcl_lag, self._log)).values())
+        except Exception:  # the log is down: the 503 guard and readiness say so; keep the last figure
+            return
+        elapsed = now - self._sampled_at
+        if math.isfinite(elapsed) and elapsed > 0 and lag < self.lag:
+            self.drain_rate = (self.lag - lag) / elapsed
+        self.lag, self._sampled_at = lag, now
+
+    def retry_after(self, limit: int) -> int:
+        """Seconds until the lag is back to half the limit at the last drain rate (1 to 30)."""
+        excess = self.lag - limit // 2
+        if self.drain_rate <= 0:
+            return 5
+        return max(1, min(30, math.ceil(excess / self.drain_rate)))
+
+
+class Guards:
+    """What the guard middlewares share in one application."""
+
+    def __init__(self, log: EventLog, limits: Backpressure):
+        self.limits = limits
+        self.lag = LagSampler(log, limits.sample_every)
+        self.inflight_bytes = 0
+        self.refused = 0  # writes refused with 429 by this process
+
+
+GUARDS_KEY = web.AppKey("guards", Guards)
+
+
+@web.middleware
+async def unavailable(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """A backend error anywhere below is 503 with Retry-After."""
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception as err:
+        if not is_backend_error(err):
+            raise
+        return error(503, "backend_unavailable", f"a backend did not answer: {type(err).__name__}: {err}",
+                     headers={"Retry-After": "2"})
+
+
+@web.middleware
+async def throttle(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """429 with Retry-After for writes while the MCL processor lags or too many bytes are in flight."""
+    if request.method in READ_METHODS:
+        return await handler(request)
+    guards = request.app[GUARDS_KEY]
+    limits = guards.limits
+    lag = await guards.lag.current()
+    if lag > limits.max_mcl_lag:
+        guards.refused += 1
+        return error(429, "overloaded", f"the MCL processor is {lag} records behind (limit {limits.max_mcl_lag});"
+                     " retry later", headers={"Retry-After": str(guards.lag.retry_after(limits.max_mcl_lag))},
+                     lag=lag)
+    size = request.content_length if request.content_length is not None else request.app[LIMIT_KEY]
+    if guards.inflight_bytes and guards.inflight_bytes + size > limits.max_inflight_bytes:
+        guards.refused += 1
+        return error(429, "overloaded", f"{guards.inflight_bytes} bytes of requests in flight (limit"
+                     f" {limits.max_inflight_bytes}); retry later", headers={"Retry-After": "1"})
+    guards.inflight_bytes += size
+    try:
+        return await handler(request)
+    finally:
+        guards.inflight_bytes -= size
+
+
+async def _probe(name: str, call: Callable[[], Any]) -> tuple[str, str | None, Any]:
+    """(name, the problem or None, what call returned)."""
+    try:
+        return name, None, await asyncio.wait_for(asyncio.to_thread(call), PROBE_TIMEOUT)
+    except TimeoutError:
+        return name, f"no answer within {PROBE_TIMEOUT:g}s", None
+    except Exception as err:
+        return name, f"{type(err).__name__}: {err}", None
+
+
+async def ready(request: web.Request) -> web.Response:
+    """Readiness: every backend answers."""
+    api = api_of(request)
+    probes = await asyncio.gather(
+        _probe("aspectStore", lambda: api.gms.store.get("urn:li:corpuser:__readiness__", "corpUserKey")),
+        _probe("eventLog", lambda: sum(mcl_lag(api.gms.log).values())),
+        _probe("readModels", lambda: api.read_models.search.query("*", None, 0, 1, False, "relevance", None)))
+    backends = {name: {"ok": problem is None, **({"error": problem} if problem else {})}
+                for name, problem, _ in probes}
+    ok = all(problem is None for _, problem, _ in probes)
+    body = {"status": "ready" if ok else "unavailable", "backends": backends, "mclLag": probes[1][2]}
+    return web.json_response(body, status=200 if ok else 503, headers=None if ok else {"Retry-After": "2"})
+
+
+def install(app: web.Application, log: EventLog, limits: Backpressure | None = None) -> None:
+    """The guards' state and the readiness route (the middlewares are listed by create_app)."""
+    app[GUARDS_KEY] = Guards(log, limits or Backpressure.from_env())
+    app.router.add_get("/health/ready", ready)

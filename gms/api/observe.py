@@ -1,0 +1,34 @@
+"""Trace ids on every request and the Prometheus endpoint /metrics (see gms.metrics, gms.tracing)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from gms import metrics, tracing
+from gms.api.app import Handler, api_of
+
+
+@web.middleware
+async def traced(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Give the request a trace id (echoed as X-Trace-Id) and count its response."""
+    trace_id = tracing.begin(tracing.from_headers(request.headers))
+    try:
+        response = await handler(request)
+    except web.HTTPException as exc:
+        exc.headers[tracing.TRACE_HEADER] = trace_id
+        metrics.HTTP_RESPONSES.labels(request.method, str(exc.status)).inc()
+        raise
+    response.headers[tracing.TRACE_HEADER] = trace_id
+    metrics.HTTP_RESPONSES.labels(request.method, str(response.status)).inc()
+    return response
+
+
+async def prometheus(request: web.Request) -> web.Response:
+    body = await asyncio.to_thread(metrics.render, api_of(request).gms.log, metrics.default_groups())
+    return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/metrics", prometheus)

@@ -1,0 +1,165 @@
+"""Guards on every route (backpressure, readiness) and observability (/metrics, trace ids, JSON logs),
+on a live embedded server."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import requests
+
+from gms import tracing
+from gms.api.app import create_app
+from gms.api.auth import ADMIN, TokenAuth
+from gms.api.guards import GUARDS_KEY, Backpressure, Guards
+from gms.service import Gms
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import MclProcessor
+from tests.builders import dataset_urn, mcp, properties
+from tests.conftest import TOKEN, _ServerThread, free_port
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+
+
+class Lagging:
+    """A live server whose MCL processor runs only when asked: writes make it lag."""
+
+    def __init__(self, data: Path, limits: Backpressure):
+        self.gms = Gms.embedded(data)
+        self.read_models = SqliteReadModels.in_data_dir(data, self.gms.registry)
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models)
+        auth = TokenAuth()
+        auth.add(TOKEN, ADMIN)
+        app = create_app(self.gms, auth, self.read_models, self.processor)
+        self.guards = app[GUARDS_KEY] = Guards(self.gms.log, limits)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.thread = _ServerThread(app, self.port)
+        self.thread.start()
+        assert self.thread.ready.wait(10)
+
+    def post(self, *mcps: dict, **headers: str) -> requests.Response:
+        return requests.post(f"{self.url}/v1/proposals", json={"proposals": list(mcps)}, headers={**AUTH, **headers},
+                             timeout=30)
+
+    def catch_up(self) -> None:
+        """Run the MCL processor until it has indexed everything."""
+        stop = threading.Event()
+        worker = threading.Thread(target=self.processor.run, args=(self.gms.log, stop, 0.05, 10_000, 0))
+        worker.start()
+        assert self.processor.wait_until_caught_up(self.gms.log, 30)
+        stop.set()
+        worker.join(10)
+
+    def close(self) -> None:
+        self.thread.stop()
+        self.read_models.close()
+        self.gms.close()
+
+
+@pytest.fixture
+def lagging(tmp_path: Path) -> Iterator[Lagging]:
+    server = Lagging(tmp_path / "data", Backpressure(max_mcl_lag=20, max_inflight_bytes=4096, sample_every=0.0))
+    yield server
+    server.close()
+
+
+def await_(condition, what: str, timeout: float = 20.0):
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        assert time.monotonic() < deadline, what
+        time.sleep(0.02)
+    return value
+
+
+def refused(send) -> requests.Response:
+    """send()'s first 429 response (a Response is falsy when not ok, so it is wrapped)."""
+    return await_(lambda: [r for r in [send()] if r.status_code == 429], "a 429")[0]
+
+
+def test_writes_get_429_with_retry_after_while_the_mcl_processor_lags_and_pass_again_once_it_caught_up(lagging):
+    for i in range(10):  # 20 MCLs (key aspect + properties): at the limit
+        assert lagging.post(mcp(dataset_urn(f"lag.t{i}"), "datasetProperties", properties("x"))).status_code == 200
+    sent = []
+
+    def write() -> requests.Response:  # each accepted write adds 2 MCLs; the lag is sampled as writes come
+        sent.append(dataset_urn(f"lag.n{len(sent)}"))
+        return lagging.post(mcp(sent[-1], "datasetProperties", properties("late")))
+
+    response = refused(write)
+    assert len(sent) <= 3  # the sample that saw the limit crossed is at most one write old
+    body = response.json()
+    assert body["error"] == "overloaded" and body["lag"] > 20
+    assert 1 <= int(response.headers["Retry-After"]) <= 30
+    assert requests.get(f"{lagging.url}/v1/entities/{sent[-1]}", headers=AUTH).status_code == 404
+    assert requests.get(f"{lagging.url}/v1/search?query=*", headers=AUTH).status_code == 200  # reads still served
+    ready = requests.get(f"{lagging.url}/health/ready").json()
+    assert (ready["status"], ready["mclLag"]) == ("ready", 2 * (10 + len(sent) - 1))
+
+    lagging.catch_up()
+    await_(lambda: lagging.post(mcp(sent[-1], "datasetProperties", properties("late"))).status_code == 200,
+           "writes accepted after catching up")
+
+
+def test_writes_beyond_the_in_flight_byte_budget_get_429_and_nothing_of_them_is_applied(lagging):
+    body = json.dumps({"proposals": [mcp(dataset_urn("slow.upload"), "datasetProperties",
+                                         properties("s" * 3000))]}).encode()
+    with socket.create_connection(("127.0.0.1", lagging.port)) as slow:  # a body that takes its time to arrive
+        slow.sendall(f"POST /v1/proposals HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:100])
+        await_(lambda: lagging.guards.inflight_bytes == len(body), "the slow request in flight")
+        response = lagging.post(mcp(dataset_urn("over.budget"), "datasetProperties", properties("b" * 2000)))
+        assert response.status_code == 429
+        assert response.json()["error"] == "overloaded" and response.headers["Retry-After"] == "1"
+        slow.sendall(body[100:])
+        assert b" 200 OK" in slow.recv(65536).split(b"\r\n")[0]
+    assert requests.get(f"{lagging.url}/v1/entities/{dataset_urn('over.budget')}", headers=AUTH).status_code == 404
+    assert lagging.post(mcp(dataset_urn("over.budget"), "datasetProperties", properties("b"))).status_code == 200
+
+
+def test_readiness_names_each_backend(server):
+    response = requests.get(f"{server.url}/health/ready")
+    assert response.status_code == 200
+    assert response.json()["backends"] == {"aspectStore": {"ok": True}, "eventLog": {"ok": True},
+                                           "readModels": {"ok": True}}
+
+
+def test_metrics_count_proposals_by_outcome_and_reason_and_expose_offsets_and_lag(server):
+    urn = dataset_urn("metrics.t")
+    server.client().propose([mcp(urn, "datasetProperties", properties("one"))])
+    server.client().propose([mcp(urn, "datasetProperties", properties("two"), headers={"If-Version-Match": "7"})])
+    server.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+    text = requests.get(f"{server.url}/metrics").text
+    samples = dict(line.rsplit(" ", 1) for line in text.splitlines() if line and not line.startswith("#"))
+    assert float(samples['lodestar_proposals_total{outcome="applied",reason=""}']) >= 1
+    assert float(samples['lodestar_proposals_total{outcome="failed",reason="precondition_failed"}']) >= 1
+    mcl = 'topic="MetadataChangeLog_Versioned_v1"'
+    ends = sum(float(v) for k, v in samples.items() if k.startswith("lodestar_log_end_offset{") and mcl in k)
+    lags = [float(v) for k, v in samples.items()
+            if k.startswith('lodestar_consumer_lag{group="mcl-processor"') and mcl in k]
+    assert ends == 2 and lags and sum(lags) == 0  # the key aspect's and the properties' MCLs, all indexed
+    assert float(samples['lodestar_index_batch_seconds_count{stage="write"}']) >= 1
+    assert 'lodestar_http_responses_total{method="POST",status="412"}' in samples
+
+
+def test_each_response_carries_a_trace_id_and_log_lines_are_json_with_it_and_the_urn(server, caplog):
+    given = requests.get(f"{server.url}/health", headers={"X-Trace-Id": "caller-trace-1"})
+    assert given.headers["X-Trace-Id"] == "caller-trace-1"
+    made = requests.get(f"{server.url}/health", headers={"X-Trace-Id": "bad id\twith spaces"})
+    assert made.headers["X-Trace-Id"] != "bad id\twith spaces" and len(made.headers["X-Trace-Id"]) == 32
+
+    urn = dataset_urn("trace.t")
+    with caplog.at_level(logging.INFO, logger="gms.service"):
+        requests.post(f"{server.url}/v1/proposals", headers={**AUTH, "X-Trace-Id": "trace-412"}, json={
+            "proposals": [mcp(urn, "datasetProperties", properties("x"), headers={"If-Version-Match": "3"})]})
+    (record,) = [r for r in caplog.records if r.name == "gms.service"]
+    line = json.loads(tracing.JsonFormatter().format(record))
+    assert (line["urn"], line["aspect"], line["level"]) == (urn, "datasetProperties", "INFO")
+    assert line["msg"].startswith("proposal failed: precondition_failed")
+    assert line["trace_id"] == "trace-412"  # carried from the request into the writer thread
