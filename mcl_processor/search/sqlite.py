@@ -434,7 +434,8 @@ class _Hits:
         start + count (else None)."""
         wanted = start + count
         rowids = [row[0] for row in conn.execute(
-            "SELECT rowid FROM search_names WHERE search_names MATCH ? ORDER BY rowid LIMIT ?", (self.expression, wanted))]
+            "SELECT rowid FROM search_names WHERE search_names MATCH ? ORDER BY rowid LIMIT ?",
+            (self.expression, wanted))]
         if len(rowids) < wanted:
             size: int | None = len(rowids)
             if size <= start:
