@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
 
@@ -39,6 +40,8 @@ class Limits:
     max_aspect_bytes: int = DEFAULT_MAX_ASPECT_BYTES
     max_request_bytes: int = 64 * 1024 * 1024
     max_batch: int = 10_000
+    #: the longest tag, property key or value of the v3 metadata API (CDAP's default: 50)
+    metadata_max_length: int = field(default_factory=lambda: int(os.environ.get("LODESTAR_METADATA_MAX_LENGTH", 50)))
 
 
 class Gms:

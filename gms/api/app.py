@@ -116,7 +116,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
                processor: MclProcessor | None = None) -> web.Application:
-    from gms.api import datahub, guards, native, observe, openapi, reads
+    from gms.api import datahub, guards, metadata_v3, native, observe, openapi, reads
 
     app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
                           client_max_size=gms.limits.max_request_bytes)
@@ -125,6 +125,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
     native.add_routes(app)
     reads.add_routes(app)
     datahub.add_routes(app)
+    metadata_v3.add_routes(app)
     openapi.add_routes(app)
     guards.install(app, gms.log)
     observe.add_routes(app)

@@ -1,0 +1,80 @@
+"""A small Python client of the v3 metadata API, usable inside programs:
+
+    from gms.metadata.client import MetadataClient
+    client = MetadataClient("http://127.0.0.1:8080", token)
+    client.add_tags("default/datasets/customers/field/ssn", "PII")
+    client.set_properties("urn:li:dataset:(urn:li:dataPlatform:hive,shop.orders,PROD)", team="sales")
+    client.search("PII", target=["field"])
+
+An entity is a URN or a CDAP path below /v3/namespaces/ (`ns/datasets/myds/field/empname`).
+Failures raise `ingest.rest.LodestarError` with the server's message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from ingest.rest import RestClient
+
+
+class MetadataClient:
+    def __init__(self, server: str, token: str | None = None, rest: RestClient | None = None):
+        self.rest = rest or RestClient(server, token)
+
+    @staticmethod
+    def path(entity: str, what: str = "", item: str | None = None, **query: str | None) -> str:
+        """The v3 path of an entity's metadata (`what`: "", "properties" or "tags")."""
+        if entity.startswith("urn:li:"):
+            base = f"/v3/urns/{quote(entity, safe='')}"
+        else:
+            base = "/v3/namespaces/" + "/".join(quote(s, safe="") for s in entity.strip("/").split("/"))
+        path = f"{base}/metadata" + (f"/{what}" if what else "") + (f"/{quote(item, safe='')}" if item else "")
+        params = {k: v for k, v in query.items() if v is not None}
+        return f"{path}?{urlencode(params)}" if params else path
+
+    def metadata(self, entity: str, scope: str | None = None) -> list[dict[str, Any]]:
+        """CDAP's records, one per scope."""
+        return self.rest.call("GET", self.path(entity, scope=scope))
+
+    def tags(self, entity: str, scope: str | None = None) -> list[str]:
+        return self.rest.call("GET", self.path(entity, "tags", scope=scope))
+
+    def properties(self, entity: str, scope: str | None = None) -> dict[str, str]:
+        return self.rest.call("GET", self.path(entity, "properties", scope=scope))
+
+    def add_tags(self, entity: str, *tags: str, scope: str | None = None) -> list[dict[str, Any]]:
+        return self.rest.call("POST", self.path(entity, "tags", scope=scope), list(tags))
+
+    def remove_tags(self, entity: str, *tags: str, scope: str | None = None) -> list[dict[str, Any]]:
+        """Remove the given tags, or every tag when none is given."""
+        answer: list[dict[str, Any]] = []
+        for tag in tags or (None,):
+            answer = self.rest.call("DELETE", self.path(entity, "tags", tag, scope=scope))
+        return answer
+
+    def set_properties(self, entity: str, properties: dict[str, str] | None = None, scope: str | None = None,
+                       **more: str) -> list[dict[str, Any]]:
+        return self.rest.call("POST", self.path(entity, "properties", scope=scope), {**(properties or {}), **more})
+
+    def remove_properties(self, entity: str, *keys: str, scope: str | None = None) -> list[dict[str, Any]]:
+        """Remove the given keys, or every property when none is given."""
+        answer: list[dict[str, Any]] = []
+        for key in keys or (None,):
+            answer = self.rest.call("DELETE", self.path(entity, "properties", key, scope=scope))
+        return answer
+
+    def remove_all(self, entity: str, scope: str | None = None) -> list[dict[str, Any]]:
+        return self.rest.call("DELETE", self.path(entity, scope=scope))
+
+    def search(self, query: str, namespace: str | None = None, target: Sequence[str] = (), scope: str | None = None,
+               **options: Any) -> dict[str, Any]:
+        """CDAP-syntax search in one namespace, or across all (options: sort, offset, limit,
+        cursor, numCursors, showHidden, namespaces)."""
+        params: list[tuple[str, str]] = [("query", query)] + [("target", t) for t in target]
+        if scope:
+            params.append(("scope", scope))
+        params += [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in options.items() if v is not None]
+        base = f"/v3/namespaces/{quote(namespace, safe='')}/metadata/search" if namespace else "/v3/metadata/search"
+        return self.rest.call("GET", f"{base}?{urlencode(params)}")

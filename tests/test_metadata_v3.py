@@ -1,0 +1,181 @@
+"""The v3 metadata REST API: CDAP's routes, scopes, validation and SYSTEM metadata."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from gms.metadata.client import MetadataClient
+from ingest.rest import LodestarError
+from tests.builders import mcp
+from tests.metadata_fixtures import app_mcps, cdap_dataset, dataset_mcps
+
+DS = "default/datasets/customers"
+FIELD = "default/datasets/customers/field/empname"
+
+
+@pytest.fixture
+def client(server) -> MetadataClient:
+    rest = server.client()
+    results = rest.propose(dataset_mcps("default", "customers", "Every customer",
+                                        (("empname", '["null","string"]'), ("age", "int")), ttl="3600")
+                           + app_mcps("default", "Shop", programs={"Loader": "mapreduce"})
+                           + app_mcps("default", "Shop", "1.0") + app_mcps("default", "Shop", "2.0"))
+    assert all(r["status"] == "applied" for r in results), results
+    return MetadataClient(server.url, rest=rest)
+
+
+def _status(client: MetadataClient, method: str, path: str, body=None) -> tuple[int, dict]:
+    return client.rest.request(method, path, body)
+
+
+def test_tags_and_properties_round_trip_in_cdaps_record_shape(client):
+    client.add_tags(DS, "pii", "finance")
+    client.set_properties(DS, {"owner": "sales team", "tier": "gold"})
+    records = client.metadata(DS)
+    user = next(r for r in records if r["scope"] == "USER")
+    assert user == {"metadataEntity": {"details": {"namespace": "default", "dataset": "customers"}, "type": "dataset"},
+                    "scope": "USER", "properties": {"owner": "sales team", "tier": "gold"}, "tags": ["pii", "finance"]}
+    assert [r["scope"] for r in records] == ["USER", "SYSTEM"]
+    assert client.tags(DS, scope="user") == ["pii", "finance"]
+    assert client.rest.call("GET", client.path(DS, "properties", "tier")) == {"tier": "gold"}
+    # the same entity by URN
+    assert client.tags(cdap_dataset("default", "customers"), scope="USER") == ["pii", "finance"]
+
+
+def test_removing_a_tag_leaves_the_others(client):
+    client.add_tags(DS, "a", "b", "c")
+    client.remove_tags(DS, "b")
+    assert client.tags(DS, scope="USER") == ["a", "c"]
+    client.remove_properties(DS)  # nothing there: nothing happens
+    client.set_properties(DS, k1="v1", k2="v2")
+    client.remove_properties(DS, "k1")
+    assert client.properties(DS, scope="USER") == {"k2": "v2"}
+
+
+def test_delete_all_twice_is_fine_and_writes_once(client, server):
+    client.add_tags(DS, "x")
+    client.set_properties(DS, k="v")
+    for _ in range(2):
+        records = client.remove_all(DS)
+        assert next(r for r in records if r["scope"] == "USER")["tags"] == []
+    urn = cdap_dataset("default", "customers")
+    versions = server.gms.store.history(urn, "userScopeMetadata")
+    assert len(versions) == 3  # tags, properties, the removal: the second removal wrote nothing
+
+
+@pytest.mark.parametrize("scope", ["USER", "user", "User", "uSeR"])
+def test_scope_is_case_insensitive(client, scope):
+    client.add_tags(DS, "t1", scope=scope)
+    assert client.tags(DS, scope=scope.swapcase()) == ["t1"]
+    assert client.tags(DS, scope="system") == []
+
+
+def test_user_and_system_scopes_are_kept_apart(client):
+    client.add_tags(DS, "u", scope="USER")
+    client.add_tags(DS, "s", scope="SYSTEM")
+    by_scope = {r["scope"]: r for r in client.metadata(DS)}
+    assert by_scope["USER"]["tags"] == ["u"] and by_scope["SYSTEM"]["tags"] == ["s"]
+    client.remove_tags(DS, scope="USER")
+    assert client.tags(DS) == ["s"]
+
+
+@pytest.mark.parametrize(("method", "what", "body", "says"), [
+    ("POST", "properties", {"k" * 100: "v"}, "100 characters long"),
+    ("POST", "properties", {"k": "v" * 100}, "100 characters long"),
+    ("POST", "properties", {"k$": "v"}, "property key 'k$' holds '$'"),
+    ("POST", "properties", {"k": "v$"}, "property 'k': value 'v$' holds '$'"),
+    ("POST", "properties", {"tags": "v"}, "'tags' is reserved"),
+    ("POST", "properties", {"k": 1}, "not a string"),
+    ("POST", "properties", ["k"], "JSON object"),
+    ("POST", "tags", ["good", "ba$d"], "tag 'ba$d' holds '$'"),
+    ("POST", "tags", ["t" * 100], "100 characters long"),
+    ("POST", "tags", {"t": 1}, "JSON array"),
+    ("POST", "tags", [""], "tag is empty"),
+])
+def test_cdap_validation_is_400_naming_the_culprit_and_nothing_is_applied(client, method, what, body, says):
+    status, answer = _status(client, method, client.path(DS, what), body)
+    assert status == 400, answer
+    assert says in answer["message"]
+    assert client.tags(DS) == [] and client.properties(DS, scope="USER") == {}
+
+
+def test_values_may_hold_common_special_characters(client):
+    client.set_properties(DS, {"emails": "a@x.com, b@y.org", "path": "/data/in (2020)"})
+    assert client.properties(DS, scope="USER") == {"emails": "a@x.com, b@y.org", "path": "/data/in (2020)"}
+
+
+def test_bad_scope_path_and_missing_entities(client):
+    assert _status(client, "GET", client.path(DS, scope="PRIVATE"))[0] == 400
+    status, answer = _status(client, "GET", client.path("default/datasets/nosuch", "tags"))
+    assert status == 404 and "not found" in answer["message"]
+    status, answer = _status(client, "POST", client.path("default/datasets/nosuch/field/f", "tags"), ["x"])
+    assert status == 404 and "belongs to" in answer["message"]
+    assert _status(client, "GET", "/v3/namespaces/default/datasets/customers/field/metadata")[0] == 404
+    assert _status(client, "POST", client.path(DS), {})[0] == 400
+    status, answer = _status(client, "POST", client.path(DS, "tags"), None)
+    assert status == 400
+
+
+def test_custom_field_entities_and_the_type_parameter(client):
+    client.add_tags(FIELD, "PII")
+    assert client.tags(FIELD) == ["PII"]
+    assert client.tags(DS) == []  # the dataset's own metadata is apart
+    field_urn = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.customers,PROD),empname)"
+    assert client.tags(field_urn) == ["PII"]
+    record = client.metadata(FIELD, scope="USER")[0]
+    assert record["metadataEntity"] == {"details": {"namespace": "default", "dataset": "customers",
+                                                    "field": "empname"}, "type": "field"}
+    typed = client.path(FIELD, "tags") + "?type=column"
+    client.rest.call("POST", typed, ["other"])
+    assert client.rest.call("GET", typed) == ["other"]
+    assert client.tags(FIELD) == ["PII"]
+    client.add_tags("default/datasets/customers/file/part01", "raw")
+    assert client.metadata("default/datasets/customers/file/part01")[0]["metadataEntity"]["type"] == "file"
+
+
+def test_external_tables_of_the_instance_by_urn(client):
+    urn = "urn:li:customEntity:(instance,table,database=db/table=t)"
+    client.add_tags(urn, "external")
+    record = client.metadata(urn, scope="USER")[0]
+    assert record["metadataEntity"] == {"details": {"database": "db", "table": "t"}, "type": "table"}
+    assert record["tags"] == ["external"]
+
+
+def test_versioned_applications(client):
+    base, v1, v2 = "default/apps/Shop", "default/apps/Shop/versions/1.0", "default/apps/Shop/versions/2.0"
+    client.add_tags(v1, "dev")
+    assert client.tags(v1) == ["dev"] and client.tags(v2) == [] and client.tags(base) == []
+    deadline = time.monotonic() + 10
+    while client.tags(v2) != ["prod"]:  # every version the index knows
+        client.add_tags(base, "prod")
+        assert time.monotonic() < deadline, "versions never got the application's tag"
+    assert client.tags(base) == ["prod"] and client.tags(v1) == ["dev", "prod"]
+    program = "default/apps/Shop/mapreduce/Loader"
+    client.add_tags(program, "etl")
+    record = client.metadata(program, scope="USER")[0]
+    assert record["metadataEntity"]["details"] == {"namespace": "default", "application": "Shop",
+                                                   "type": "mapreduce", "program": "Loader"}
+
+
+def test_system_metadata_is_kept_by_the_platform(client, server):
+    system = client.properties(DS, scope="SYSTEM")
+    assert system["entity-name"] == "customers"
+    assert system["description"] == "Every customer"
+    assert system["type"] == "dataset" and system["ttl"] == "3600"
+    assert json.loads(system["schema"]) == [{"name": "empname", "type": "STRING"}, {"name": "age", "type": "INT"}]
+    assert system["last-updated-by"] == "urn:li:corpuser:admin"
+    created = system["creation-time"]
+    urn = cdap_dataset("default", "customers")
+    # a later change moves last-updated-time, never creation-time
+    server.client().propose([mcp(urn, "datasetProperties", {"name": "customers", "description": "Changed"}),
+                             mcp(urn, "systemScopeMetadata", {"properties": {"creation-time": "1"}, "tags": []})])
+    after = client.properties(DS, scope="SYSTEM")
+    assert after["creation-time"] == created and after["description"] == "Changed"
+    assert int(after["last-updated-time"]) >= int(system["last-updated-time"])
+    status, answer = _status(client, "POST", client.path(DS, "properties", scope="SYSTEM"), {"creation-time": "5"})
+    assert status == 400 and "kept by the platform" in answer["message"]
+    with pytest.raises(LodestarError, match="HTTP 404"):
+        client.properties("default/datasets/gone")
