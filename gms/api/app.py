@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from gms.api import ui
 from gms.api.auth import TokenAuth
 from gms.service import Gms
 from gms.tracing import in_context
@@ -104,7 +105,7 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS:
+    if request.path in PUBLIC_PATHS or ui.is_public(request.path):
         return await handler(request)
     principal = api_of(request).auth.principal(request.headers.get("Authorization"))
     if principal is None:
@@ -129,6 +130,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
     openapi.add_routes(app)
     guards.install(app, gms.log)
     observe.add_routes(app)
+    ui.add_routes(app)
 
     async def shutdown(app: web.Application) -> None:
         app[GMS_KEY].writer.shutdown(wait=True)

@@ -1,0 +1,25 @@
+// A structural diff of two JSON values: the paths added, removed and changed.
+
+function isObject(v) {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+export function diff(before, after, path = "") {
+  if (JSON.stringify(before) === JSON.stringify(after)) return [];
+  if (before === undefined) return [{ path: path || "/", kind: "added", after }];
+  if (after === undefined) return [{ path: path || "/", kind: "removed", before }];
+  if (isObject(before) && isObject(after)) {
+    const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])].sort();
+    return keys.flatMap((k) => diff(before[k], after[k], `${path}/${k}`));
+  }
+  if (Array.isArray(before) && Array.isArray(after) && before.every((v) => !isObject(v)) && after.every((v) => !isObject(v))) {
+    const removed = before.filter((v) => !after.includes(v)).map((v) => ({ path: `${path}[]`, kind: "removed", before: v }));
+    const added = after.filter((v) => !before.includes(v)).map((v) => ({ path: `${path}[]`, kind: "added", after: v }));
+    return removed.length || added.length ? [...removed, ...added] : [{ path: path || "/", kind: "changed", before, after }];
+  }
+  if (Array.isArray(before) && Array.isArray(after)) {
+    const n = Math.max(before.length, after.length);
+    return Array.from({ length: n }, (_, i) => diff(before[i], after[i], `${path}/${i}`)).flat();
+  }
+  return [{ path: path || "/", kind: "changed", before, after }];
+}

@@ -1,0 +1,46 @@
+// Tiny DOM helpers: h() builds elements, text is always set as text (never parsed as HTML).
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key.startsWith("on")) el.addEventListener(key.slice(2).toLowerCase(), value);
+    else if (key === "class") el.className = value;
+    else if (key === "dataset") Object.assign(el.dataset, value);
+    else if (key in el && typeof value !== "string") el[key] = value;
+    else el.setAttribute(key, value === true ? "" : value);
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export function replace(el, ...children) {
+  el.replaceChildren();
+  return append(el, children);
+}
+
+export function debounce(fn, ms) {
+  let timer;
+  return (...args) => {
+    clearTimeout(timer);
+    timer = setTimeout(() => fn(...args), ms);
+  };
+}
+
+export function formatTime(ms) {
+  if (ms === undefined || ms === null || ms === "") return "";
+  const date = new Date(Number(ms));
+  return isNaN(date) ? String(ms) : date.toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+
+export function errorBox(err) {
+  return h("p", { class: "error", role: "alert" }, err.message || String(err));
+}

@@ -1,0 +1,80 @@
+// The single-page app: a hash router over the search, entity, lineage and field pages.
+
+import { api, session } from "./api.js";
+import { errorBox, h, replace } from "./dom.js";
+import { entityPage } from "./entity.js";
+import { fieldPage } from "./fields.js";
+import { lineagePage } from "./lineage.js";
+import { searchPage } from "./search.js";
+
+const main = document.getElementById("main");
+
+const ROUTES = [
+  [/^#\/entity\/(.+)$/, (m, q) => entityPage(main, decodeURIComponent(m[1]), q)],
+  [/^#\/lineage\/(.+)$/, (m, q) => lineagePage(main, decodeURIComponent(m[1]), q)],
+  [/^#\/field\/(.+)$/, (m, q) => fieldPage(main, decodeURIComponent(m[1]), q)],
+  [/^#\/search$/, (m, q) => searchPage(main, q)],
+];
+
+function route() {
+  if (!session.token) return loginPage();
+  const hash = location.hash || "#/search";
+  const [path, queryString] = hash.split("?");
+  const query = new URLSearchParams(queryString || "");
+  for (const [pattern, render] of ROUTES) {
+    const match = pattern.exec(path);
+    if (match) {
+      Promise.resolve(render(match, query)).catch((err) => replace(main, errorBox(err)));
+      return;
+    }
+  }
+  location.hash = "#/search";
+}
+
+function loginPage() {
+  const input = h("input", { type: "password", id: "token", autocomplete: "current-password", required: true });
+  const status = h("p", { role: "status" });
+  const form = h(
+    "form",
+    { class: "login card", onsubmit: submit },
+    h("h1", {}, "Sign in to Lodestar"),
+    h("label", { for: "token" }, "Access token"),
+    input,
+    h("p", { class: "hint" }, "The admin token is printed by lodestar serve and kept in the data directory (admin.token)."),
+    h("button", { type: "submit" }, "Sign in"),
+    status,
+  );
+  async function submit(event) {
+    event.preventDefault();
+    session.token = input.value.trim();
+    try {
+      await api.search("*", { count: 1 });
+      route();
+    } catch (err) {
+      session.token = null;
+      replace(status, errorBox(err));
+    }
+  }
+  replace(main, form);
+  input.focus();
+}
+
+document.getElementById("signout").addEventListener("click", () => {
+  session.token = null;
+  route();
+});
+window.addEventListener("lodestar:unauthorized", () => {
+  if (document.querySelector(".login")) return; // the sign-in form shows the refusal itself
+  session.token = null;
+  route();
+});
+window.addEventListener("hashchange", route);
+document.addEventListener("keydown", (event) => {
+  const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName);
+  if (event.key === "/" && !typing) {
+    event.preventDefault();
+    if (!location.hash.startsWith("#/search")) location.hash = "#/search";
+    else document.getElementById("q")?.focus();
+  }
+});
+route();

@@ -1,0 +1,251 @@
+// The search page: a query box with autocomplete, results with why they matched, facets,
+// paging; arrow keys move through suggestions and results.
+
+import { api } from "./api.js";
+import { debounce, errorBox, h, replace } from "./dom.js";
+import { scopedTags } from "./metadata.js";
+import { platform, typeLabel } from "./urns.js";
+
+const PAGE = 10;
+const FACETS = [
+  ["entityType", "Type"],
+  ["platform", "Platform"],
+  ["tags", "Tags"],
+];
+
+function searchHash(state) {
+  const params = new URLSearchParams();
+  if (state.q) params.set("q", state.q);
+  if (state.types) params.set("types", state.types);
+  if (state.scope) params.set("scope", state.scope);
+  if (state.start) params.set("start", String(state.start));
+  return `#/search?${params}`;
+}
+
+// A query with `key:value` added (or removed when present): facets are filters AND-ed with the text.
+function toggleTerm(query, term) {
+  const terms = query.split(/\s+/).filter(Boolean);
+  const quoted = /\s/.test(term) ? `"${term}"` : term;
+  const rest = terms.filter((t) => t !== quoted);
+  return (rest.length === terms.length ? [...terms, quoted] : rest).join(" ");
+}
+
+export function searchPage(main, query) {
+  const state = {
+    q: query.get("q") || "",
+    types: query.get("types") || "",
+    scope: query.get("scope") || "",
+    start: Number(query.get("start") || 0),
+  };
+  const input = h("input", {
+    id: "q",
+    type: "search",
+    value: state.q,
+    placeholder: "Search names, tags, fields, key:value…",
+    autocomplete: "off",
+    role: "combobox",
+    "aria-label": "Search",
+    "aria-autocomplete": "list",
+    "aria-controls": "suggestions",
+    "aria-expanded": "false",
+  });
+  const suggestions = h("ul", { id: "suggestions", role: "listbox", class: "suggestions", hidden: true });
+  const scope = h(
+    "select",
+    { id: "scope", "aria-label": "Scope of tags and key:value filters" },
+    h("option", { value: "" }, "USER and SYSTEM"),
+    h("option", { value: "USER" }, "USER scope"),
+    h("option", { value: "SYSTEM" }, "SYSTEM scope"),
+  );
+  scope.value = state.scope;
+  const results = h("section", { class: "results", "aria-live": "polite" });
+  const facets = h("aside", { class: "facets", "aria-label": "Facets" });
+  replace(
+    main,
+    h(
+      "form",
+      { class: "searchbar", role: "search", onsubmit: (e) => (e.preventDefault(), commit(input.value)) },
+      h("div", { class: "combo" }, input, suggestions),
+      scope,
+      h("button", { type: "submit" }, "Search"),
+    ),
+    h("div", { class: "search-layout" }, facets, results),
+  );
+  if (!state.q) input.focus();
+
+  let active = -1;
+  let items = [];
+  let suggestionRun = 0;
+  let searchRun = 0;
+  let searchAbort = null;
+
+  function go(next) {
+    Object.assign(state, next);
+    if (next.q !== undefined && input.value.trim() !== next.q) input.value = next.q;
+    history.replaceState(null, "", searchHash(state));
+    runSearch();
+  }
+  function commit(text) {
+    closeSuggestions();
+    location.hash = searchHash({ ...state, q: text.trim(), start: 0 });
+  }
+
+  async function runSearch() {
+    const run = ++searchRun;
+    searchAbort?.abort();
+    searchAbort = new AbortController();
+    try {
+      const data = await api.search(
+        state.q || "*",
+        { types: state.types, scope: state.scope, start: state.start, count: PAGE },
+        searchAbort.signal,
+      );
+      if (run === searchRun) render(data);
+    } catch (err) {
+      if (err.name !== "AbortError" && run === searchRun) replace(results, errorBox(err));
+    }
+  }
+
+  function render(data) {
+    const list = h("ol", { class: "result-list", start: state.start + 1 });
+    const cards = data.results.map((hit) => resultCard(hit));
+    list.append(...cards.map((c) => c.item));
+    const last = Math.min(state.start + PAGE, data.total);
+    replace(
+      results,
+      h("p", { class: "count" }, data.total ? `${state.start + 1}–${last} of ${data.total}` : "No results"),
+      list,
+      h(
+        "nav",
+        { class: "pager", "aria-label": "Pages" },
+        h("button", { disabled: state.start === 0, onclick: () => go({ start: Math.max(0, state.start - PAGE) }) }, "← Previous"),
+        h("button", { disabled: last >= data.total, onclick: () => go({ start: state.start + PAGE }) }, "Next →"),
+      ),
+    );
+    renderFacets(data.facets || {}, data.facetsSampled);
+    fillTags(cards);
+  }
+
+  function resultCard(hit) {
+    const tags = h("span", { class: "tags" });
+    const link = h("a", { class: "result-link", href: `#/entity/${encodeURIComponent(hit.urn)}` }, hit.name || hit.urn);
+    const why = (hit.matches || []).slice(0, 3).map((m) => h("span", { class: "match" }, h("b", {}, m.field), ": ", m.value));
+    const item = h(
+      "li",
+      { class: "result" },
+      h("div", { class: "result-head" }, link, h("span", { class: "badge" }, typeLabel(hit.entityType)),
+        platform(hit.urn) && h("span", { class: "badge platform" }, platform(hit.urn)), tags),
+      hit.description && h("p", { class: "description" }, hit.description),
+      why.length > 0 && h("p", { class: "why" }, "matched ", why),
+      h("p", { class: "urn" }, hit.urn),
+    );
+    return { item, tags, urn: hit.urn };
+  }
+
+  async function fillTags(cards) {
+    await Promise.all(cards.map(async (card) => {
+      try {
+        const entity = await api.entity(card.urn);
+        const { USER, SYSTEM } = scopedTags(entity);
+        replace(card.tags, USER.map((t) => h("span", { class: "tag user" }, t)),
+          SYSTEM.map((t) => h("span", { class: "tag system", title: "SYSTEM" }, t)));
+      } catch {
+        // the result stays without its tags
+      }
+    }));
+  }
+
+  function renderFacets(data, sampled) {
+    const groups = FACETS.filter(([name]) => data[name]?.length).map(([name, title]) =>
+      h("section", { class: "facet" }, h("h3", {}, title),
+        h("ul", {}, data[name].slice(0, 12).map(({ value, count }) => {
+          const selected = name === "entityType" ? state.types.split(",").includes(value)
+            : state.q.split(/\s+/).includes(`${name}:${value}`);
+          const toggle = () => (name === "entityType"
+            ? go({ types: selected ? "" : value, start: 0 })
+            : go({ q: toggleTerm(state.q, `${name}:${value}`), start: 0 }));
+          return h("li", {}, h("button", { class: selected ? "facet-value selected" : "facet-value", "aria-pressed": String(selected),
+            onclick: toggle }, name === "entityType" ? typeLabel(value) : value, h("span", { class: "n" }, sampled ? `~${count}` : count)));
+        }))));
+    replace(facets, groups.length ? groups : h("p", { class: "hint" }, "No facets"));
+  }
+
+  // Autocomplete.
+  const suggest = debounce(async () => {
+    const text = input.value.trim().split(/\s+/).pop() || "";
+    const run = ++suggestionRun;
+    if (text.length < 1 || text.includes(":")) return closeSuggestions();
+    try {
+      const data = await api.autocomplete(text);
+      if (run !== suggestionRun) return;
+      items = data.suggestions;
+      active = -1;
+      replace(suggestions, items.map((s, i) =>
+        h("li", { id: `suggestion-${i}`, role: "option", onmousedown: (e) => (e.preventDefault(), pick(i)) },
+          s.text, h("span", { class: "kind" }, s.kind))));
+      suggestions.hidden = items.length === 0;
+      input.setAttribute("aria-expanded", String(!suggestions.hidden));
+    } catch {
+      closeSuggestions();
+    }
+  }, 60);
+  const liveSearch = debounce(() => go({ q: input.value.trim(), start: 0 }), 120);
+
+  function closeSuggestions() {
+    suggestionRun++;
+    suggestions.hidden = true;
+    input.setAttribute("aria-expanded", "false");
+    input.removeAttribute("aria-activedescendant");
+    active = -1;
+  }
+  function pick(i) {
+    const s = items[i];
+    const term = s.kind === "tag" ? `tags:${s.text}` : s.kind === "field" ? `schema:${s.text}`
+      : s.kind === "key" ? `${s.text}:*` : /\s/.test(s.text) ? `"${s.text}"` : s.text;
+    const words = input.value.trim().split(/\s+/);
+    words[words.length - 1] = term;
+    commit(words.join(" "));
+  }
+  function highlight(i) {
+    active = i;
+    [...suggestions.children].forEach((li, j) => li.setAttribute("aria-selected", String(j === i)));
+    input.setAttribute("aria-activedescendant", `suggestion-${i}`);
+  }
+
+  input.addEventListener("input", () => {
+    suggest();
+    liveSearch();
+  });
+  input.addEventListener("blur", () => setTimeout(closeSuggestions, 100));
+  input.addEventListener("keydown", (event) => {
+    const open = !suggestions.hidden;
+    if (event.key === "ArrowDown") {
+      event.preventDefault();
+      if (open) highlight(Math.min(active + 1, items.length - 1));
+      else results.querySelector(".result-link")?.focus();
+    } else if (event.key === "ArrowUp" && open) {
+      event.preventDefault();
+      highlight(Math.max(active - 1, 0));
+    } else if (event.key === "Enter" && open && active >= 0) {
+      event.preventDefault();
+      pick(active);
+    } else if (event.key === "Escape") {
+      closeSuggestions();
+    }
+  });
+  results.addEventListener("keydown", (event) => {
+    const links = [...results.querySelectorAll(".result-link")];
+    const at = links.indexOf(document.activeElement);
+    if (at < 0) return;
+    if (event.key === "ArrowDown" || event.key === "j") {
+      event.preventDefault();
+      links[Math.min(at + 1, links.length - 1)].focus();
+    } else if (event.key === "ArrowUp" || event.key === "k") {
+      event.preventDefault();
+      if (at === 0) input.focus();
+      else links[at - 1].focus();
+    }
+  });
+  scope.addEventListener("change", () => go({ scope: scope.value, start: 0 }));
+  runSearch();
+}

@@ -1,0 +1,237 @@
+"""The web UI end to end: headless Chromium (Debian's, driven by Playwright) against a real
+`lodestar serve --examples` process. Screenshots of each page go to test-artifacts/ui/."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from ingest.rest import RestClient
+from tests.processes import TOKEN, ServeProcess
+
+CHROMIUM = "/usr/bin/chromium"
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "ui"
+PURCHASES = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchases,PROD)"
+STORE_ID = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD),id)"
+BODY = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:file,/data/customers.csv,PROD),body)"
+BUILDER = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),PurchaseHistoryBuilder)"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    with ServeProcess(tmp_path_factory.mktemp("ui"), None, "--examples") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Browser, server: ServeProcess) -> Iterator[Page]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.goto(server.url + "/")
+    page.fill("#token", TOKEN)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#q")).to_be_visible()
+    yield page
+    context.close()
+    assert errors == [], f"script errors on the page: {errors}"
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+
+
+def drawn(page: Page) -> tuple[set[str], set[tuple[str, str, str]]]:
+    """The node labels and (source label, target label, edge label) the graph drew."""
+    nodes = page.evaluate("window.lodestarGraph.nodes().map(n => n.data('label'))")
+    edges = page.evaluate("window.lodestarGraph.edges().map(e => [e.source().data('label'),"
+                          " e.target().data('label'), e.data('label')])")
+    return set(nodes), {tuple(edge) for edge in edges}
+
+
+def click_node(page: Page, urn: str) -> None:
+    """A real mouse click where the graph drew the node."""
+    x, y = page.evaluate("id => { const p = window.lodestarGraph.getElementById(id).renderedPosition();"
+                         " return [p.x, p.y]; }", urn)
+    box = page.locator(".graph canvas").last.bounding_box()
+    page.mouse.click(box["x"] + x, box["y"] + y)
+
+
+def test_the_ui_files_need_no_token_and_the_api_still_does(server: ServeProcess) -> None:
+    anonymous = RestClient(server.url)
+    for path in ("/", "/ui/app.js", "/ui/app.css"):
+        assert anonymous.request("GET", path)[0] == 200, path
+    status, body = anonymous.request("GET", "/ui/missing.js")
+    assert status == 404 and "missing.js" in body["message"]
+    assert anonymous.request("GET", "/ui/%2e%2e%2fui.py")[0] == 404
+    assert anonymous.request("GET", "/v1/search?query=*")[0] == 401
+
+
+def test_a_wrong_token_is_refused_and_the_page_asks_again(browser: Browser, server: ServeProcess) -> None:
+    page = browser.new_page()
+    page.goto(server.url + "/")
+    page.fill("#token", "not-the-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("invalid bearer token")
+    expect(page.locator("#q")).to_have_count(0)
+    page.close()
+
+
+def test_search_with_autocomplete_and_keyboard_then_open_a_dataset(page: Page) -> None:
+    page.locator("#q").press_sequentially("purch", delay=30)
+    suggestions = page.locator("#suggestions [role=option]")
+    expect(suggestions.first).to_be_visible()
+    expect(page.locator("#suggestions")).to_contain_text("purchases")
+    shot(page, "search-autocomplete")
+    page.keyboard.press("Escape")
+    page.locator("#q").fill("purchases")
+    page.keyboard.press("Enter")
+    first = page.locator(".result").first
+    expect(first.locator(".result-link")).to_have_text("purchases")
+    expect(first).to_contain_text("dataset")
+    expect(first).to_contain_text("cdap")
+    expect(first.locator(".tag")).to_contain_text(["sales"])
+    expect(first.locator(".why")).to_contain_text("name: purchases")
+    expect(page.locator(".facets")).to_contain_text("Type")
+    shot(page, "search")
+    page.locator("#q").focus()
+    page.keyboard.press("ArrowDown")  # from the box to the first result
+    expect(page.locator(".result-link").first).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("h1")).to_have_text("purchases")
+    user = page.locator(".scope-user")
+    system = page.locator(".scope-system")
+    expect(user).to_contain_text("sales")
+    expect(user).to_contain_text("owner")
+    expect(system).to_contain_text("entity-name")
+    expect(system).not_to_contain_text("sales")
+    expect(page.locator("table.schema")).to_contain_text("purchaseTime")
+    shot(page, "entity")
+
+
+def test_a_facet_narrows_the_results_and_paging_moves_through_them(page: Page, server: ServeProcess) -> None:
+    page.goto(server.url + "/#/search?q=*")
+    count = page.locator(".count")
+    expect(count).to_contain_text(re.compile(r"^1–10 of \d+"))
+    total = int(count.inner_text().split(" of ")[1])
+    page.click("text=Next →")
+    expect(count).to_have_text(f"11–20 of {total}")
+    page.locator(".facet", has_text="Type").locator("button", has_text="program").click()
+    expect(count).to_have_text("1–4 of 4")
+    expect(page.locator(".result .badge").filter(has_text="program")).to_have_count(4)
+    page.locator(".facet", has_text="Type").locator("button", has_text="program").click()  # off again
+    expect(count).to_have_text(f"1–10 of {total}")
+    page.locator(".facet", has_text="Tags").locator("button", has_text="sales").click()
+    expect(count).to_have_text("1–5 of 5")
+    expect(page.locator("#q")).to_have_value("* tags:sales")
+    expect(page.locator(".result .tag", has_text="sales")).to_have_count(5)
+
+
+def test_add_and_remove_a_user_tag(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    user = page.locator(".scope-user")
+    expect(user).to_contain_text("sales")
+    page.fill("input[name=tag]", "reviewed")
+    page.click("text=Add tag")
+    expect(user.locator(".tag", has_text="reviewed")).to_be_visible()
+    stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
+    assert stored["value"]["tags"] == ["sales", "reviewed"]
+    expect(page.locator(".diff")).to_contain_text('"reviewed"')  # the history shows the new version's diff
+    expect(page.locator(".scope-system")).not_to_contain_text("reviewed")
+    shot(page, "entity-tag-added")
+    page.get_by_role("button", name="Remove tag reviewed").click()
+    expect(user.locator(".tag", has_text="reviewed")).to_have_count(0)
+    stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
+    assert stored["value"]["tags"] == ["sales"]
+    assert stored["version"] == 3
+    page.goto(f"{server.url}/#/search?q=tags:reviewed")
+    expect(page.locator(".count")).to_have_text("No results")
+
+
+def test_lineage_then_a_program_then_a_run(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    page.click("text=Lineage")
+    expect(page.locator("h1")).to_contain_text("Lineage of purchases")
+    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryBuilder")
+    nodes, edges = drawn(page)
+    assert {"purchaseStream", "purchases", "history", "frequentCustomers", "PurchaseFlow",
+            "PurchaseHistoryBuilder", "PurchaseHistoryService"} == nodes
+    assert ("purchases", "PurchaseHistoryBuilder", "read · 2 runs") in edges
+    assert ("PurchaseFlow", "purchases", "write · 2 runs") in edges
+    shot(page, "lineage")
+    click_node(page, BUILDER)
+    panel = page.locator(".panel")
+    expect(panel).to_contain_text("Runs in the window (2)")
+    page.click("button.run >> text=283-99sd032-adsf90")
+    run = page.locator(".run-metadata")
+    expect(run).to_contain_text("PurchaseHistoryBuilder")
+    expect(run).to_contain_text("2015-09-03 20:55:00 UTC")  # STARTED
+    expect(run).to_contain_text("SUCCESS")
+    expect(run).to_contain_text("history")
+    shot(page, "lineage-run")
+
+
+def test_a_time_window_keeps_only_the_runs_running_in_it(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}")
+    page.fill("#window-start", "2015-09-03T20:52")
+    page.fill("#window-end", "2015-09-03T21:00")
+    page.click("text=Show")
+    expect(page).to_have_url(re.compile(r"start=1441313520&end=1441314000"))
+    expect(page.locator("table.relations")).not_to_contain_text("PurchaseFlow")
+    nodes, edges = drawn(page)
+    assert nodes == {"purchases", "PurchaseHistoryBuilder", "history", "frequentCustomers"}
+    assert ("purchases", "PurchaseHistoryBuilder", "read · 1 run") in edges
+    page.locator("table.relations button", has_text="PurchaseHistoryBuilder").first.click()
+    expect(page.locator(".panel")).to_contain_text("Runs in the window (1)")
+    expect(page.locator("button.run")).to_have_text(["283-99sd032-adsf90"])
+
+
+def test_field_lineage_from_the_schema_table(page: Page, server: ServeProcess) -> None:
+    store = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD)"
+    page.goto(f"{server.url}/#/entity/{quote(store, safe='')}")
+    page.get_by_role("link", name="Lineage of field id").click()
+    expect(page.locator("h1")).to_contain_text("Field lineage of Store.id")
+    expect(page.locator("table.field-edges")).to_contain_text("parse, concat, create")
+    nodes, edges = drawn(page)
+    assert nodes == {"customers.csv.body", "Store.id"}
+    assert edges == {("customers.csv.body", "Store.id", "parse\nconcat\ncreate")}
+    shot(page, "field-lineage-simple")
+    page.click("text=outgoing")
+    page.goto(f"{server.url}/#/field/{quote(BODY, safe='')}?view=simple&direction=outgoing")
+    expect(page.locator("table.field-edges tbody tr")).to_have_count(5)
+    nodes, edges = drawn(page)
+    assert nodes == {"customers.csv.body", "Store.id", "Store.name", "Store.age", "Store.city", "Store.state"}
+    assert ("customers.csv.body", "Store.name", "parse\nconcat") in edges
+    page.goto(f"{server.url}/#/field/{quote(STORE_ID, safe='')}?view=detailed&direction=incoming")
+    expect(page.locator("table.field-edges")).to_contain_text("customers.csv.body")
+    shot(page, "field-lineage-detailed")
+
+
+def test_narrow_window(browser: Browser, server: ServeProcess) -> None:
+    context = browser.new_context(viewport={"width": 420, "height": 800})
+    page = context.new_page()
+    page.goto(server.url + "/")
+    page.fill("#token", TOKEN)
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("#q").fill("purchases")
+    page.keyboard.press("Enter")
+    expect(page.locator(".result").first).to_be_visible()
+    width = page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 420, f"the page scrolls sideways on a narrow window: {width}px"
+    shot(page, "search-narrow")
+    context.close()
