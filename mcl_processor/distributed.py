@@ -1,5 +1,5 @@
 """The read models on the distributed stack: search and timeseries in OpenSearch, the lineage
-graph in Cassandra. There is no transaction across them: each model's version checks make a
+graph and the run-lineage tables in Cassandra. There is no transaction across them: each model's version checks make a
 batch applied again (after a crash before the offsets were committed) change nothing."""
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
 from mcl_processor.opensearch_indices import client_for
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels, ReadModelsUnavailable
+from mcl_processor.runs.cassandra import CassandraRunLineage
+from mcl_processor.runs.facts import run_facts_of
 from mcl_processor.search.opensearch import MODEL as SEARCH
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
 from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
@@ -21,10 +23,11 @@ class DistributedReadModels(ReadModels):
     search: OpenSearchSearchIndex
     lineage: CassandraLineageGraph
     timeseries: OpenSearchTimeseriesStore
+    runs: CassandraRunLineage
 
     def __init__(self, search: OpenSearchSearchIndex, lineage: CassandraLineageGraph,
-                 timeseries: OpenSearchTimeseriesStore):
-        self.search, self.lineage, self.timeseries = search, lineage, timeseries
+                 timeseries: OpenSearchTimeseriesStore, runs: CassandraRunLineage):
+        self.search, self.lineage, self.timeseries, self.runs = search, lineage, timeseries, runs
 
     @classmethod
     def connect(cls, endpoints: Endpoints, registry: EntityRegistry, keyspace: str,
@@ -45,7 +48,8 @@ class DistributedReadModels(ReadModels):
             client.close()
             raise ReadModelsUnavailable(str(err)) from None
         return cls(OpenSearchSearchIndex(client, annotations, index_prefix), lineage,
-                   OpenSearchTimeseriesStore(client, index_prefix))
+                   OpenSearchTimeseriesStore(client, index_prefix),
+                   CassandraRunLineage(lineage.session, keyspace, run_facts_of(registry)))
 
     def preparer(self) -> Preparer:
         return ModelPreparer(SEARCH, self.search.preparer())

@@ -8,6 +8,8 @@ from pathlib import Path
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.runs.facts import run_facts_of
+from mcl_processor.runs.sqlite import SqliteRunLineage
 from mcl_processor.search.sqlite import MODEL as SEARCH
 from mcl_processor.search.sqlite import SqliteSearchIndex
 from mcl_processor.sqlite_db import FILE_NAME, Database
@@ -17,11 +19,13 @@ from schemas.registry import EntityRegistry, default_registry
 
 class SqliteReadModels(ReadModels):
     def __init__(self, path: Path, registry: EntityRegistry | None = None):
-        annotations = annotations_of(registry or default_registry())
+        registry = registry or default_registry()
+        annotations = annotations_of(registry)
         self.db = Database(path)
         self.search = SqliteSearchIndex(self.db, annotations)
         self.lineage = SqliteLineageGraph(self.db, annotations)
         self.timeseries = SqliteTimeseriesStore(self.db)
+        self.runs = SqliteRunLineage(self.db, run_facts_of(registry))
 
     @classmethod
     def in_data_dir(cls, data_dir: Path, registry: EntityRegistry | None = None) -> SqliteReadModels:

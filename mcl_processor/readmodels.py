@@ -10,6 +10,7 @@ from typing import Any
 
 from mcl_processor.changes import ChangeBatch, TimeseriesPoint
 from mcl_processor.lineage import LineageGraph
+from mcl_processor.runs import RunLineageStore
 from mcl_processor.search import SearchIndex
 from mcl_processor.timeseries import TimeseriesStore
 
@@ -21,13 +22,14 @@ class ReadModelsUnavailable(Exception):
 
 
 class ReadModels(ABC):
-    """Search index, lineage graph and timeseries store behind one write transaction.
+    """Search index, lineage graph, run lineage and timeseries store behind one write transaction.
 
     Adapters without a shared transaction (OpenSearch, Cassandra) rely on the models'
     version checks instead: a batch applied twice changes nothing."""
 
     search: SearchIndex
     lineage: LineageGraph
+    runs: RunLineageStore
     timeseries: TimeseriesStore
 
     def transaction(self) -> AbstractContextManager[object]:
@@ -41,10 +43,12 @@ class ReadModels(ABC):
             if batch:
                 self.search.apply(batch)
                 self.lineage.apply(batch)
+                self.runs.apply(batch)
                 if batch.resets:
                     self.timeseries.remove_entities(batch.resets)
             if points:
                 self.timeseries.append(points)
+                self.runs.append_events(points)
 
     def preparer(self) -> Preparer | None:
         """A picklable function that computes ahead, in any process, what `apply` would compute
@@ -57,6 +61,7 @@ class ReadModels(ABC):
         with self.transaction():
             self.search.clear()
             self.lineage.clear()
+            self.runs.clear()
             self.timeseries.clear()
 
     @abstractmethod

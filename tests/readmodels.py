@@ -19,6 +19,8 @@ from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.opensearch_indices import client_for
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.runs.facts import run_facts_of
+from mcl_processor.runs.sqlite import SqliteRunLineage
 from mcl_processor.search.opensearch import MODEL as SEARCH
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
 from mcl_processor.sqlite_db import FILE_NAME, Database
@@ -47,6 +49,7 @@ class OpenSearchModels(ReadModels):
         self.search = OpenSearchSearchIndex(factory.client, annotations, prefix)
         self.lineage = SqliteLineageGraph(self.db, annotations)
         self.timeseries = OpenSearchTimeseriesStore(factory.client, prefix)
+        self.runs = SqliteRunLineage(self.db, run_facts_of(default_registry()))
 
     def preparer(self) -> Preparer:
         return ModelPreparer(SEARCH, self.search.preparer())

@@ -1,0 +1,111 @@
+"""CDAP's dataset and stream lineage over time (v3), and stream writes from outside a program.
+
+GET  /v3/namespaces/{ns}/datasets/{ds}/lineage?start=&end=&levels=&collapse=&rollup=
+GET  /v3/namespaces/{ns}/streams/{stream}/lineage?...
+POST /v3/namespaces/{ns}/streams/{stream}[/batch|/async]?source=<source>
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from gms.api import cdap_names, proposals
+from gms.api.app import api_of, error, principal_of
+from gms.api.timerange import TimeRangeError, parse_window
+from mcl_processor.runs.dataset_lineage import COLLAPSE, dataset_lineage
+
+DEFAULT_LEVELS = 10
+DAY_MS = 86_400_000
+_SOURCE = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def _bad(message: str) -> web.Response:
+    return error(400, "invalid_request", message)
+
+
+async def lineage(request: web.Request) -> web.Response:
+    query = request.query
+    try:
+        start_s, end_s, window = parse_window(query.get("start"), query.get("end"))
+    except TimeRangeError as err:
+        return _bad(str(err))
+    levels_text = query.get("levels", str(DEFAULT_LEVELS))
+    try:
+        levels = int(levels_text)
+    except ValueError:
+        return _bad(f"levels: {levels_text!r} is not an integer")
+    if levels < 1:
+        return _bad(f"levels: invalid levels ({levels}); it must be at least 1")
+    collapse = query.getall("collapse", [])
+    unknown = [c for c in collapse if c.lower() not in COLLAPSE]
+    if unknown:
+        return _bad(f"collapse: invalid value {unknown[0]!r}; it must be one of {', '.join(COLLAPSE)}")
+    rollup = query.get("rollup")
+    if rollup not in (None, "workflow"):
+        return _bad(f"rollup: invalid value {rollup!r}; the only rollup is workflow")
+    api = api_of(request)
+    root = cdap_names.dataset_urn(request.match_info["ns"], request.match_info["name"])
+    relations = dataset_lineage(api.read_models.runs, root, window, levels, {c.lower() for c in collapse},
+                                rollup == "workflow")
+    programs, data, out = {}, {}, []
+    for relation in relations:
+        data_key, data_entry = cdap_names.data_entry(api.gms, relation.data)
+        data[data_key] = data_entry
+        program_key = ""
+        if relation.program:
+            program_key, entry = cdap_names.program_entry(api.gms, relation.program)
+            programs[program_key] = entry
+        out.append({"data": data_key, "program": program_key, "accesses": sorted(relation.accesses),
+                    "runs": sorted(cdap_names.run_id(r) for r in relation.runs),
+                    "components": sorted(relation.components)})
+    return web.json_response({"start": start_s, "end": end_s, "relations": out,
+                              "programs": programs, "data": data})
+
+
+async def stream_write(request: web.Request) -> web.Response:
+    """A write to a stream from outside a program: with `?source=`, the external source is
+    recorded as a writer of the stream, at most once per day per stream and source (the day's
+    run of the source is created with If-None-Match: *, so later writes that day add nothing)."""
+    source = request.query.get("source")
+    stream = cdap_names.dataset_urn(request.match_info["ns"], request.match_info["name"])
+    if source is None:
+        return web.json_response({"recorded": False, "stream": stream})
+    if not _SOURCE.fullmatch(source):
+        return _bad(f"source: {source!r} must be 1-128 letters, digits, '_', '.' or '-'")
+    await request.read()  # the events themselves are the stream's, not Lodestar's
+    namespace = request.match_info["ns"]
+    now_ms = int(time.time() * 1000)
+    day_ms = now_ms - now_ms % DAY_MS
+    day = datetime.fromtimestamp(day_ms / 1000, UTC).strftime("%Y-%m-%d")
+    run = f"urn:li:dataProcessInstance:external-{source}-{namespace}.{request.match_info['name']}-{day}"
+    job = cdap_names.external_writer(namespace, source)
+    api = api_of(request)
+    actor = principal_of(request)
+    (first,) = await api.apply([proposals.make(run, "dataProcessInstanceProperties", {
+        "name": f"{source} -> {request.match_info['name']} on {day}", "customProperties": {"externalSource": source},
+        "created": {"time": day_ms, "actor": actor}}, "CREATE", {"If-None-Match": "*"})], actor, {})
+    if first.failure is not None:
+        return error(first.http_status, first.failure.code, first.failure.message)
+    recorded = first.status == "applied"
+    if recorded:
+        results = await api.apply([
+            proposals.make(run, "dataProcessInstanceRelationships", {"parentTemplate": job, "upstreamInstances": []}),
+            proposals.make(run, "dataProcessInstanceAccesses", {"accesses": [{"dataset": stream, "type": "WRITE"}]}),
+            proposals.make(run, "dataProcessInstanceRunEvent", {"timestampMillis": day_ms + DAY_MS - 1,
+                                                                "status": "COMPLETE"}),
+        ], actor, {})
+        failed = next((r for r in results if r.failure is not None), None)
+        if failed is not None:
+            return error(failed.http_status, failed.failure.code, failed.failure.message)
+    return web.json_response({"recorded": recorded, "stream": stream, "run": run})
+
+
+def add_routes(app: web.Application) -> None:
+    for kind in ("datasets", "streams"):
+        app.router.add_get(f"/v3/namespaces/{{ns}}/{kind}/{{name}}/lineage", lineage)
+    for suffix in ("", "/batch", "/async"):
+        app.router.add_post(f"/v3/namespaces/{{ns}}/streams/{{name}}{suffix}", stream_write)

@@ -1,0 +1,146 @@
+"""The run-lineage port: program runs, their dataset accesses and field operations, in tables
+keyed for time-range scans (CDAP's lineage table and FieldLevelLineage dataset).
+
+Writes: the facts each run aspect states (`facts.py`, from the schemas' `RunLineage`
+annotations) are stored per (run, aspect) with the version rule, run events as they come;
+after each write the touched runs are derived again (`model.derive`) and their index rows
+replaced: accesses by dataset and by program (ordered by the run's start), field-operation
+references per destination (backward) and per source (forward), each naming a checksum whose
+operations are stored once. Adapters store and scan rows; everything else is here.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Mapping, Sequence
+
+import orjson
+
+from mcl_processor.changes import ChangeBatch, TimeseriesPoint
+from mcl_processor.lineage.contributions import fresh
+from mcl_processor.runs.facts import Facts, RunFacts
+from mcl_processor.runs.model import Access, FieldRef, Run, Window, derive, operations_json, run_from_json
+from schemas.field_operations import FieldOperation
+
+FactRow = tuple[str, str, int, str | None]  # (run, aspect, version, facts JSON or None when deleted)
+EventRow = tuple[str, int, str, str]  # (run, time ms, status, facts JSON)
+
+
+class RunLineageStore(ABC):
+    """Runs, accesses and field operations; `apply`/`append_events` write, the rest read."""
+
+    def __init__(self, facts: RunFacts):
+        self.facts = facts
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def apply(self, batch: ChangeBatch) -> None:
+        """Apply a batch (inside the read models' transaction when they share one)."""
+        if batch.resets:
+            self._forget(sorted(batch.resets))
+        changes = [c for c in batch.changes if self.facts.traced(c.aspect)]
+        if not changes:
+            return
+        runs = sorted({c.urn for c in changes})
+        applied = fresh(changes, self._fact_versions(runs), batch.replace_equal)
+        self._write_facts([(c.urn, c.aspect, c.version,
+                            None if c.deleted else orjson.dumps(self.facts.of(c.aspect, c.value)).decode())
+                           for c in applied])
+        self._rederive(runs)  # every touched run: a batch replayed after a crash completes the last one
+
+    def append_events(self, points: Sequence[TimeseriesPoint]) -> None:
+        """Record run events (start, completion) from timeseries points."""
+        rows: list[EventRow] = []
+        for point in points:
+            if self.facts.traced(point.aspect):
+                facts = self.facts.of(point.aspect, orjson.loads(point.value_json))
+                rows.append((point.urn, point.timestamp_ms, str(facts.get("status", "")), orjson.dumps(facts).decode()))
+        if rows:
+            self._write_events(rows)
+            self._rederive(sorted({row[0] for row in rows}))
+
+    def _forget(self, runs: Sequence[str]) -> None:
+        """Delete everything of these runs: index rows, then facts, events and derived runs."""
+        previous = self.runs(runs).values()
+        self._write_index([], [a for run in previous for a in run.access_rows()],
+                          [], [r for run in previous for r in run.field_refs()])
+        self._delete_runs(runs)
+
+    def _rederive(self, runs: Sequence[str]) -> None:
+        facts, events, previous = self._facts(runs), self._events(runs), self.runs(runs)
+        put_access: list[Access] = []
+        drop_access: list[Access] = []
+        put_refs: list[FieldRef] = []
+        drop_refs: list[FieldRef] = []
+        operations: dict[str, str] = {}
+        derived: dict[str, str] = {}
+        for urn in runs:
+            run = derive(urn, facts.get(urn, ()), events.get(urn, ()))
+            old = previous.get(urn) or Run(urn)
+            put_access += run.access_rows()
+            drop_access += set(old.access_rows()) - set(run.access_rows())
+            put_refs += run.field_refs()
+            drop_refs += set(old.field_refs()) - set(run.field_refs())
+            if run.checksum:
+                operations[run.checksum] = operations_json(run.operations)
+            derived[urn] = orjson.dumps(run.to_json()).decode()
+        self._write_operations(operations)
+        self._write_index(put_access, drop_access, put_refs, drop_refs)
+        self._write_runs(derived)
+
+    # -- reads ----------------------------------------------------------------------------
+
+    @abstractmethod
+    def accesses(self, keys: Collection[str], by: str, window: Window) -> list[Access]:
+        """Accesses of runs that ran during the window, by dataset (`by="dataset"`) or by program."""
+
+    @abstractmethod
+    def field_refs(self, endpoint: str, direction: str, window: Window) -> list[FieldRef]:
+        """References of runs started in the window to their field operations, newest first."""
+
+    @abstractmethod
+    def operations(self, checksums: Collection[str]) -> dict[str, tuple[FieldOperation, ...]]:
+        """The operations stored under each checksum."""
+
+    def runs(self, urns: Collection[str]) -> dict[str, Run]:
+        """The derived runs (without their operations) of these URNs that the store knows."""
+        return {urn: run_from_json(orjson.loads(value)) for urn, value in self._runs(urns).items()}
+
+    @abstractmethod
+    def clear(self) -> None: ...
+
+    # -- what adapters store --------------------------------------------------------------
+
+    @abstractmethod
+    def _delete_runs(self, runs: Sequence[str]) -> None:
+        """Delete the facts, events and derived runs of these runs."""
+
+    @abstractmethod
+    def _fact_versions(self, runs: Sequence[str]) -> dict[tuple[str, str], int]: ...
+
+    @abstractmethod
+    def _write_facts(self, rows: Sequence[FactRow]) -> None: ...
+
+    @abstractmethod
+    def _write_events(self, rows: Sequence[EventRow]) -> None: ...
+
+    @abstractmethod
+    def _facts(self, runs: Sequence[str]) -> dict[str, list[Facts]]:
+        """The live facts of each run, aspect by aspect."""
+
+    @abstractmethod
+    def _events(self, runs: Sequence[str]) -> dict[str, list[Facts]]: ...
+
+    @abstractmethod
+    def _runs(self, runs: Collection[str]) -> Mapping[str, str]: ...
+
+    @abstractmethod
+    def _write_operations(self, operations: Mapping[str, str]) -> None:
+        """Store each checksum's operations (JSON) unless already stored."""
+
+    @abstractmethod
+    def _write_index(self, put_access: Sequence[Access], drop_access: Sequence[Access],
+                     put_refs: Sequence[FieldRef], drop_refs: Sequence[FieldRef]) -> None: ...
+
+    @abstractmethod
+    def _write_runs(self, runs: Mapping[str, str]) -> None: ...
