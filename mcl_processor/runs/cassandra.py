@@ -29,7 +29,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import PreparedStatement, tuple_factory
 
 from mcl_processor.changes import chunks
-from mcl_processor.lineage.cassandra_tables import check_keyspace
+from mcl_processor.lineage.cassandra_tables import DEFAULT_REPLICATION, check_keyspace
 from mcl_processor.runs import EventRow, FactRow, RunLineageStore
 from mcl_processor.runs.facts import Facts, RunFacts
 from mcl_processor.runs.model import Access, FieldRef, Window, operations_from
@@ -53,13 +53,17 @@ _ACCESS = "dataset, run, program, access, component, start, end_ms"
 
 class CassandraRunLineage(RunLineageStore):
     def __init__(self, session: Session, keyspace: str, facts: RunFacts, *,
+                 replication: Mapping[str, str | int] = DEFAULT_REPLICATION,
                  consistency: int = ConsistencyLevel.LOCAL_QUORUM, concurrency: int = 128):
+        """The tables in `keyspace` (created with `replication` if absent, and the tables)."""
         super().__init__(facts)
         self.session = session
         self.keyspace = check_keyspace(keyspace)
         self.concurrency = concurrency
         self._profile = session.execution_profile_clone_update(
             EXEC_PROFILE_DEFAULT, row_factory=tuple_factory, consistency_level=consistency)
+        options = ", ".join(f"'{k}': '{v}'" for k, v in replication.items())
+        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {{{options}}}")
         for table, columns in _TABLES.items():
             order = " WITH CLUSTERING ORDER BY (start DESC)" if table in _NEWEST_FIRST else ""
             session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{table} ({columns}){order}")

@@ -1,0 +1,153 @@
+"""The run-lineage contract, which every adapter of the port passes: accesses by dataset and by
+program in a window, derived runs (start, end, status), field-operation references newest
+first with operations stored once per checksum, replays and out-of-order versions, late run
+events, a changed start time, and a deleted run.
+
+Changes arrive the real way: an embedded GMS writes MCLs, the MCL processor applies them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from ingest.backends import Endpoints
+from ingest.proposal import parse_proposal
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import TOPICS
+from mcl_processor.runs import RunLineageStore
+from mcl_processor.runs.cassandra import CassandraRunLineage
+from mcl_processor.runs.model import BACKWARD, FORWARD, Window
+from tests.backends import unique_name
+from tests.builders import mcp, proposal
+from tests.field_lineage_examples import FILE, STORE, pipeline_operations
+from tests.lineage_adapters import cassandra_session
+from tests.lineage_fixtures import cdap, example, program, run
+from tests.test_mcl_processor import Indexed
+
+PURCHASES, HISTORY = cdap("purchases"), cdap("history")
+FLOW = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),PurchaseFlow)"
+BUILDER = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),PurchaseHistoryBuilder)"
+EVERYTHING = Window(0, 2**62)
+
+
+class Harness(Indexed):
+    def __init__(self, data_dir: Path, stores):
+        super().__init__(data_dir)
+        self.models.runs = stores(self.models)
+        self.models.runs.clear()
+
+    @property
+    def runs(self) -> RunLineageStore:
+        return self.models.runs
+
+    def send(self, items) -> None:
+        self.write(*(parse_proposal(item) for item in items))
+
+
+def keys(accesses) -> set[tuple[str, str, str]]:
+    return {(a.dataset, a.run.rpartition(":")[2], a.access) for a in accesses}
+
+
+class RunLineageContract:
+    @pytest.fixture
+    def stores(self):
+        raise NotImplementedError
+
+    @pytest.fixture
+    def harness(self, tmp_path: Path, stores) -> Iterator[Harness]:
+        harness = Harness(tmp_path / "data", stores)
+        yield harness
+        harness.close()
+
+    def test_purchase_history_accesses_by_dataset_and_program_in_windows(self, harness):
+        harness.send(example("10-purchase-history.json"))
+        early = Window(1441310434000, 1441313600000)
+        assert keys(harness.runs.accesses([PURCHASES], "dataset", early)) == {
+            (PURCHASES, "283-afsd032-adsf90", "write")}
+        assert keys(harness.runs.accesses([BUILDER], "program", EVERYTHING)) == {
+            (d, r, a) for r in ("283-99sd032-adsf90", "283-88wedfk-09wrff")
+            for d, a in ((PURCHASES, "read"), (HISTORY, "write"), (cdap("frequentCustomers"), "write"))}
+        assert keys(harness.runs.accesses([HISTORY], "dataset", Window(1441318000000, 1441319000000))) == {
+            (HISTORY, "283-zsed032-adsf90", "read")}
+        run = harness.runs.runs(["urn:li:dataProcessInstance:283-0rwedfk-09wrff"])[
+            "urn:li:dataProcessInstance:283-0rwedfk-09wrff"]
+        assert (run.program, run.start_ms, run.end_ms, run.status) == (FLOW, 1441314434000, 1441320599000, "SUCCESS")
+
+    def test_a_running_run_is_in_every_later_window_until_its_completion_arrives(self, harness):
+        harness.send(run("r1", program("P"), 100, None, reads=(PURCHASES,)))
+        assert keys(harness.runs.accesses([PURCHASES], "dataset", Window(5_000_000, 6_000_000))) == {
+            (PURCHASES, "r1", "read")}
+        assert harness.runs.runs(["urn:li:dataProcessInstance:r1"])["urn:li:dataProcessInstance:r1"].status == \
+            "RUNNING"
+        harness.send([mcp("urn:li:dataProcessInstance:r1", "dataProcessInstanceRunEvent",
+                          {"timestampMillis": 200_000, "status": "COMPLETE"})])
+        assert harness.runs.accesses([PURCHASES], "dataset", Window(5_000_000, 6_000_000)) == []
+        assert keys(harness.runs.accesses([program("P")], "program", Window(150_000, 160_000))) == {
+            (PURCHASES, "r1", "read")}
+
+    def test_a_new_version_replaces_the_rows_of_the_old_and_replays_change_nothing(self, harness):
+        urn = "urn:li:dataProcessInstance:r1"
+        harness.send(run("r1", program("P"), 100, 200, reads=(PURCHASES,), writes=(HISTORY,)))
+        harness.send([mcp(urn, "dataProcessInstanceInput", {"inputs": [cdap("other")]}),
+                      mcp(urn, "dataProcessInstanceProperties",
+                          {"name": "r1", "created": {"time": 150_000, "actor": "urn:li:corpuser:x"}})])
+        assert harness.runs.accesses([PURCHASES], "dataset", EVERYTHING) == []
+        assert {(a.dataset, a.start_ms) for a in harness.runs.accesses([program("P")], "program", EVERYTHING)} == {
+            (cdap("other"), 150_000), (HISTORY, 150_000)}
+        before = harness.runs.accesses([program("P")], "program", EVERYTHING)
+        consumer = harness.gms.log.consumer(unique_name("replay"), TOPICS)
+        while records := consumer.poll(1000, 0):  # every MCL again, oldest first
+            harness.processor.process(records)
+        assert sorted(harness.runs.accesses([program("P")], "program", EVERYTHING), key=repr) == sorted(
+            before, key=repr)
+
+    def test_field_operations_are_stored_once_and_referenced_per_run_newest_first(self, harness):
+        operations = pipeline_operations()
+        harness.send(run("r1", program("Pipe"), 100, 150, operations=operations)
+                     + run("r2", program("Pipe"), 300, 350, operations=list(reversed(operations))))
+        refs = harness.runs.field_refs(STORE, BACKWARD, EVERYTHING)
+        assert [r.run for r in refs] == ["urn:li:dataProcessInstance:r2", "urn:li:dataProcessInstance:r1"]
+        assert refs[0].checksum == refs[1].checksum and refs[0].program == program("Pipe")
+        assert [r.run for r in harness.runs.field_refs(FILE, FORWARD, Window(200_000, 400_000))] == [
+            "urn:li:dataProcessInstance:r2"]
+        stored = harness.runs.operations([refs[0].checksum])[refs[0].checksum]
+        assert {op.name for op in stored} == {op["name"] for op in operations}
+        assert harness.runs.field_refs(FILE, BACKWARD, EVERYTHING) == []
+
+    def test_a_deleted_run_leaves_nothing(self, harness):
+        harness.send(run("r1", program("P"), 100, 200, reads=(PURCHASES,), operations=pipeline_operations()))
+        harness.write(proposal("urn:li:dataProcessInstance:r1", "dataProcessInstanceKey", change="DELETE"))
+        assert harness.runs.accesses([PURCHASES], "dataset", EVERYTHING) == []
+        assert harness.runs.field_refs(STORE, BACKWARD, EVERYTHING) == []
+        assert harness.runs.runs(["urn:li:dataProcessInstance:r1"]) == {}
+
+
+class TestSqliteRunLineage(RunLineageContract):
+    @pytest.fixture
+    def stores(self):
+        return lambda models: models.runs
+
+
+@dataclass(frozen=True)
+class CassandraStores:
+    endpoints: Endpoints
+    keyspace: str
+
+    def __call__(self, models: SqliteReadModels) -> RunLineageStore:
+        return CassandraRunLineage(cassandra_session(self.endpoints), self.keyspace, models.runs.facts)
+
+
+class TestCassandraRunLineage(RunLineageContract):
+    @pytest.fixture(scope="class")
+    @classmethod
+    def keyspace(cls, cassandra_endpoints: Endpoints) -> Iterator[str]:
+        name = unique_name("runs")
+        yield name
+        cassandra_session(cassandra_endpoints).execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=120)
+
+    @pytest.fixture
+    def stores(self, cassandra_endpoints: Endpoints, keyspace: str):
+        return CassandraStores(cassandra_endpoints, keyspace)
