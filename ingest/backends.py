@@ -53,11 +53,15 @@ class BackendUnavailable(ConnectionError):
     """A backend's servers did not answer; the message names them."""
 
 
+RECONNECT_AT_MOST = 5.0  # seconds between attempts to reach a Cassandra node that went down, at most
+
+
 def cassandra_session(endpoints: Endpoints, *, connect_timeout: float = 5.0, request_timeout: float = 10.0,
                       local_dc: str | None = None) -> Session:
     """A session on its own cluster connection (`session.cluster.shutdown()` closes it): token-aware
     routing, QUORUM reads and writes, SERIAL for lightweight transactions, the coordinator's clock
-    for plain writes (as LWT ballots use), protocol v5, TCP_NODELAY. Raises BackendUnavailable
+    for plain writes (as LWT ballots use), protocol v5, TCP_NODELAY, a node that went down tried again
+    every RECONNECT_AT_MOST seconds at most (so work resumes soon after an outage). Raises BackendUnavailable
     naming the contact points when none answers within connect_timeout.
 
     TCP_NODELAY: the driver writes a request of more than about 4 KB in two sends; with Nagle's
@@ -67,7 +71,7 @@ def cassandra_session(endpoints: Endpoints, *, connect_timeout: float = 5.0, req
 
     from cassandra import ConsistencyLevel, DriverException
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
-    from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+    from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
     hosts, port = endpoints.cassandra_contact_points()
     profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc)),
@@ -75,6 +79,7 @@ def cassandra_session(endpoints: Endpoints, *, connect_timeout: float = 5.0, req
                                serial_consistency_level=ConsistencyLevel.SERIAL)
     cluster = Cluster(hosts, port=port, protocol_version=5, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
                       connect_timeout=connect_timeout, control_connection_timeout=connect_timeout,
+                      reconnection_policy=ExponentialReconnectionPolicy(0.5, RECONNECT_AT_MOST),
                       sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
     try:
         session = cluster.connect()
