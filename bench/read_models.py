@@ -48,10 +48,14 @@ def ingest(serve: ServeProcess, mcps: list[dict], batch: int = 1000) -> tuple[fl
     def share(worker: int) -> None:
         conn = serve.client()._connection()
         for body in bodies[worker::2]:
-            conn.request("POST", "/v1/proposals", body, headers)
-            response = conn.getresponse()
-            response.read()
-            assert response.status == 200
+            while True:
+                conn.request("POST", "/v1/proposals", body, headers)
+                response = conn.getresponse()
+                response.read()
+                if response.status != 429:  # the processor lags too far behind: wait as told
+                    break
+                time.sleep(int(response.headers["Retry-After"]))
+            assert response.status == 200, response.status
         conn.close()
 
     start = time.perf_counter()

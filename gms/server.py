@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import enum
+import gc
 import logging
 import os
 import signal
@@ -79,7 +80,13 @@ class Node:
         return create_app(self.gms, auth, self.read_models, self.processor)
 
     def run(self, serve: Callable[[], None]) -> None:
-        """Serve, with this node's background threads running."""
+        """Serve, with this node's background threads running.
+
+        What the process built to get here (registry, compiled schemas, the app) lives as long
+        as the process, so it is frozen out of the cyclic garbage collector: otherwise every
+        full collection during a request scans it again (it made parsing a big request body
+        six times slower)."""
+        gc.freeze()
         stop = threading.Event()
         work: list[tuple[str, Callable[[], None]]] = []
         if Roles.MCP_CONSUMER in self.roles:
