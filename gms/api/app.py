@@ -117,7 +117,7 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
                processor: MclProcessor | None = None) -> web.Application:
-    from gms.api import datahub, guards, metadata_v3, native, observe, openapi, reads, run_lineage
+    from gms.api import datahub, field_lineage_v3, guards, metadata_v3, native, observe, openapi, reads, run_lineage
 
     app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
                           client_max_size=gms.limits.max_request_bytes)
@@ -132,6 +132,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
     observe.add_routes(app)
     ui.add_routes(app)
     run_lineage.add_routes(app)
+    field_lineage_v3.add_routes(app)
 
     async def shutdown(app: web.Application) -> None:
         app[GMS_KEY].writer.shutdown(wait=True)

@@ -19,7 +19,16 @@ import orjson
 from mcl_processor.changes import ChangeBatch, TimeseriesPoint
 from mcl_processor.lineage.contributions import fresh
 from mcl_processor.runs.facts import Facts, RunFacts
-from mcl_processor.runs.model import Access, FieldRef, Run, Window, derive, operations_json, run_from_json
+from mcl_processor.runs.model import (
+    Access,
+    FieldRef,
+    Run,
+    Window,
+    derive,
+    operations_from,
+    operations_json,
+    run_from_json,
+)
 from schemas.field_operations import FieldOperation
 
 FactRow = tuple[str, str, int, str | None]  # (run, aspect, version, facts JSON or None when deleted)
@@ -31,6 +40,7 @@ class RunLineageStore(ABC):
 
     def __init__(self, facts: RunFacts):
         self.facts = facts
+        self._known: dict[str, tuple[FieldOperation, ...]] = {}
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -98,9 +108,15 @@ class RunLineageStore(ABC):
     def field_refs(self, endpoint: str, direction: str, window: Window) -> list[FieldRef]:
         """References of runs started in the window to their field operations, newest first."""
 
-    @abstractmethod
     def operations(self, checksums: Collection[str]) -> dict[str, tuple[FieldOperation, ...]]:
-        """The operations stored under each checksum."""
+        """The operations stored under each checksum (a checksum's operations never change, so
+        they are read once and kept)."""
+        found = {c: self._known[c] for c in checksums if c in self._known}
+        missing = [c for c in checksums if c not in found]
+        if missing:
+            for checksum, text in self._operations(missing).items():
+                found[checksum] = self._known[checksum] = operations_from(text)
+        return found
 
     def runs(self, urns: Collection[str]) -> dict[str, Run]:
         """The derived runs (without their operations) of these URNs that the store knows."""
@@ -108,6 +124,10 @@ class RunLineageStore(ABC):
 
     @abstractmethod
     def clear(self) -> None: ...
+
+    @abstractmethod
+    def _operations(self, checksums: Collection[str]) -> Mapping[str, str]:
+        """The operations (JSON) stored under each of these checksums."""
 
     # -- what adapters store --------------------------------------------------------------
 

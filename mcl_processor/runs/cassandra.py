@@ -32,8 +32,7 @@ from mcl_processor.changes import chunks
 from mcl_processor.lineage.cassandra_tables import DEFAULT_REPLICATION, check_keyspace
 from mcl_processor.runs import EventRow, FactRow, RunLineageStore
 from mcl_processor.runs.facts import Facts, RunFacts
-from mcl_processor.runs.model import Access, FieldRef, Window, operations_from
-from schemas.field_operations import FieldOperation
+from mcl_processor.runs.model import Access, FieldRef, Window
 
 _TABLES = {
     "run_facts": "run text, aspect text, version bigint, facts text, PRIMARY KEY ((run), aspect)",
@@ -103,10 +102,9 @@ class CassandraRunLineage(RunLineageStore):
                          [(endpoint, direction, window.start_ms, window.end_ms)])
         return [FieldRef(endpoint, direction, *row) for row in rows]
 
-    def operations(self, checksums: Collection[str]) -> dict[str, tuple[FieldOperation, ...]]:
-        rows = self._by_keys("SELECT checksum, operations FROM {ks}.field_operation_sets WHERE checksum IN ?",
-                             checksums)
-        return {checksum: operations_from(text) for checksum, text in rows}
+    def _operations(self, checksums: Collection[str]) -> Mapping[str, str]:
+        return dict(self._by_keys("SELECT checksum, operations FROM {ks}.field_operation_sets WHERE checksum IN ?",
+                                  checksums))
 
     def _runs(self, runs: Collection[str]) -> Mapping[str, str]:
         return dict(self._by_keys("SELECT run, value FROM {ks}.runs WHERE run IN ?", runs))

@@ -11,9 +11,8 @@ import orjson
 from mcl_processor.changes import chunks
 from mcl_processor.runs import EventRow, FactRow, RunLineageStore
 from mcl_processor.runs.facts import Facts, RunFacts
-from mcl_processor.runs.model import Access, FieldRef, Window, operations_from
+from mcl_processor.runs.model import Access, FieldRef, Window
 from mcl_processor.sqlite_db import Database
-from schemas.field_operations import FieldOperation
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_facts (run TEXT NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, facts TEXT,
@@ -62,13 +61,11 @@ class SqliteRunLineage(RunLineageStore):
             "SELECT start, run, checksum, program FROM field_refs WHERE endpoint = ? AND direction = ? "
             "AND start >= ? AND start < ? ORDER BY start DESC", (endpoint, direction, window.start_ms, window.end_ms))]
 
-    def operations(self, checksums: Collection[str]) -> dict[str, tuple[FieldOperation, ...]]:
-        found = {}
+    def _operations(self, checksums: Collection[str]) -> Mapping[str, str]:
+        found: dict[str, str] = {}
         for chunk in chunks(sorted(checksums)):
-            for checksum, text in self.db.reader().execute(
-                    f"SELECT checksum, operations FROM field_operation_sets WHERE checksum IN ({_marks(chunk)})",
-                    chunk):
-                found[checksum] = operations_from(text)
+            found.update(self.db.reader().execute(
+                f"SELECT checksum, operations FROM field_operation_sets WHERE checksum IN ({_marks(chunk)})", chunk))
         return found
 
     def _runs(self, runs: Collection[str]) -> Mapping[str, str]:
