@@ -159,8 +159,23 @@ def test_add_and_remove_a_user_tag(page: Page, server: ServeProcess) -> None:
     stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
     assert stored["value"]["tags"] == ["sales"]
     assert stored["version"] == 3
-    page.goto(f"{server.url}/#/search?q=tags:reviewed")
-    expect(page.locator(".count")).to_have_text("No results")
+
+
+def test_set_and_remove_a_user_property_and_a_refused_tag(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    user = page.locator(".scope-user")
+    page.fill("input[name=key]", "steward")
+    page.fill("input[name=value]", "Ada Lovelace")
+    page.click("text=Set property")
+    expect(user.locator("tr", has_text="steward")).to_contain_text("Ada Lovelace")
+    expect(page.locator(".scope-system")).not_to_contain_text("steward")
+    page.get_by_role("button", name="Remove property steward").click()
+    expect(user.locator("tr", has_text="steward")).to_have_count(0)
+    page.fill("input[name=tag]", "not$ok")
+    page.click("text=Add tag")
+    expect(user.get_by_role("alert")).to_contain_text("not$ok")
+    stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
+    assert stored["value"]["tags"] == ["sales"] and "steward" not in stored["value"]["properties"]
 
 
 def test_lineage_then_a_program_then_a_run(page: Page, server: ServeProcess) -> None:

@@ -4,7 +4,7 @@
 import { api } from "./api.js";
 import { diff } from "./diff.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
-import { scoped, updateUser } from "./metadata.js";
+import { globalTags, scoped, userMetadata } from "./metadata.js";
 import { canWrite } from "./permissions.js";
 import { entityType, fieldDataset, fieldUrn, platform, shortName, typeLabel } from "./urns.js";
 
@@ -36,7 +36,7 @@ function description(entity) {
 
 export async function entityPage(main, urn) {
   replace(main, h("p", { class: "hint" }, "Loading…"));
-  const [entity, writable] = await Promise.all([api.entity(urn), canWrite(urn)]);
+  const [entity, md, writable] = await Promise.all([api.entity(urn), scoped(urn), canWrite(urn)]);
   const type = entity.entityType || entityType(urn);
   const dataset = fieldDataset(urn);
   const actions = h(
@@ -60,7 +60,7 @@ export async function entityPage(main, urn) {
     ),
     h("div", { class: "entity-layout" },
       h("div", { class: "entity-main" },
-        metadataSections(urn, entity, writable, () => entityPage(main, urn)),
+        metadataSections(urn, md, globalTags(entity), writable, () => entityPage(main, urn)),
         type === "dataset" && schemaSection(urn, entity),
         type === "dataProcessInstance" && runSection(urn, entity),
         type === "dataJob" && jobSection(entity)),
@@ -68,12 +68,11 @@ export async function entityPage(main, urn) {
   );
 }
 
-function metadataSections(urn, entity, writable, reload) {
-  const md = scoped(entity);
+function metadataSections(urn, md, global, writable, reload) {
   const status = h("p", { role: "status", class: "status" });
-  async function write(change) {
+  async function write(request) {
     try {
-      await updateUser(urn, entity, change);
+      await request;
       await reload();
     } catch (err) {
       replace(status, errorBox(err));
@@ -82,36 +81,29 @@ function metadataSections(urn, entity, writable, reload) {
   const userTags = h("ul", { class: "chips", "aria-label": "USER tags" },
     md.USER.tags.map((tag) => h("li", { class: "tag user" }, tag,
       writable && h("button", { class: "remove", "aria-label": `Remove tag ${tag}`, title: "Remove",
-        onclick: () => write((v) => ({ ...v, tags: v.tags.filter((t) => t !== tag) })) }, "×"))),
-    md.globalTags.map((tag) => h("li", { class: "tag user", title: "globalTags" }, tag)));
-  const tagInput = h("input", { name: "tag", placeholder: "new tag", "aria-label": "New USER tag", required: true,
-    pattern: "[A-Za-z0-9_\\-]+", title: "letters, digits, _ and -" });
-  const keyInput = h("input", { name: "key", placeholder: "key", "aria-label": "New property key", required: true,
-    pattern: "[A-Za-z0-9_\\-]+", title: "letters, digits, _ and -" });
+        onclick: () => write(userMetadata.removeTag(urn, tag)) }, "×"))),
+    global.map((tag) => h("li", { class: "tag user", title: "globalTags" }, tag)));
+  const tagInput = h("input", { name: "tag", placeholder: "new tag", "aria-label": "New USER tag", required: true });
+  const keyInput = h("input", { name: "key", placeholder: "key", "aria-label": "New property key", required: true });
   const valueInput = h("input", { name: "value", placeholder: "value", "aria-label": "New property value", required: true });
   const user = h("section", { class: "card scope-user", "aria-labelledby": "user-title" },
     h("h2", { id: "user-title" }, "USER metadata ", h("span", { class: "hint" }, "business metadata people add")),
     h("h3", {}, "Tags"),
-    md.USER.tags.length || md.globalTags.length ? userTags : h("p", { class: "hint" }, "No tags"),
+    md.USER.tags.length || global.length ? userTags : h("p", { class: "hint" }, "No tags"),
     writable && h("form", { class: "inline", onsubmit: (e) => {
       e.preventDefault();
-      const tag = tagInput.value.trim();
-      write((v) => ({ ...v, tags: v.tags.includes(tag) ? v.tags : [...v.tags, tag] }));
+      write(userMetadata.addTag(urn, tagInput.value.trim()));
     } }, tagInput, h("button", { type: "submit" }, "Add tag")),
     h("h3", {}, "Properties"),
-    propertyTable(md.USER.properties, writable && ((key) => write((v) => {
-      const properties = { ...v.properties };
-      delete properties[key];
-      return { ...v, properties };
-    }))),
+    propertyTable(md.USER.properties, writable && ((key) => write(userMetadata.removeProperty(urn, key)))),
     writable && h("form", { class: "inline", onsubmit: (e) => {
       e.preventDefault();
-      write((v) => ({ ...v, properties: { ...v.properties, [keyInput.value.trim()]: valueInput.value } }));
+      write(userMetadata.setProperty(urn, keyInput.value.trim(), valueInput.value));
     } }, keyInput, valueInput, h("button", { type: "submit" }, "Set property")),
     !writable && h("p", { class: "hint" }, "Read-only: your token may not change this entity."),
     status);
   const system = h("section", { class: "card scope-system", "aria-labelledby": "system-title" },
-    h("h2", { id: "system-title" }, "SYSTEM metadata ", h("span", { class: "hint" }, "written by the platform and programs")),
+    h("h2", { id: "system-title" }, "SYSTEM metadata ", h("span", { class: "hint" }, "kept by the platform and programs")),
     h("h3", {}, "Tags"),
     md.SYSTEM.tags.length ? h("ul", { class: "chips", "aria-label": "SYSTEM tags" }, md.SYSTEM.tags.map((t) => h("li", { class: "tag system" }, t)))
       : h("p", { class: "hint" }, "No tags"),
@@ -126,9 +118,15 @@ function propertyTable(properties, remove) {
   return h("table", { class: "props" },
     h("tbody", {}, keys.map((key) => h("tr", {},
       h("th", { scope: "row" }, key),
-      h("td", {}, key.endsWith("-time") && /^\d{12,}$/.test(properties[key]) ? `${properties[key]} (${formatTime(properties[key])})` : properties[key]),
+      h("td", {}, propertyValue(key, properties[key])),
       remove && h("td", { class: "narrow" }, h("button", { class: "remove", "aria-label": `Remove property ${key}`,
         onclick: () => remove(key) }, "×"))))));
+}
+
+function propertyValue(key, value) {
+  if (key.endsWith("-time") && /^\d{12,}$/.test(value)) return `${formatTime(value)} (${value})`;
+  if (value.length > 120) return h("details", {}, h("summary", {}, `${value.slice(0, 60)}…`), h("code", {}, value));
+  return value;
 }
 
 function fieldType(field) {
@@ -154,10 +152,10 @@ function schemaSection(urn, entity) {
   // Field entities carry their own USER/SYSTEM tags: filled in as they arrive.
   rows.slice(0, 100).forEach(async ({ fUrn, tags }) => {
     try {
-      const md = scoped(await api.entity(fUrn));
+      const md = await scoped(fUrn);
       tags.append(...md.USER.tags.map((t) => h("span", { class: "tag user" }, t)), ...md.SYSTEM.tags.map((t) => h("span", { class: "tag system" }, t)));
     } catch {
-      // a field without an entity of its own has no tags beyond the schema's
+      // the row keeps the schema's tags
     }
   });
   return h("section", { class: "card" }, h("h2", {}, `Schema (${fields.length} fields)`),

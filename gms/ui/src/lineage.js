@@ -84,8 +84,7 @@ function showProgram(panel, program, relations, runs, startMs, endMs) {
 async function showRun(detail, run) {
   replace(detail, h("p", { class: "hint" }, "Loading…"));
   try {
-    const entity = await api.entity(run.urn);
-    const md = scoped(entity);
+    const [entity, md] = await Promise.all([api.entity(run.urn), scoped(run.urn)]);
     const props = entity.aspects?.dataProcessInstanceProperties?.value || {};
     const io = (aspect, key) => entity.aspects?.[aspect]?.value?.[key] || [];
     const row = (k, v) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v));

@@ -3,7 +3,7 @@
 
 import { api } from "./api.js";
 import { debounce, errorBox, h, replace } from "./dom.js";
-import { scopedTags } from "./metadata.js";
+import { scoped } from "./metadata.js";
 import { platform, typeLabel } from "./urns.js";
 
 const PAGE = 10;
@@ -145,10 +145,9 @@ export function searchPage(main, query) {
   async function fillTags(cards) {
     await Promise.all(cards.map(async (card) => {
       try {
-        const entity = await api.entity(card.urn);
-        const { USER, SYSTEM } = scopedTags(entity);
-        replace(card.tags, USER.map((t) => h("span", { class: "tag user" }, t)),
-          SYSTEM.map((t) => h("span", { class: "tag system", title: "SYSTEM" }, t)));
+        const { USER, SYSTEM } = await scoped(card.urn);
+        replace(card.tags, USER.tags.map((t) => h("span", { class: "tag user", title: "USER" }, t)),
+          SYSTEM.tags.map((t) => h("span", { class: "tag system", title: "SYSTEM" }, t)));
       } catch {
         // the result stays without its tags
       }
