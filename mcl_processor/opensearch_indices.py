@@ -78,6 +78,8 @@ class IndexFamily:
                 # another process is creating it: wait until its shards have started
                 self.client.cluster.health(index=name, params={"wait_for_status": "yellow",
                                                                "wait_for_no_initializing_shards": "true"})
+                if "mappings" in body:  # made by an earlier version: add the fields it lacks (new facets)
+                    self.client.indices.put_mapping(index=name, body=body["mappings"])
             self._ready.add(name)
 
     def existing(self) -> list[str]:

@@ -7,17 +7,23 @@ build the read models. `TestSqliteSearchInternals` tests the SQLite adapter's ow
 
 from __future__ import annotations
 
+import copy
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from threading import Thread
 
 import pytest
+from opensearchpy import OpenSearch
 
 from mcl_processor import opensearch_indices
+from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.search import sqlite as search_sqlite
+from mcl_processor.search.opensearch_mapping import index_body
 from mcl_processor.sqlite_db import FILE_NAME
+from schemas.registry import default_registry
+from tests.backends import unique_name
 from tests.builders import dataset_urn, proposal
 from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite, sqlite_models
 from tests.test_mcl_processor import Indexed, schema
@@ -47,6 +53,7 @@ def build_catalog(data_dir: Path, models: ModelsFactory) -> Indexed:
                                                 "customProperties": {"tier": "silver"}}),
         proposal(ITEMS, "datasetProperties", {"name": "order_items", "description": "Lines of each order"}),
         proposal(CUSTOMER, "datasetProperties", {"name": "customer", "description": "One row per customer"}),
+        proposal(CUSTOMER, "userScopeMetadata", {"properties": {"steward": "bob", "retention": "30d"}}),
         proposal(CUSTOMERS, "datasetProperties", {"name": "customers", "description": "A view over customer"}),
         proposal(NOTES, "datasetProperties", {"name": "notes", "description": "Support notes about orders"}),
         proposal(NOTES, "schemaMetadata", {**schema("notes", "email", "text"), "fields": [
@@ -163,6 +170,13 @@ class SearchIndexContract:
         assert facets["entityType"] == [("dataset", 3), ("dataJob", 1)]
         assert dict(facets["tags"]) == {"pii": 1, "Finance": 1, "batch": 1}
         assert dict(catalog.search.query("*").facets["platform"]) == {"hive": 30, "mysql": 1, "kafka": 1}
+
+    def test_metadata_keys_are_a_facet_and_suggested(self, catalog):
+        keys = dict(catalog.search.query("*").facets["keys"])
+        assert keys == {"steward": 2, "retention": 1, "creation-time": 1}  # USER and SYSTEM properties only
+        assert urns(catalog, "retention:*") == [CUSTOMER]
+        assert ("retention", "key") in [(s.text, s.kind) for s in catalog.search.autocomplete("ret")]
+        assert "tier" not in [s.text for s in catalog.search.autocomplete("ti")]
 
     def test_soft_deleted_entities_are_hidden_unless_asked_for(self, catalog):
         assert LEGACY not in urns(catalog, "orders_legacy")
@@ -281,6 +295,20 @@ class TestOpenSearchSearchIndex(OnOpenSearch, SearchIndexContract):
         assert result.total == len(everything) == 34 and [h.urn for h in result.hits] == everything[30:]
         assert harness.search.urns(limit=100) == sorted(everything)
         harness.close()
+
+    def test_an_index_made_before_a_new_facet_gets_its_field(self, opensearch_url):
+        client = OpenSearch(opensearch_url)
+        full = index_body(Annotations(default_registry()), "dataset")
+        older = copy.deepcopy(full)
+        del older["mappings"]["properties"]["facets"]["properties"]["keys"]
+        prefix = unique_name("facets")
+        try:
+            opensearch_indices.IndexFamily(client, prefix, "search", lambda key: older).ensure(["dataset"])
+            opensearch_indices.IndexFamily(client, prefix, "search", lambda key: full).ensure(["dataset"])
+            mapping = client.indices.get_mapping(index=f"{prefix}_search_dataset")[f"{prefix}_search_dataset"]
+            assert mapping["mappings"]["properties"]["facets"]["properties"]["keys"] == {"type": "keyword"}
+        finally:
+            client.indices.delete(index=f"{prefix}_search_*")
 
     def test_queries_beyond_what_opensearch_compiles_are_refused(self, catalog):
         assert catalog.search.query(" ".join(f"w{i}*" for i in range(48))).total == 0

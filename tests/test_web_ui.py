@@ -138,8 +138,27 @@ def test_a_facet_narrows_the_results_and_paging_moves_through_them(page: Page, s
     expect(count).to_have_text(f"1–10 of {total}")
     page.locator(".facet", has_text="Tags").locator("button", has_text="sales").click()
     expect(count).to_have_text("1–5 of 5")
-    expect(page.locator("#q")).to_have_value("* tags:sales")
+    expect(page.locator("#q")).to_have_value("tags:sales")
     expect(page.locator(".result .tag", has_text="sales")).to_have_count(5)
+
+
+def test_every_metadata_key_is_listed_and_finds_what_carries_it(page: Page, server: ServeProcess) -> None:
+    page.goto(server.url + "/#/search?q=*")
+    keys = page.get_by_role("region", name="Metadata keys")
+    owner = keys.locator("button", has_text="owner")
+    expect(owner).to_be_visible()
+    expect(keys).to_contain_text("classification")  # a USER key of a field
+    carrying = int(owner.locator(".n").inner_text())
+    owner.click()
+    expect(page.locator("#q")).to_have_value("owner:*")
+    expect(page.locator(".count")).to_have_text(f"1–{carrying} of {carrying}")
+    page.locator("#q").fill("")
+    page.locator("#q").press_sequentially("classif", delay=30)
+    expect(page.locator("#suggestions")).to_contain_text("classification")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator("#q")).to_have_value("classification:*")
+    expect(page.locator(".result-link")).to_have_text(["id"])
 
 
 def test_add_and_remove_a_user_tag(page: Page, server: ServeProcess) -> None:

@@ -70,11 +70,11 @@ class SearchResult:
 
 @dataclass(frozen=True, slots=True)
 class Suggestion:
-    """An autocompletion: an entity name, a schema field name or a tag, with how many visible
-    entities carry it (counted up to a limit, 50 on SQLite)."""
+    """An autocompletion: an entity name, a schema field name, a tag or a metadata key, with how
+    many visible entities carry it (counted up to a limit, 50 on SQLite)."""
 
     text: str
-    kind: str  # name | field | tag
+    kind: str  # name | field | tag | key
     count: int
 
     def to_json(self) -> dict[str, Any]:

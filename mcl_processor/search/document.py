@@ -27,6 +27,7 @@ COLUMNS = ("name", "schema", "text", "keywords", "meta")
 NAME, SCHEMA, TEXT, KEYWORDS = range(4)
 BM25_WEIGHTS = (10.0, 4.0, 1.0, 2.0, 0.0)  # in COLUMNS order
 TAGS_KEY = "tags"
+KEYS_FACET = "keys"  # the keys of properties maps annotated as facets (USER and SYSTEM metadata)
 _TEXT_TYPES = frozenset({"TEXT", "TEXT_PARTIAL"})
 _UNTEXTED_TYPES = frozenset({"BOOLEAN", "COUNT"})  # filterable, but not found by free text
 NO_RANK = 1e9
@@ -155,10 +156,18 @@ def _scalars(found: list[Any]) -> list[str]:
     return out
 
 
+def facet_name(spec: SearchField) -> str | None:
+    """The facet a searchable field's values count in (None: not a facet). Every tag field
+    counts in `tags`; a faceted map's keys count in `keys`."""
+    if not spec.facet:
+        return None
+    return TAGS_KEY if spec.name in TAG_FIELDS else KEYS_FACET if spec.field_type == "MAP" else spec.name
+
+
 def _handler(spec: SearchField) -> Handler:
     """How values of one searchable field enter a fragment, decided once per field."""
     field, scope = spec.name, "USER" if spec.name in USER_SCOPE_FIELDS else "SYSTEM"
-    facet = (TAGS_KEY if field in TAG_FIELDS else field) if spec.facet else None
+    facet = facet_name(spec)
 
     if spec.field_type == "MAP":
         def on_map(found: list[Any], parts: _Parts) -> None:
@@ -172,6 +181,9 @@ def _handler(spec: SearchField) -> Handler:
                         parts.line(KEYWORDS, key, f"{key} {value}")
                         parts.tokens.add(entry)
                         parts.properties.add(entry)
+                        if facet is not None:  # a faceted map: its keys are listed and suggested
+                            parts.facets.add((facet, key))
+                            parts.suggestions.add((key.lower(), "key", key))
         return on_map
 
     if field in SCHEMA_FIELDS:

@@ -26,8 +26,7 @@ from typing import Any
 import orjson
 
 from mcl_processor.annotations import Annotations
-from mcl_processor.search import TAG_FIELDS
-from mcl_processor.search.document import COLUMNS, TAGS_KEY, Analysis, Fragment, merge
+from mcl_processor.search.document import COLUMNS, Analysis, Fragment, facet_name, merge
 
 TEXT_COLUMNS = COLUMNS[:4]  # name, schema, text, keywords (the fifth, meta, is the FTS encoding of filters)
 ENTITY_TYPE_FACET = "entityType"
@@ -58,8 +57,7 @@ def facet_names(annotations: Annotations, entity_type: str | None = None) -> lis
     """The facets of an entity type's aspects (of every entity type when None), entity type first."""
     registry = annotations.registry
     entities = [registry.entities[entity_type]] if entity_type else list(registry.entities.values())
-    found = {TAGS_KEY if spec.name in TAG_FIELDS else spec.name
-             for entity in entities for aspect in entity.aspects
+    found = {facet_name(spec) for entity in entities for aspect in entity.aspects
              for spec in annotations[aspect].searchable if spec.facet}
     found.discard(ENTITY_TYPE_FACET)
     return [ENTITY_TYPE_FACET, *sorted(found)]

@@ -11,7 +11,9 @@ const FACETS = [
   ["entityType", "Type"],
   ["platform", "Platform"],
   ["tags", "Tags"],
+  ["keys", "Metadata keys"],
 ];
+const SHOWN = 12;
 
 function searchHash(state) {
   const params = new URLSearchParams();
@@ -155,17 +157,23 @@ export function searchPage(main, query) {
   }
 
   function renderFacets(data, sampled) {
-    const groups = FACETS.filter(([name]) => data[name]?.length).map(([name, title]) =>
-      h("section", { class: "facet" }, h("h3", {}, title),
-        h("ul", {}, data[name].slice(0, 12).map(({ value, count }) => {
-          const selected = name === "entityType" ? state.types.split(",").includes(value)
-            : state.q.split(/\s+/).includes(`${name}:${value}`);
-          const toggle = () => (name === "entityType"
-            ? go({ types: selected ? "" : value, start: 0 })
-            : go({ q: toggleTerm(state.q, `${name}:${value}`), start: 0 }));
-          return h("li", {}, h("button", { class: selected ? "facet-value selected" : "facet-value", "aria-pressed": String(selected),
-            onclick: toggle }, name === "entityType" ? typeLabel(value) : value, h("span", { class: "n" }, sampled ? `~${count}` : count)));
-        }))));
+    const groups = FACETS.filter(([name]) => data[name]?.length).map(([name, title]) => {
+      const values = data[name].map(({ value, count }) => {
+        const term = name === "keys" ? `${value}:*` : `${name}:${value}`;
+        const selected = name === "entityType" ? state.types.split(",").includes(value) : state.q.split(/\s+/).includes(term);
+        const toggle = () => (name === "entityType"
+          ? go({ types: selected ? "" : value, start: 0 })
+          : go({ q: toggleTerm(state.q === "*" && !selected ? "" : state.q, term), start: 0 }));
+        return h("li", {}, h("button", { class: selected ? "facet-value selected" : "facet-value", "aria-pressed": String(selected),
+          onclick: toggle }, name === "entityType" ? typeLabel(value) : value, h("span", { class: "n" }, sampled ? `~${count}` : count)));
+      });
+      const list = h("ul", {}, values.slice(0, SHOWN));
+      const more = values.length > SHOWN && h("button", { class: "link", onclick: () => {
+        replace(list, values);
+        more.remove();
+      } }, `Show all ${values.length}`);
+      return h("section", { class: "facet", "aria-label": title }, h("h3", {}, title), list, more);
+    });
     replace(facets, groups.length ? groups : h("p", { class: "hint" }, "No facets"));
   }
 
