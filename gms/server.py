@@ -71,6 +71,7 @@ class Node:
         except BACKEND_ERRORS as err:
             raise ServeError(str(err)) from None
         self.roles = roles
+        self.gms.authorize_consumed = True  # proposals from the MCP topic are checked as their actor
         self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models) \
             if Roles.MCL_PROCESSOR in roles else None
 

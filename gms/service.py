@@ -12,13 +12,14 @@ from itertools import groupby
 from pathlib import Path
 
 from gms import tracing
+from gms.access import AccessControl, needed
 from gms.errors import ProposalFailed
 from gms.faults import crash_point, fail_point
 from gms.metrics import count_results
 from gms.outbox import OutboxRelay
 from gms.store import AspectStore
 from gms.store.sqlite import SqliteAspectStore
-from gms.validation import DEFAULT_MAX_ASPECT_BYTES, ProposalValidator
+from gms.validation import DEFAULT_MAX_ASPECT_BYTES, ProposalValidator, ValidProposal
 from gms.write_path import Result, WritePath
 from ingest import topics
 from ingest.eventlog import EventLog, LogMessage, LogRecord
@@ -57,6 +58,10 @@ class Gms:
         self.writes = WritePath(self.registry, store, self.codec,
                                 ProposalValidator(self.registry, limits.max_aspect_bytes))
         self.relay = OutboxRelay(store, log_)
+        self.access = AccessControl(store)
+        #: whether proposals from the MCP topic are checked against their actor's grants
+        #: (`lodestar serve` and `lodestar gms` turn it on; library users are trusted)
+        self.authorize_consumed = False
         self.relay.publish_pending()  # whatever a previous process committed but did not publish
 
     @classmethod
@@ -68,9 +73,16 @@ class Gms:
         return cls(SqliteAspectStore(data_dir / DATABASE, colocated_log=log_), log_, limits=limits)
 
     def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
-              request_headers: Mapping[str, str] | None = None) -> list[Result]:
-        """Apply proposals synchronously; their MCLs are published before this returns."""
-        results = self.writes.apply(proposals, actor, request_headers)
+              request_headers: Mapping[str, str] | None = None, authorize: bool = False,
+              privileges: frozenset[str] | None = None) -> list[Result]:
+        """Apply proposals synchronously; their MCLs are published before this returns. With
+        `authorize`, a proposal the actor may not make fails (403 forbidden): it needs one of
+        `privileges`, or by default what `access.needed` says for its change."""
+        def check(item: ValidProposal) -> None:
+            wanted = privileges or needed(item.entity.name, item.proposal.change_type)
+            self.access.require(actor, wanted, str(item.urn))
+
+        results = self.writes.apply(proposals, actor, request_headers, check if authorize else None)
         crash_point("after-commit")
         self.relay.publish_pending()
         count_results(results)
@@ -143,7 +155,7 @@ class Gms:
             readable.append((proposal.headers.pop(ACTOR_HEADER, UNKNOWN_ACTOR), position, proposal))
         for actor, group in groupby(readable, key=lambda item: item[0]):  # one batch per run of one actor
             items = list(group)
-            results = self.apply([proposal for _, _, proposal in items], actor)
+            results = self.apply([proposal for _, _, proposal in items], actor, authorize=self.authorize_consumed)
             for (_, position, proposal), result in zip(items, results, strict=True):
                 if result.failure is not None:
                     failed.append((position, self._failed(proposal.to_record(), _reason(result.failure))))

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -71,13 +71,18 @@ class WritePath:
         self._pool_lock = threading.Lock()
 
     def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
-              request_headers: Mapping[str, str] | None = None) -> list[Result]:
-        """Validate and apply proposals in order; one Result each."""
+              request_headers: Mapping[str, str] | None = None,
+              authorize: Callable[[ValidProposal], None] | None = None) -> list[Result]:
+        """Validate and apply proposals in order; one Result each. `authorize` raises
+        ProposalFailed for a valid proposal the actor may not make."""
         results: list[Result | None] = [None] * len(proposals)
         valid: list[tuple[int, ValidProposal]] = []
         for i, proposal in enumerate(proposals):
             try:
-                valid.append((i, self.validator.validate(proposal, request_headers)))
+                item = self.validator.validate(proposal, request_headers)
+                if authorize is not None:
+                    authorize(item)
+                valid.append((i, item))
             except ProposalFailed as failure:
                 results[i] = Result("failed", failure=failure)
         if valid:

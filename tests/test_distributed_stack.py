@@ -66,7 +66,7 @@ from tests.test_event_log import _drop_kafka_names
 pytestmark = pytest.mark.slow
 
 SEEDED, FRESH = 300, 100  # datasets written from the seed round on / first written after it
-ACTOR = "urn:li:corpuser:e2e-producer"
+ACTOR = "urn:li:corpuser:admin"  # MCPs from the topic are checked as their actor, who may write all
 SESSION_TIMEOUT_MS = 6000  # the broker's minimum: a killed member's partitions move after it
 WAIT = 90.0  # seconds any one awaited condition may take
 T = TypeVar("T")

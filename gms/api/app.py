@@ -56,7 +56,7 @@ class Api:
     async def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
                     headers: Mapping[str, str]) -> list[Result]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.writer, in_context(self.gms.apply, proposals, actor, headers))
+        return await loop.run_in_executor(self.writer, in_context(self.gms.apply, proposals, actor, headers, True))
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a write-side call on the writer thread."""
@@ -117,16 +117,29 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
                processor: MclProcessor | None = None) -> web.Application:
-    from gms.api import datahub, field_lineage_v3, guards, metadata_v3, native, observe, openapi, reads, run_lineage
+    from gms.api import (
+        access,
+        datahub,
+        field_lineage_v3,
+        guards,
+        metadata_v3,
+        native,
+        observe,
+        openapi,
+        reads,
+        run_lineage,
+    )
 
     app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
                           client_max_size=gms.limits.max_request_bytes)
     app[LIMIT_KEY] = gms.limits.max_request_bytes
     app[GMS_KEY] = Api(gms, auth, read_models, processor)
+    auth.lookup = gms.access.token_principal  # tokens created through /v1/access
     native.add_routes(app)
     reads.add_routes(app)
     datahub.add_routes(app)
     metadata_v3.add_routes(app)
+    access.add_routes(app)
     openapi.add_routes(app)
     guards.install(app, gms.log)
     observe.add_routes(app)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
+from collections.abc import Callable
 from pathlib import Path
 
 ADMIN = "urn:li:corpuser:admin"
@@ -17,10 +18,12 @@ def _hash(token: str) -> str:
 
 
 class TokenAuth:
-    """Maps bearer tokens to principals."""
+    """Maps bearer tokens to principals: those added here (the admin token), then, through
+    `lookup` (given a token's SHA-256), those stored as accessToken entities."""
 
-    def __init__(self) -> None:
+    def __init__(self, lookup: Callable[[str], str | None] | None = None) -> None:
         self._principals: dict[str, str] = {}
+        self.lookup = lookup
 
     def add(self, token: str, principal: str) -> None:
         self._principals[_hash(token)] = principal
@@ -32,7 +35,9 @@ class TokenAuth:
         scheme, _, token = authorization.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
-        return self._principals.get(_hash(token.strip()))
+        hashed = _hash(token.strip())
+        found = self._principals.get(hashed)
+        return found if found is not None or self.lookup is None else self.lookup(hashed)
 
 
 def admin_token(data_dir: Path, given: str | None = None) -> tuple[str, bool]:

@@ -8,6 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
+from gms.access import REMOVE
+from gms.api.access import require
 from gms.api.app import api_of, error, principal_of, read_json
 from gms.api.native import conditional_headers, enqueue, parse_all
 from gms.write_path import Result
@@ -71,6 +73,7 @@ async def entities(request: web.Request) -> web.Response:
     urn = body.get("urn") if isinstance(body, dict) else None
     if not isinstance(urn, str):
         return error(400, "invalid_request", 'delete needs {"urn": "..."}')
+    require(request, REMOVE, urn)
     api = api_of(request)
     result = await api.run(api.gms.delete_entity, urn, True, principal_of(request))
     if result is None:

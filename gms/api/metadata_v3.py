@@ -16,13 +16,16 @@ from typing import Any
 
 from aiohttp import web
 
+from gms.access import READ, REMOVE, WRITE
 from gms.api import openapi
+from gms.api.access import require
 from gms.api.app import GMS_KEY, api_of, error, principal_of, read_json
-from gms.metadata.entity import EntityError, MetadataEntity, from_path
+from gms.metadata.entity import EntityError, MetadataEntity, from_path, to_urn
 from gms.metadata.service import MetadataRecord, MetadataService, NotFound, WriteFailed, parse_scope
 from gms.metadata.validation import InvalidMetadata
 
 SERVICE_KEY = web.AppKey("metadata_service", MetadataService)
+_PRIVILEGES = {"GET": READ, "POST": WRITE, "DELETE": REMOVE}  # CDAP's table: any one of them
 _METADATA = r"metadata(?:/(?:properties|tags)(?:/[^/]+)?)?"
 _TAIL = r"(?:[^/]+/[^/]+/)*?" + _METADATA  # the first `metadata` after pairs of entity segments
 
@@ -52,6 +55,7 @@ async def _handle(request: web.Request) -> web.Response:
     try:
         entity, what, item = _target(request)
         scope = parse_scope(request.query.get("scope"))
+        require(request, _PRIVILEGES[request.method], to_urn(entity))
         if request.method == "GET":
             return _read(service_of(request).records(entity, scope), what, item)
         body = await read_json(request) if request.method == "POST" else None

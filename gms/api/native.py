@@ -6,6 +6,8 @@ from typing import Any
 
 from aiohttp import web
 
+from gms.access import READ, REMOVE
+from gms.api.access import require
 from gms.api.app import api_of, error, principal_of, read_json
 from gms.conditions import NAMES as CONDITION_HEADERS
 from gms.errors import ProposalFailed
@@ -83,6 +85,7 @@ def aspect_json(row: StoredAspect) -> dict[str, Any]:
 
 async def get_entity(request: web.Request) -> web.Response:
     urn = request.match_info["urn"]
+    require(request, READ, urn)
     rows = api_of(request).gms.store.entity(urn)
     if not rows:
         return error(404, "not_found", f"entity {urn} not found")
@@ -108,6 +111,7 @@ def _version_param(request: web.Request) -> int | None:
 
 async def get_aspect(request: web.Request) -> web.Response:
     urn, aspect = request.match_info["urn"], request.match_info["aspect"]
+    require(request, READ, urn)
     version = _version_param(request)
     row = api_of(request).gms.store.get(urn, aspect, version)
     if row is None:
@@ -120,6 +124,7 @@ async def get_aspect(request: web.Request) -> web.Response:
 
 async def get_versions(request: web.Request) -> web.Response:
     urn, aspect = request.match_info["urn"], request.match_info["aspect"]
+    require(request, READ, urn)
     rows = api_of(request).gms.store.history(urn, aspect)
     if not rows:
         return error(404, "not_found", f"aspect {aspect} of {urn} not found")
@@ -130,6 +135,7 @@ async def delete_entity(request: web.Request) -> web.Response:
     api = api_of(request)
     urn = request.match_info["urn"]
     hard = request.query.get("hard", "false").lower() in ("true", "1", "yes")
+    require(request, REMOVE, urn)
     result = await api.run(api.gms.delete_entity, urn, hard, principal_of(request))
     if result is None:
         return error(404, "not_found", f"entity {urn} not found")

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 from aiohttp import web
 
-from gms.api.app import api_of, error
+from gms.access import READ, visible_lineage
+from gms.api.access import readable, require
+from gms.api.app import api_of, error, principal_of
 
 
 def _int(request: web.Request, name: str, default: int | None, minimum: int = 0) -> int | None:
@@ -24,7 +28,18 @@ def _bad_request(err: ValueError) -> web.Response:
     return error(400, "invalid_request", str(err))
 
 
+def _reads_everything(request: web.Request) -> None:
+    """Search and autocomplete answer only principals who may read everything, until the index
+    can leave out what a principal may not read (totals and facets included)."""
+    if readable(request) is not None:
+        raise web.HTTPForbidden(text=json.dumps({
+            "error": "forbidden", "status": 403,
+            "message": f"{principal_of(request)} may not read everything; search needs READ on the instance"}),
+            content_type="application/json")
+
+
 async def search(request: web.Request) -> web.Response:
+    _reads_everything(request)
     query = request.query.get("query", "*")
     types = [t for t in request.query.get("types", "").split(",") if t] or None
     include_removed = request.query.get("includeRemoved", "false").lower() == "true"
@@ -39,6 +54,7 @@ async def search(request: web.Request) -> web.Response:
 
 
 async def autocomplete(request: web.Request) -> web.Response:
+    _reads_everything(request)
     suggestions = api_of(request).read_models.search.autocomplete(
         request.query.get("query", ""), _int(request, "limit", 10, minimum=1) or 10)
     return web.json_response({"suggestions": [s.to_json() for s in suggestions]})
@@ -50,11 +66,12 @@ async def _lineage(request: web.Request, fields: bool) -> web.Response:
         return error(400, "invalid_request", "urn: is required")
     graph = api_of(request).read_models.lineage
     walk = graph.field_query if fields else graph.query
+    require(request, READ, urn)
     try:
         result = walk(urn, request.query.get("direction", "both"), _int(request, "maxHops", 1, minimum=1) or 1)
     except ValueError as err:
         return _bad_request(err)
-    return web.json_response(result.to_json())
+    return web.json_response(visible_lineage(result, readable(request)).to_json())
 
 
 async def lineage(request: web.Request) -> web.Response:
@@ -67,6 +84,7 @@ async def field_lineage(request: web.Request) -> web.Response:
 
 async def timeseries(request: web.Request) -> web.Response:
     urn, aspect = request.match_info["urn"], request.match_info["aspect"]
+    require(request, READ, urn)
     points = api_of(request).read_models.timeseries.query(
         urn, aspect, _int(request, "start", None), _int(request, "end", None),
         _int(request, "limit", 1000, minimum=1) or 1000)

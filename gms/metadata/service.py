@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gms.access import REMOVE, WRITE
 from gms.errors import ProposalFailed
 from gms.metadata.entity import MetadataEntity, from_urn, to_urn
 from gms.metadata.system import DERIVED_KEYS, derived_properties
@@ -145,14 +146,14 @@ class MetadataService:
 
     def add_tags(self, entity: MetadataEntity, scope: str, tags: Iterable[Any], actor: str) -> None:
         new = check_tags(tags, self.max_length)
-        self._change(entity, scope, actor, lambda props, old: (props, old + [t for t in dict.fromkeys(new)
-                                                                               if t not in old]))
+        self._change(entity, scope, actor, WRITE, lambda props, old: (
+            props, old + [t for t in dict.fromkeys(new) if t not in old]))
 
     def remove_tags(self, entity: MetadataEntity, scope: str, tags: Sequence[str] | None, actor: str) -> None:
         """Remove the given tags, or all with None."""
         gone = set(tags or ())
-        self._change(entity, scope, actor, lambda props, old: (props, [t for t in old if tags is not None
-                                                                      and t not in gone]))
+        self._change(entity, scope, actor, REMOVE, lambda props, old: (
+            props, [t for t in old if tags is not None and t not in gone]))
 
     def add_properties(self, entity: MetadataEntity, scope: str, properties: Any, actor: str) -> None:
         if not isinstance(properties, dict):
@@ -160,23 +161,26 @@ class MetadataService:
         new = check_properties(properties, self.max_length)
         if scope == "SYSTEM" and (derived := sorted(DERIVED_KEYS & set(new))):
             raise InvalidMetadata(f"property {derived[0]!r} is kept by the platform in SYSTEM scope")
-        self._change(entity, scope, actor, lambda props, old: ({**props, **new}, old))
+        self._change(entity, scope, actor, WRITE, lambda props, old: ({**props, **new}, old))
 
     def remove_properties(self, entity: MetadataEntity, scope: str, keys: Sequence[str] | None, actor: str) -> None:
         """Remove the given property keys, or all with None."""
         gone = set(keys or ())
-        self._change(entity, scope, actor, lambda props, old: (
+        self._change(entity, scope, actor, REMOVE, lambda props, old: (
             {k: v for k, v in props.items() if keys is not None and k not in gone}, old))
 
     def remove_all(self, entity: MetadataEntity, scope: str, actor: str) -> None:
-        self._change(entity, scope, actor, lambda props, old: ({}, []))
+        self._change(entity, scope, actor, REMOVE, lambda props, old: ({}, []))
 
-    def _change(self, entity: MetadataEntity, scope: str, actor: str, change: Change) -> None:
+    def _change(self, entity: MetadataEntity, scope: str, actor: str, privileges: frozenset[str],
+                change: Change) -> None:
+        """Apply `change` to the scope's tags and properties as `actor`, who needs one of
+        `privileges` (CDAP: WRITE to add, WRITE or ADMIN to remove)."""
         urn = self.require(entity)
         for target in self.targets(entity, urn):
-            self._change_one(target, SCOPE_ASPECTS[scope], actor, change)
+            self._change_one(target, SCOPE_ASPECTS[scope], actor, privileges, change)
 
-    def _change_one(self, urn: str, aspect: str, actor: str, change: Change) -> None:
+    def _change_one(self, urn: str, aspect: str, actor: str, privileges: frozenset[str], change: Change) -> None:
         entity_type = Urn.parse(urn).entity_type
         for _ in range(MAX_ATTEMPTS):
             row = self.gms.store.get(urn, aspect)
@@ -188,7 +192,7 @@ class MetadataService:
                 return
             proposal = Proposal(entity_type, urn, "UPSERT", aspect, {"properties": new_props, "tags": new_tags},
                                 headers={"If-Version-Match": str(live.version if live else -1)})
-            (result,) = self.gms.apply([proposal], actor)
+            (result,) = self.gms.apply([proposal], actor, authorize=True, privileges=privileges)
             if result.failure is None:
                 return
             if result.failure.code != "precondition_failed":

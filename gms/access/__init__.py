@@ -1,0 +1,144 @@
+"""Authorization: principals, bearer tokens and grants, all kept as entities in the aspect store.
+
+- A principal is a corpuser (`urn:li:corpuser:<name>`); `urn:li:corpuser:admin` (the data
+  directory's admin token) may do everything.
+- A token is `urn:li:accessToken:<SHA-256 of the token>` with `accessTokenInfo` naming its
+  principal; the token itself is never stored. A revoked token, or one of a removed principal,
+  authenticates no one.
+- A principal's grants are the `accessGrantsInfo` aspect of `urn:li:accessGrants:<name>`:
+  privileges (READ, WRITE, ADMIN) on resources. Each change is a version, so grants are audited.
+
+A grant on a resource covers everything under it (`resource_chain`): the instance, then a
+namespace, an application, its versions and programs, a dataset or stream. Metadata of a field,
+a file or another custom entity is checked against its nearest real parent (a field against its
+dataset), an external table outside any namespace against the instance. READ lets a principal
+get an entity's metadata and see it in search, lineage and autocomplete; WRITE lets it add;
+WRITE or ADMIN lets it remove; ADMIN on the instance lets it manage principals, tokens and grants.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+
+from gms.errors import ProposalFailed
+from gms.store import AspectStore
+from mcl_processor.lineage import LineageResult
+from schemas.urns import Urn, UrnError
+
+SUPERUSER = "urn:li:corpuser:admin"
+INSTANCE = "instance"
+PRIVILEGES = ("READ", "WRITE", "ADMIN")
+READ, WRITE, ADMIN = (frozenset({p}) for p in PRIVILEGES)
+REMOVE = frozenset({"WRITE", "ADMIN"})
+ACCESS_ENTITY_TYPES = frozenset({"accessToken", "accessGrants"})
+CDAP = "urn:li:dataPlatform:cdap"
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def principal_urn(name: str) -> str:
+    return name if name.startswith("urn:li:corpuser:") else f"urn:li:corpuser:{name}"
+
+
+def grants_urn(principal: str) -> str:
+    return f"urn:li:accessGrants:{principal.removeprefix('urn:li:corpuser:')}"
+
+
+def resource_chain(urn: str) -> list[str]:
+    """The resources whose grants decide about `urn`, nearest first, ending with the instance."""
+    try:
+        parsed = Urn.parse(urn)
+    except UrnError:
+        return [urn, INSTANCE]  # whoever may read or write everything may learn it is malformed
+    kind, parts = parsed.entity_type, parsed.parts
+    if kind in ACCESS_ENTITY_TYPES:
+        return [INSTANCE]
+    if kind == "schemaField":
+        return resource_chain(parts[0])
+    if kind == "customEntity":
+        return [INSTANCE] if parts[0] == INSTANCE else resource_chain(parts[0])
+    if kind == "dataJob":
+        return [urn, *resource_chain(parts[0])]
+    if kind == "dataFlow" and len(parts) == 3 and parts[0] == "cdap":
+        app, _, version = parts[1].partition("@")
+        versions = [f"urn:li:dataFlow:(cdap,{app},{parts[2]})"] if version else []
+        return [urn, *versions, f"urn:li:container:{parts[2]}", INSTANCE]
+    if kind == "dataset" and len(parts) == 3 and parts[0] == CDAP and "." in parts[1]:
+        return [urn, f"urn:li:container:{parts[1].partition('.')[0]}", INSTANCE]
+    return [urn, INSTANCE]
+
+
+def needed(entity_type: str, change_type: str) -> frozenset[str]:
+    """The privileges (any one of them) a proposal needs: ADMIN for principals' tokens and
+    grants, WRITE or ADMIN to delete, WRITE otherwise."""
+    if entity_type in ACCESS_ENTITY_TYPES:
+        return ADMIN
+    return REMOVE if change_type == "DELETE" else WRITE
+
+
+class AccessControl:
+    """Answers who a token is and what a principal may do, from the aspect store."""
+
+    def __init__(self, store: AspectStore):
+        self.store = store
+
+    def token_principal(self, hashed: str) -> str | None:
+        """The principal of a token given by its SHA-256, or None (unknown, revoked, removed)."""
+        row = self.store.get(f"urn:li:accessToken:{hashed}", "accessTokenInfo")
+        if row is None or not row.exists or row.value.get("revoked"):
+            return None
+        principal = row.value["principal"]
+        status = self.store.get(principal, "status")
+        return None if status is not None and status.exists and status.value.get("removed") else principal
+
+    def grants(self, principal: str) -> dict[str, frozenset[str]]:
+        """resource -> privileges of a principal."""
+        row = self.store.get(grants_urn(principal), "accessGrantsInfo")
+        if row is None or not row.exists:
+            return {}
+        return {g["resource"]: frozenset(g["privileges"]) for g in row.value.get("grants", [])}
+
+    def allowed(self, principal: str, privileges: Iterable[str], urn: str,
+                grants: dict[str, frozenset[str]] | None = None) -> bool:
+        """Whether the principal holds one of `privileges` on `urn` or a resource above it."""
+        if principal == SUPERUSER:
+            return True
+        held = self.grants(principal) if grants is None else grants
+        wanted = frozenset(privileges)
+        return any(held.get(resource, frozenset()) & wanted for resource in resource_chain(urn))
+
+    def require(self, principal: str, privileges: Iterable[str], urn: str) -> None:
+        """Raises ProposalFailed (403 forbidden) unless allowed."""
+        wanted = frozenset(privileges)
+        if not self.allowed(principal, wanted, urn):
+            names = " or ".join(p for p in PRIVILEGES if p in wanted)
+            chain = resource_chain(urn)
+            raise ProposalFailed("forbidden", f"{principal} has no {names} privilege on {chain[0]}"
+                                 f"{' or above it' if len(chain) > 1 else ''} (needed for {urn})", 403)
+
+    def readable(self, principal: str) -> frozenset[str] | None:
+        """The resources under which the principal may read, or None for everything."""
+        if principal == SUPERUSER:
+            return None
+        held = self.grants(principal)
+        if "READ" in held.get(INSTANCE, frozenset()):
+            return None
+        return frozenset(resource for resource, privileges in held.items() if "READ" in privileges)
+
+
+
+def can_read(readable: frozenset[str] | None, urn: str) -> bool:
+    """Whether `urn` is under one of the `readable` resources (None: everything)."""
+    return readable is None or any(resource in readable for resource in resource_chain(urn))
+
+
+def visible_lineage(result: LineageResult, readable: frozenset[str] | None) -> LineageResult:
+    """A lineage result without the nodes the reader may not read, and without their edges."""
+    if readable is None:
+        return result
+    nodes = {urn: node for urn, node in result.nodes.items() if can_read(readable, urn)}
+    edges = [e for e in result.edges if e.source in nodes and e.destination in nodes]
+    return LineageResult(result.root, nodes, edges)
