@@ -7,7 +7,10 @@ Walking an aspect's schema (records, arrays, maps, unions, named references) fin
   the field holds. Data flows from source to destination: for "Produces" the entity is the
   source, for every other lineage relationship ("DownstreamOf", "Consumes") the URN is;
 * records annotated `"FineGrainedLineage": true` -> field-level edges, every URN of
-  `upstreams` to every URN of `downstreams`, typed by `transformOperation`.
+  `upstreams` to every URN of `downstreams`, typed by `transformOperation`;
+* records annotated `"FieldOperations": true` (a run's field operations) -> field-level edges
+  from each source field to each destination field it reaches, typed by the transforms on the
+  way (`parse,concat,create`; `IDENTITY` when none).
 
 An aspect record embedded in another aspect (the `globalTags` of a schema field) describes
 the part it sits in, not the entity: its relationships are skipped and its searchable
@@ -22,6 +25,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
 
+from schemas.field_operations import TRANSFORM, operations_from_json
 from schemas.jsonform import PRIMITIVES, full_name
 from schemas.registry import EntityRegistry
 from schemas.urns import PREFIX
@@ -96,6 +100,7 @@ class AspectAnnotations:
     searchable: tuple[SearchField, ...]
     lineage: tuple[_Lineage, ...]
     fine_grained: tuple[tuple[Step, ...], ...]
+    field_operations: tuple[tuple[Step, ...], ...] = ()
 
     def __post_init__(self) -> None:
         for name, specs in (("_search_paths", self.searchable), ("_lineage_paths", self.lineage)):
@@ -111,7 +116,8 @@ class AspectAnnotations:
     @property
     def traced(self) -> bool:
         """Whether the lineage graph needs this aspect: edges, field edges or the soft-delete flag."""
-        return bool(self.lineage or self.fine_grained or any(s.name == REMOVED_FIELD for s in self.searchable))
+        return bool(self.lineage or self.fine_grained or self.field_operations
+                    or any(s.name == REMOVED_FIELD for s in self.searchable))
 
     def found(self, value: Any) -> list[tuple[SearchField, list[Any]]]:
         """Each searchable field with values in `value`, and those values (strings, numbers,
@@ -144,7 +150,32 @@ class AspectAnnotations:
                 for upstream in record.get("upstreams") or ():
                     out.extend(Edge(upstream, downstream, kind, self.aspect)
                                for downstream in record.get("downstreams") or () if downstream != upstream)
+        for path in self.field_operations:
+            for record in _resolve(value, path):
+                if isinstance(record, dict):
+                    out.extend(Edge(*edge, self.aspect) for edge in operation_field_edges(record))
         return out
+
+
+def schema_field_urn(dataset: str, field: str) -> str:
+    return f"urn:li:schemaField:({dataset},{field})"
+
+
+def operation_field_edges(value: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(source field URN, destination field URN, transforms) for each source field of a run's
+    field operations and each destination field it reaches."""
+    from mcl_processor.runs.field_graph import FieldGraph  # here: mcl_processor.runs imports this module
+
+    graph = FieldGraph(operations_from_json(value))
+    out = []
+    for source, field in sorted(graph.source_fields):
+        path = graph.outgoing(source, field)
+        for destination, destination_field in sorted(path.ends):
+            transforms = [op.name for op in graph.incoming(destination, destination_field).operations
+                          if op.type == TRANSFORM and op in path.operations]
+            out.append((schema_field_urn(source, field), schema_field_urn(destination, destination_field),
+                        ",".join(transforms) or "IDENTITY"))
+    return out
 
 
 def simple_id(urn: str) -> str | None:
@@ -202,6 +233,7 @@ class _Walker:
         self.searchable: list[SearchField] = []
         self.lineage: list[_Lineage] = []
         self.fine_grained: list[tuple[Step, ...]] = []
+        self.field_operations: list[tuple[Step, ...]] = []
 
     def record(self, schema: Mapping[str, Any], namespace: str | None, path: tuple[Step, ...],
                prefix: str | None, stack: tuple[str, ...], fine: bool) -> None:
@@ -214,6 +246,8 @@ class _Walker:
         if schema.get("FineGrainedLineage") is True:
             self.fine_grained.append(path)
             fine = True
+        if schema.get("FieldOperations") is True:
+            self.field_operations.append(path)
         for field in schema.get("fields", ()):
             field_path = (*path, ("f", field["name"]), *self._scalar_steps(field["type"], ns))
             searchable = field.get("Searchable")
@@ -286,7 +320,8 @@ def compile_aspect(registry: EntityRegistry, aspect: str) -> AspectAnnotations:
     spec = registry.aspects[aspect]
     walker = _Walker(registry.named_types)
     walker.record(spec.schema, None, (), None, (), False)
-    return AspectAnnotations(aspect, tuple(walker.searchable), tuple(walker.lineage), tuple(walker.fine_grained))
+    return AspectAnnotations(aspect, tuple(walker.searchable), tuple(walker.lineage), tuple(walker.fine_grained),
+                             tuple(walker.field_operations))
 
 
 class Annotations:

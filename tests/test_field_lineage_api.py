@@ -168,3 +168,15 @@ def test_identical_operations_are_grouped_across_programs_and_runs(server):
 def test_bad_parameters_are_400_with_a_reason(server, path, message):
     status, body = server.client().request("GET", path)
     assert status == 400 and message in body["message"], body
+
+
+def test_field_operations_feed_the_field_lineage_graph(pipeline):
+    """A run's field operations become schemaField edges, typed by the transforms on the way."""
+    field_urn = f"urn:li:schemaField:({STORE},id)"
+    body = pipeline.call("GET", f"/v1/lineage/fields?urn={quote(field_urn, safe='')}&direction=upstream")
+    assert {(e["source"], e["type"]) for e in body["edges"] if e["via"] == "fieldOperations"} == {
+        (f"urn:li:schemaField:({FILE},body)", "parse,concat,create")}
+    age = f"urn:li:schemaField:({STORE},age)"
+    body = pipeline.call("GET", f"/v1/lineage/fields?urn={quote(age, safe='')}&direction=upstream")
+    assert {(e["source"], e["type"]) for e in body["edges"] if e["via"] == "fieldOperations"} == {
+        (f"urn:li:schemaField:({FILE},body)", "parse")}
