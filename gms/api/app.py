@@ -126,6 +126,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
         native,
         observe,
         openapi,
+        openlineage,
         reads,
         run_lineage,
     )
@@ -146,6 +147,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
     ui.add_routes(app)
     run_lineage.add_routes(app)
     field_lineage_v3.add_routes(app)
+    openlineage.add_routes(app)
 
     async def shutdown(app: web.Application) -> None:
         app[GMS_KEY].writer.shutdown(wait=True)

@@ -3,6 +3,7 @@
 GET  /v3/namespaces/{ns}/datasets/{ds}/lineage?start=&end=&levels=&collapse=&rollup=
 GET  /v3/namespaces/{ns}/streams/{stream}/lineage?...
 POST /v3/namespaces/{ns}/streams/{stream}[/batch|/async]?source=<source>
+GET  /v1/runs/{urn}      a run as the run-lineage tables derive it (program, times, status, accesses)
 """
 
 from __future__ import annotations
@@ -104,7 +105,18 @@ async def stream_write(request: web.Request) -> web.Response:
     return web.json_response({"recorded": recorded, "stream": stream, "run": run})
 
 
+async def run(request: web.Request) -> web.Response:
+    urn = request.match_info["urn"]
+    if not urn.startswith("urn:li:dataProcessInstance:"):
+        return _bad(f"urn: {urn!r} is not a dataProcessInstance URN")
+    found = api_of(request).read_models.runs.runs([urn]).get(urn)
+    if found is None:
+        return error(404, "not_found", f"no run {urn} in the run-lineage tables")
+    return web.json_response(found.to_json())
+
+
 def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/runs/{urn}", run)
     for kind in ("datasets", "streams"):
         app.router.add_get(f"/v3/namespaces/{{ns}}/{kind}/{{name}}/lineage", lineage)
     for suffix in ("", "/batch", "/async"):

@@ -1,0 +1,171 @@
+"""OpenLineage RunEvents as MCPs (the JSON form of `ingest.proposal`).
+
+- a dataset `{namespace, name}` is `urn:li:dataset:(urn:li:dataPlatform:<scheme>,<name>,PROD)`,
+  the scheme being the namespace's (`postgres://db:5432` -> postgres) or the whole namespace;
+- a job is the dataJob `(urn:li:dataFlow:(openlineage,<job namespace>,PROD),<job name>)`;
+- a run is `urn:li:dataProcessInstance:<runId>`: its properties (created at the first event,
+  written with If-None-Match: * so later events keep them), its job and parent run, inputs and
+  outputs, and a run event: START -> STARTED; COMPLETE, FAIL, ABORT -> COMPLETE with SUCCESS,
+  FAILURE, FAILURE (the native result says which); RUNNING and OTHER add inputs and outputs;
+- the schema facet of a dataset is its schemaMetadata (nested fields as `parent/child`);
+- the columnLineage facets of the outputs are the run's fieldOperations: one READ per input
+  dataset, one TRANSFORM per output field (from all of its input fields), one WRITE per output.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any
+
+from schemas.urns import encode_part
+
+EVENT_TYPES = {"START": ("STARTED", None), "RUNNING": (None, None), "OTHER": (None, None),
+               "COMPLETE": ("COMPLETE", "SUCCESS"), "FAIL": ("COMPLETE", "FAILURE"), "ABORT": ("COMPLETE", "FAILURE")}
+ORCHESTRATOR = "openlineage"
+_SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
+_NUMBERS = ("int", "long", "bigint", "smallint", "tinyint", "double", "float", "decimal", "numeric", "real", "integer")
+
+
+class OpenLineageError(ValueError):
+    """An event that cannot be read; the message names the field."""
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise OpenLineageError(f"{where}: must be a non-empty string")
+    return value
+
+
+def dataset_urn(namespace: str, name: str) -> str:
+    match = _SCHEME.match(namespace)
+    platform = (match.group(1) if match else namespace).lower()
+    platform = re.sub(r"[^a-z0-9_\-]", "_", platform) or "unknown"
+    return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{encode_part(name)},PROD)"
+
+
+def job_urn(namespace: str, name: str) -> str:
+    flow = f"urn:li:dataFlow:({ORCHESTRATOR},{encode_part(namespace)},PROD)"
+    return f"urn:li:dataJob:({flow},{encode_part(name)})"
+
+
+def _millis(text: Any) -> int:
+    try:
+        return int(datetime.fromisoformat(_text(text, "eventTime").replace("Z", "+00:00")).timestamp() * 1000)
+    except ValueError:
+        raise OpenLineageError(f"eventTime: {text!r} is not an ISO 8601 time") from None
+
+
+def _mcp(urn: str, aspect: str, value: Any, **extra: Any) -> dict[str, Any]:
+    return {"entityType": urn.removeprefix("urn:li:").partition(":")[0], "entityUrn": urn, "changeType": "UPSERT",
+            "aspectName": aspect, "aspect": {"json": value}, **extra}
+
+
+def _datasets(event: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
+    items = event.get(key) or []
+    if not isinstance(items, list):
+        raise OpenLineageError(f"{key}: must be a list of datasets")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict):
+            raise OpenLineageError(f"{key}[{i}]: must be an object with namespace and name")
+        urn = dataset_urn(_text(item.get("namespace"), f"{key}[{i}].namespace"), _text(item.get("name"),
+                                                                                         f"{key}[{i}].name"))
+        out.append((urn, item.get("facets") or {}))
+    return out
+
+
+def _schema_fields(fields: list[dict[str, Any]], prefix: str = "") -> list[dict[str, Any]]:
+    out = []
+    for field in fields:
+        path = f"{prefix}{field.get('name')}"
+        native = str(field.get("type") or "string")
+        kind = ("NumberType" if native.lower().startswith(_NUMBERS) else "BooleanType" if native.lower() == "boolean"
+                else "RecordType" if field.get("fields") else "StringType")
+        item = {"fieldPath": path, "nativeDataType": native, "type": {"type": {f"com.linkedin.schema.{kind}": {}}}}
+        if field.get("description"):
+            item["description"] = field["description"]
+        out.append(item)
+        out.extend(_schema_fields(field.get("fields") or [], f"{path}/"))
+    return out
+
+
+def _schema(urn: str, facet: dict[str, Any]) -> dict[str, Any]:
+    platform = urn.split(",")[0].removeprefix("urn:li:dataset:(")
+    return {"schemaName": urn, "platform": platform, "version": 0, "hash": "",
+            "platformSchema": {"com.linkedin.schema.OtherSchema": {"rawSchema": ""}},
+            "fields": _schema_fields(facet.get("fields") or [])}
+
+
+def field_operations(outputs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The fieldOperations of the outputs' columnLineage facets (empty when there are none)."""
+    reads: dict[str, set[str]] = {}
+    transforms, writes = [], []
+    for output, facets in outputs:
+        lineage = (facets.get("columnLineage") or {}).get("fields") or {}
+        inputs = []
+        for out_field, spec in sorted(lineage.items()):
+            sources = [(dataset_urn(f["namespace"], f["name"]), f["field"]) for f in spec.get("inputFields") or []]
+            if not sources:
+                continue
+            kinds = sorted({t.get("type", "") + (f"/{t['subtype']}" if t.get("subtype") else "")
+                            for f in spec.get("inputFields") or [] for t in f.get("transformations") or []} - {""})
+            name = f"transform {output} {out_field}"
+            description = spec.get("transformationDescription") or ", ".join(kinds) or spec.get(
+                "transformationType") or ""
+            transforms.append({"name": name, "type": "TRANSFORM", "description": description,
+                               "inputs": [{"origin": f"read {source}", "field": field} for source, field in sources],
+                               "outputs": [out_field]})
+            for source, field in sources:
+                reads.setdefault(source, set()).add(field)
+            inputs.append({"origin": name, "field": out_field})
+        if inputs:
+            writes.append({"name": f"write {output}", "type": "WRITE", "destination": output, "inputs": inputs})
+    if not writes:
+        return []
+    return ([{"name": f"read {source}", "type": "READ", "source": source, "outputs": sorted(fields)}
+             for source, fields in sorted(reads.items())] + transforms + writes)
+
+
+def proposals(event: Any) -> list[dict[str, Any]]:
+    """The MCPs of one RunEvent; raises OpenLineageError naming what is wrong."""
+    if not isinstance(event, dict):
+        raise OpenLineageError("body: must be an OpenLineage RunEvent object")
+    event_type = event.get("eventType") or "OTHER"
+    if event_type not in EVENT_TYPES:
+        raise OpenLineageError(f"eventType: {event_type!r} is not one of {', '.join(EVENT_TYPES)}")
+    time_ms = _millis(event.get("eventTime"))
+    run, job = event.get("run"), event.get("job")
+    if not isinstance(run, dict) or not isinstance(job, dict):
+        raise OpenLineageError("run and job: both are required objects")
+    run_urn = f"urn:li:dataProcessInstance:{encode_part(_text(run.get('runId'), 'run.runId'))}"
+    job = job_urn(_text(job.get("namespace"), "job.namespace"), _text(job.get("name"), "job.name"))
+    inputs, outputs = _datasets(event, "inputs"), _datasets(event, "outputs")
+    parent = ((run.get("facets") or {}).get("parent") or {}).get("run", {}).get("runId")
+    relationships: dict[str, Any] = {"parentTemplate": job, "upstreamInstances": []}
+    if parent:
+        relationships["parentInstance"] = f"urn:li:dataProcessInstance:{encode_part(str(parent))}"
+    out = [
+        _mcp(run_urn, "dataProcessInstanceProperties", {
+            "name": str(run["runId"]), "created": {"time": time_ms, "actor": "urn:li:corpuser:openlineage"},
+            "customProperties": {"producer": str(event.get("producer", ""))}},
+            changeType="CREATE", headers={"If-None-Match": "*"}),
+        _mcp(run_urn, "dataProcessInstanceRelationships", relationships),
+    ]
+    if inputs:
+        out.append(_mcp(run_urn, "dataProcessInstanceInput", {"inputs": [u for u, _ in inputs]}))
+    if outputs:
+        out.append(_mcp(run_urn, "dataProcessInstanceOutput", {"outputs": [u for u, _ in outputs]}))
+    for urn, facets in inputs + outputs:
+        if isinstance(facets.get("schema"), dict):
+            out.append(_mcp(urn, "schemaMetadata", _schema(urn, facets["schema"])))
+    operations = field_operations(outputs)
+    if operations:
+        out.append(_mcp(run_urn, "fieldOperations", {"operations": operations}))
+    status, result = EVENT_TYPES[event_type]
+    if status is not None:
+        point: dict[str, Any] = {"timestampMillis": time_ms, "status": status}
+        if result is not None:
+            point["result"] = {"type": result, "nativeResultType": event_type}
+        out.append(_mcp(run_urn, "dataProcessInstanceRunEvent", point))
+    return out
