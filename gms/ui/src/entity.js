@@ -10,7 +10,6 @@ import { entityType, fieldDataset, fieldUrn, platform, shortName, typeLabel } fr
 
 const href = (urn) => `#/entity/${encodeURIComponent(urn)}`;
 export const entityLink = (urn, text) => h("a", { href: href(urn) }, text || shortName(urn));
-const LINEAGE_TYPES = new Set(["dataset", "dataJob"]);
 
 function aspectValue(entity, name) {
   const stored = entity.aspects?.[name];
@@ -42,7 +41,7 @@ export async function entityPage(main, urn) {
   const actions = h(
     "nav",
     { class: "actions", "aria-label": "Views" },
-    LINEAGE_TYPES.has(type) && h("a", { class: "button", href: `#/lineage/${encodeURIComponent(urn)}` }, "Lineage"),
+    type === "dataset" && h("a", { class: "button", href: `#/lineage/${encodeURIComponent(urn)}` }, "Lineage"),
     type === "schemaField" && h("a", { class: "button", href: `#/field/${encodeURIComponent(urn)}` }, "Field lineage"),
     dataset && h("a", { class: "button secondary", href: href(dataset) }, "Dataset"),
   );

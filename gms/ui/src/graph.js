@@ -11,6 +11,7 @@ const STYLE = [
     "background-color": "#dbeafe", "border-width": 1, "border-color": "#1d4ed8", color: "#0f172a" } },
   { selector: "node[kind = 'program']", style: { shape: "round-tag", "background-color": "#fde68a", "border-color": "#b45309" } },
   { selector: "node[kind = 'field']", style: { "background-color": "#dcfce7", "border-color": "#15803d" } },
+  { selector: "node[kind = 'intermediate']", style: { "background-color": "#f8fafc", "border-style": "dashed", "border-color": "#15803d" } },
   { selector: "node[?root]", style: { "border-width": 3, "font-weight": "bold" } },
   { selector: "node:selected", style: { "border-width": 4, "border-color": "#be123c" } },
   { selector: "edge", style: { width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#64748b",

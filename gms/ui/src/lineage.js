@@ -1,64 +1,45 @@
 // The lineage view: a dataset's lineage for a time window and depth; a program lists its runs
 // in the window, a run shows its metadata.
 
-import { api } from "./api.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
 import { entityLink } from "./entity.js";
 import { drawGraph } from "./graph.js";
-import { datasetLineage, inWindow } from "./lineage_data.js";
+import { datasetLineage, runInfo } from "./lineage_data.js";
 import { scoped } from "./metadata.js";
-import { entityType, shortName, typeLabel } from "./urns.js";
-
-// <input type="datetime-local"> values are read and shown as UTC.
-const toInput = (ms) => new Date(ms).toISOString().slice(0, 16);
-const fromInput = (text) => (text ? Date.parse(`${text}:00Z`) : null);
+import { windowForm, windowOf } from "./timewindow.js";
+import { shortName } from "./urns.js";
 
 export async function lineagePage(main, urn, query) {
   const levels = Math.max(1, Math.min(10, Number(query.get("levels") || 3)));
-  const startMs = query.get("start") ? Number(query.get("start")) * 1000 : 0;
-  const endMs = query.get("end") ? Number(query.get("end")) * 1000 : Date.now();
-  const start = h("input", { type: "datetime-local", id: "window-start", value: startMs ? toInput(startMs) : "" });
-  const end = h("input", { type: "datetime-local", id: "window-end", value: query.get("end") ? toInput(endMs) : "" });
-  const depth = h("input", { type: "number", id: "levels", min: 1, max: 10, value: levels });
+  const { start, end } = windowOf(query);
+  const depth = h("input", { type: "number", id: "levels", name: "levels", min: 1, max: 10, value: levels, title: "Levels" });
   const canvas = h("div", { class: "graph", id: "lineage-graph", role: "img", "aria-label": `Lineage graph of ${shortName(urn)}` });
   const panel = h("aside", { class: "panel card", "aria-live": "polite" }, h("p", { class: "hint" }, "Click a program to list its runs in the window."));
   const table = h("div", { class: "scroll" });
   replace(main,
     h("header", { class: "entity-head" }, h("h1", {}, "Lineage of ", entityLink(urn, shortName(urn))),
-      h("form", { class: "inline window", onsubmit: (e) => {
-        e.preventDefault();
-        const params = new URLSearchParams({ levels: depth.value });
-        if (start.value) params.set("start", String(Math.floor(fromInput(start.value) / 1000)));
-        if (end.value) params.set("end", String(Math.floor(fromInput(end.value) / 1000)));
-        location.hash = `#/lineage/${encodeURIComponent(urn)}?${params}`;
-      } },
-      h("label", { for: "window-start" }, "From (UTC)"), start,
-      h("label", { for: "window-end" }, "To (UTC)"), end,
-      h("label", { for: "levels" }, "Levels"), depth,
-      h("button", { type: "submit" }, "Show"))),
+      windowForm(query, (params) => (location.hash = `#/lineage/${encodeURIComponent(urn)}?${params}`), depth)),
     h("div", { class: "lineage-layout" }, canvas, panel),
     h("section", { class: "card" }, h("h2", {}, "Relations"), table));
 
-  const { relations, runs } = await datasetLineage(urn, startMs, endMs, levels);
+  const { relations } = await datasetLineage(urn, start, end, levels);
   const nodes = new Map([[urn, { id: urn, label: shortName(urn), kind: "dataset", root: true }]]);
   for (const r of relations) {
-    nodes.set(r.data, nodes.get(r.data) || { id: r.data, label: shortName(r.data), kind: "dataset", root: r.data === urn });
+    nodes.set(r.data, nodes.get(r.data) || { id: r.data, label: shortName(r.data), kind: "dataset" });
     nodes.set(r.program, { id: r.program, label: shortName(r.program), kind: "program" });
   }
   const edges = relations.map((r) => ({
-    source: r.access === "read" ? r.data : r.program,
-    target: r.access === "read" ? r.program : r.data,
-    label: r.runs.length ? `${r.access} · ${r.runs.length} run${r.runs.length > 1 ? "s" : ""}` : r.access,
+    source: r.access === "write" ? r.program : r.data,
+    target: r.access === "write" ? r.data : r.program,
+    label: `${r.access} · ${r.runs.length} run${r.runs.length === 1 ? "" : "s"}`,
   }));
   if (!relations.length) canvas.append(h("p", { class: "hint empty" }, "No lineage in this window."));
-  drawGraph(canvas, [...nodes.values()], edges, (node) => {
-    if (node.kind === "program") showProgram(panel, node.id, relations, runs, startMs, endMs);
-    else showDataset(panel, node.id, urn);
-  });
+  const program = (id) => showProgram(panel, id, relations);
+  drawGraph(canvas, [...nodes.values()], edges, (node) => (node.kind === "program" ? program(node.id) : showDataset(panel, node.id, urn)));
   replace(table, h("table", { class: "relations" },
     h("thead", {}, h("tr", {}, ["Dataset", "Access", "Program", "Runs"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, relations.map((r) => h("tr", {}, h("td", {}, entityLink(r.data)), h("td", {}, r.access),
-      h("td", {}, h("button", { class: "link", onclick: () => showProgram(panel, r.program, relations, runs, startMs, endMs) }, shortName(r.program))),
+      h("td", {}, h("button", { class: "link", onclick: () => program(r.program) }, shortName(r.program))),
       h("td", {}, r.runs.length))))));
 }
 
@@ -67,26 +48,29 @@ function showDataset(panel, dataset, root) {
     dataset !== root && h("p", {}, h("a", { href: `#/lineage/${encodeURIComponent(dataset)}` }, "Lineage of this dataset")));
 }
 
-function showProgram(panel, program, relations, runs, startMs, endMs) {
+async function showProgram(panel, program, relations) {
   const ids = [...new Set(relations.filter((r) => r.program === program).flatMap((r) => r.runs))];
-  const list = ids.map((id) => runs[id]).filter((run) => inWindow(run, startMs, endMs)).sort((a, b) => b.start - a.start);
+  const list = h("ul", { class: "runs" });
   const detail = h("div", { class: "run-detail" });
-  replace(panel,
-    h("h2", {}, "Program ", shortName(program)), h("p", {}, entityLink(program, "Open program")),
-    h("h3", {}, `Runs in the window (${list.length})`),
-    list.length ? h("ul", { class: "runs" }, list.map((run) => h("li", {},
+  replace(panel, h("h2", {}, "Program ", shortName(program)), h("p", {}, entityLink(program, "Open program")),
+    h("h3", {}, `Runs in the window (${ids.length})`), list, detail);
+  try {
+    const runs = (await Promise.all(ids.map(runInfo))).sort((a, b) => b.start - a.start);
+    replace(list, runs.map((run) => h("li", {},
       h("button", { class: "run", onclick: () => showRun(detail, run) }, shortName(run.urn)),
-      ` ${formatTime(run.start)} → ${run.end ? formatTime(run.end) : "running"} · ${run.status}`)))
-      : h("p", { class: "hint" }, "No runs recorded in the window."),
-    detail);
+      ` ${formatTime(run.start)} → ${run.end ? formatTime(run.end) : "running"} · ${run.status}`)));
+  } catch (err) {
+    replace(list, errorBox(err));
+  }
 }
 
 async function showRun(detail, run) {
   replace(detail, h("p", { class: "hint" }, "Loading…"));
   try {
-    const [entity, md] = await Promise.all([api.entity(run.urn), scoped(run.urn)]);
-    const props = entity.aspects?.dataProcessInstanceProperties?.value || {};
-    const io = (aspect, key) => entity.aspects?.[aspect]?.value?.[key] || [];
+    const md = await scoped(run.urn);
+    const aspects = run.entity.aspects || {};
+    const props = aspects.dataProcessInstanceProperties?.value || {};
+    const io = (aspect, key) => aspects[aspect]?.value?.[key] || [];
     const row = (k, v) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v));
     replace(detail, h("h3", {}, "Run ", shortName(run.urn)),
       h("table", { class: "props run-metadata" }, h("tbody", {},
@@ -99,7 +83,7 @@ async function showRun(detail, run) {
         ["USER", "SYSTEM"].map((scope) => [
           md[scope].tags.length > 0 && row(`${scope} tags`, md[scope].tags.join(", ")),
           Object.entries(md[scope].properties).map(([k, v]) => row(`${scope} ${k}`, v))]))),
-      h("p", {}, entityLink(run.urn, `Open ${typeLabel(entityType(run.urn))} page`)));
+      h("p", {}, entityLink(run.urn, "Open run page")));
   } catch (err) {
     replace(detail, errorBox(err));
   }
