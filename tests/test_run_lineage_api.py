@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.access_fixtures import principal_with_grants
 from tests.lineage_fixtures import cdap, example, program, propose_and_index, run
 
 PURCHASES = "/v3/namespaces/default/datasets/purchases/lineage"
@@ -135,3 +136,18 @@ def test_external_stream_writers_are_recorded_once_per_day(server):
 def test_bad_parameters_are_400_with_a_reason(server, query, message):
     status, body = server.client().request("GET", f"{PURCHASES}?{query}")
     assert status == 400 and message in body["message"], body
+
+
+def test_lineage_answers_only_what_the_caller_may_read(purchase_history, server):
+    token = principal_with_grants(server, "analyst", [("default/datasets/purchases", ["READ"]),
+                                                     ("default/streams/purchaseStream", ["READ"]),
+                                                     ("default/apps/PurchaseHistory", ["READ"])])
+    analyst = server.client(token)
+    body = analyst.call("GET", f"{PURCHASES}?{ALL}")
+    assert {r["data"] for r in body["relations"]} == {"dataset.default.purchases", "stream.default.purchaseStream"}
+    status, answer = analyst.request("GET", f"/v3/namespaces/default/datasets/history/lineage?{ALL}")
+    assert status == 403 and answer["error"] == "forbidden"
+    status, answer = analyst.request("GET", "/v3/namespaces/default/datasets/history/lineage/fields?" + ALL)
+    assert status == 403
+    status, answer = analyst.request("POST", "/v3/namespaces/default/streams/purchaseStream?source=app", {})
+    assert status == 403

@@ -15,7 +15,10 @@ from typing import Any
 
 from aiohttp import web
 
+from gms import access
+from gms.access import can_read
 from gms.api import cdap_names
+from gms.api.access import readable, require
 from gms.api.app import GMS_KEY, api_of, error
 from gms.api.timerange import TimeRangeError, parse_window
 from mcl_processor.runs.field_graph import Path
@@ -48,7 +51,10 @@ def _direction(request: web.Request, allowed: dict[str, Any]) -> str:
 
 
 def _dataset(request: web.Request, key: str) -> str:
-    return cdap_names.dataset_urn(request.match_info["ns"], request.match_info[key])
+    """The dataset the path names; 403 unless the caller may read it."""
+    urn = cdap_names.dataset_urn(request.match_info["ns"], request.match_info[key])
+    require(request, access.READ, urn)
+    return urn
 
 
 def _lineage(request: web.Request) -> FieldLineage:
@@ -85,10 +91,12 @@ def summary(request: web.Request) -> Any:
     direction = _direction(request, DIRECTIONS)
     dataset, name = _dataset(request, "ds"), request.match_info["field"]
     result = _lineage(request).summary(dataset, name, direction, window)
+    visible = readable(request)
     body: dict[str, Any] = {"datasetName": cdap_names.endpoint(dataset)["name"], "fieldName": name,
                             "startTimeInSeconds": start_s, "endTimeInSeconds": end_s}
     for side, ends in result.items():
-        body[side] = [{**_dataset_ref(other), "fields": sorted(names)} for other, names in sorted(ends.items())]
+        body[side] = [{**_dataset_ref(other), "fields": sorted(names)} for other, names in sorted(ends.items())
+                      if can_read(visible, other)]
     return body
 
 
@@ -120,7 +128,9 @@ def multi_level(request: web.Request) -> Any:
         raise BadRequest(f"level: {text!r} is not an integer") from None
     if level < 1:
         raise BadRequest(f"level: invalid level ({level}); it must be at least 1")
-    mappings = _lineage(request).multi_level(_dataset(request, "endpoint"), window, level)
+    visible = readable(request)
+    mappings = [m for m in _lineage(request).multi_level(_dataset(request, "endpoint"), window, level)
+                if can_read(visible, m.source) and can_read(visible, m.destination)]
     return [{"source": cdap_names.endpoint(m.source), "destination": cdap_names.endpoint(m.destination),
              "fieldmap": [{"from": f, "to": t} for f, t in sorted(m.fieldmap)]} for m in mappings]
 

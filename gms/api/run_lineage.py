@@ -14,7 +14,9 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
+from gms.access import READ, WRITE, can_read
 from gms.api import cdap_names, proposals
+from gms.api.access import readable, require
 from gms.api.app import api_of, error, principal_of
 from gms.api.timerange import TimeRangeError, parse_window
 from mcl_processor.runs.dataset_lineage import COLLAPSE, dataset_lineage
@@ -50,8 +52,11 @@ async def lineage(request: web.Request) -> web.Response:
         return _bad(f"rollup: invalid value {rollup!r}; the only rollup is workflow")
     api = api_of(request)
     root = cdap_names.dataset_urn(request.match_info["ns"], request.match_info["name"])
+    require(request, READ, root)
     relations = dataset_lineage(api.read_models.runs, root, window, levels, {c.lower() for c in collapse},
                                 rollup == "workflow")
+    visible = readable(request)  # relations with data or programs the caller may not read are left out
+    relations = [r for r in relations if can_read(visible, r.data) and (not r.program or can_read(visible, r.program))]
     programs, data, out = {}, {}, []
     for relation in relations:
         data_key, data_entry = cdap_names.data_entry(api.gms, relation.data)
@@ -77,6 +82,7 @@ async def stream_write(request: web.Request) -> web.Response:
         return web.json_response({"recorded": False, "stream": stream})
     if not _SOURCE.fullmatch(source):
         return _bad(f"source: {source!r} must be 1-128 letters, digits, '_', '.' or '-'")
+    require(request, WRITE, stream)
     await request.read()  # the events themselves are the stream's, not Lodestar's
     namespace = request.match_info["ns"]
     now_ms = int(time.time() * 1000)
@@ -109,6 +115,7 @@ async def run(request: web.Request) -> web.Response:
     urn = request.match_info["urn"]
     if not urn.startswith("urn:li:dataProcessInstance:"):
         return _bad(f"urn: {urn!r} is not a dataProcessInstance URN")
+    require(request, READ, urn)
     found = api_of(request).read_models.runs.runs([urn]).get(urn)
     if found is None:
         return error(404, "not_found", f"no run {urn} in the run-lineage tables")
