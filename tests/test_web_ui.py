@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 
 from ingest.rest import RestClient
+from tests.access_fixtures import principal_with_grants
 from tests.processes import TOKEN, ServeProcess
 
 CHROMIUM = "/usr/bin/chromium"
@@ -36,18 +37,22 @@ def browser() -> Iterator[Browser]:
         browser.close()
 
 
-@pytest.fixture
-def page(browser: Browser, server: ServeProcess) -> Iterator[Page]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
-    page = context.new_page()
+def signed_in(browser: Browser, server: ServeProcess, token: str) -> tuple[Page, list[str]]:
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
     page.goto(server.url + "/")
-    page.fill("#token", TOKEN)
+    page.fill("#token", token)
     page.get_by_role("button", name="Sign in").click()
     expect(page.locator("#q")).to_be_visible()
+    return page, errors
+
+
+@pytest.fixture
+def page(browser: Browser, server: ServeProcess) -> Iterator[Page]:
+    page, errors = signed_in(browser, server, TOKEN)
     yield page
-    context.close()
+    page.context.close()
     assert errors == [], f"script errors on the page: {errors}"
 
 
@@ -195,6 +200,33 @@ def test_set_and_remove_a_user_property_and_a_refused_tag(page: Page, server: Se
     expect(user.get_by_role("alert")).to_contain_text("not$ok")
     stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
     assert stored["value"]["tags"] == ["sales"] and "steward" not in stored["value"]["properties"]
+
+
+def test_readers_see_no_edit_controls_and_writers_only_where_granted(browser: Browser, server: ServeProcess) -> None:
+    reader = principal_with_grants(server, "reader", [("instance", ["READ"])])
+    writer = principal_with_grants(server, "writer",
+                                   [("instance", ["READ"]), ("default/datasets/purchases", ["WRITE"])])
+    page, errors = signed_in(browser, server, reader)
+    expect(page.locator("#principal")).to_have_text("reader")
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    user = page.locator(".scope-user")
+    expect(user).to_contain_text("sales")
+    expect(user.locator(".read-only")).to_be_visible()
+    expect(page.locator("input[name=tag], input[name=key], button.remove")).to_have_count(0)
+    shot(page, "entity-read-only")
+    page.context.close()
+    page, more = signed_in(browser, server, writer)
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    expect(page.locator("input[name=tag]")).to_be_visible()
+    expect(page.get_by_role("button", name="Remove tag sales")).to_be_visible()
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES.replace('purchases', 'history'), safe='')}")
+    expect(page.locator(".scope-user .read-only")).to_be_visible()
+    expect(page.locator("input[name=tag], button.remove")).to_have_count(0)
+    page.context.close()
+    assert errors + more == []
+    answer = RestClient(server.url, writer).request("GET", f"/v1/ui/privileges?urn={quote(PURCHASES, safe='')}")
+    assert answer == (200, {"principal": "urn:li:corpuser:writer", "urn": PURCHASES, "privileges": ["READ", "WRITE"]})
+    assert RestClient(server.url, writer).request("GET", "/v1/ui/privileges?urn=")[0] == 400
 
 
 def test_lineage_then_a_program_then_a_run(page: Page, server: ServeProcess) -> None:

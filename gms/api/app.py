@@ -12,7 +12,6 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from gms.api import ui
 from gms.api.auth import TokenAuth
 from gms.service import Gms
 from gms.tracing import in_context
@@ -23,6 +22,7 @@ from mcl_processor.readmodels import ReadModels
 
 log = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/config", "/openapi.json"})
+UI_FILES = "/ui/"  # the web UI's files (gms/api/ui.py), and its page at /, need no token
 GMS_KEY = web.AppKey("gms", "Api")
 LIMIT_KEY = web.AppKey("max_request_bytes", int)
 PRINCIPAL_KEY = web.RequestKey("principal", str)
@@ -105,7 +105,7 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS or ui.is_public(request.path):
+    if request.path in PUBLIC_PATHS or request.path == "/" or request.path.startswith(UI_FILES):
         return await handler(request)
     principal = api_of(request).auth.principal(request.headers.get("Authorization"))
     if principal is None:
@@ -129,6 +129,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
         openlineage,
         reads,
         run_lineage,
+        ui,
     )
 
     app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],

@@ -1,6 +1,8 @@
 """The web UI: the bundle built from `gms/ui` (bin/setup runs `npm ci` and `npm run build`)
 served as static files at `/` and `/ui/`. The pages call the REST API with the token the user
-enters; the files themselves need no token."""
+enters; the files themselves need no token. `GET /v1/ui/privileges[?urn=]` tells the pages who
+the caller is and what it may do to an entity (or the instance), so they offer only the
+controls that work."""
 
 from __future__ import annotations
 
@@ -8,15 +10,12 @@ from pathlib import Path
 
 from aiohttp import web
 
+from gms.access import INSTANCE, PRIVILEGES
+from gms.api.app import UI_FILES, api_of, error, principal_of
+
 DIST = Path(__file__).resolve().parent.parent / "ui" / "dist"
-PUBLIC_PREFIX = "/ui/"
 NOT_BUILT = ("<!doctype html><title>Lodestar</title><p>The web UI is not built: run <code>bin/setup</code> "
              "(it runs <code>npm ci &amp;&amp; npm run build</code> in <code>gms/ui</code>).</p>")
-
-
-def is_public(path: str) -> bool:
-    """Whether a path is one of the UI's files, served without a token."""
-    return path == "/" or path.startswith(PUBLIC_PREFIX)
 
 
 async def index(request: web.Request) -> web.StreamResponse:
@@ -34,6 +33,17 @@ async def asset(request: web.Request) -> web.StreamResponse:
     return web.FileResponse(path, headers={"Cache-Control": "no-cache"})
 
 
+async def privileges(request: web.Request) -> web.Response:
+    urn = request.query.get("urn", INSTANCE)
+    if not urn:
+        return error(400, "invalid_request", "urn: must not be empty")
+    principal = principal_of(request)
+    access = api_of(request).gms.access
+    held = [p for p in PRIVILEGES if access.allowed(principal, [p], urn)]
+    return web.json_response({"principal": principal, "urn": urn, "privileges": held})
+
+
 def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/ui/privileges", privileges)
     app.router.add_get("/", index)
-    app.router.add_get(PUBLIC_PREFIX + "{name}", asset)
+    app.router.add_get(UI_FILES + "{name}", asset)

@@ -5,7 +5,7 @@ import { api } from "./api.js";
 import { diff } from "./diff.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
 import { globalTags, scoped, userMetadata } from "./metadata.js";
-import { canWrite } from "./permissions.js";
+import { editRights } from "./permissions.js";
 import { entityType, fieldDataset, fieldUrn, platform, shortName, typeLabel } from "./urns.js";
 
 const href = (urn) => `#/entity/${encodeURIComponent(urn)}`;
@@ -35,7 +35,7 @@ function description(entity) {
 
 export async function entityPage(main, urn) {
   replace(main, h("p", { class: "hint" }, "Loading…"));
-  const [entity, md, writable] = await Promise.all([api.entity(urn), scoped(urn), canWrite(urn)]);
+  const [entity, md, rights] = await Promise.all([api.entity(urn), scoped(urn), editRights(urn)]);
   const type = entity.entityType || entityType(urn);
   const dataset = fieldDataset(urn);
   const actions = h(
@@ -59,7 +59,7 @@ export async function entityPage(main, urn) {
     ),
     h("div", { class: "entity-layout" },
       h("div", { class: "entity-main" },
-        metadataSections(urn, md, globalTags(entity), writable, () => entityPage(main, urn)),
+        metadataSections(urn, md, globalTags(entity), rights, () => entityPage(main, urn)),
         type === "dataset" && schemaSection(urn, entity),
         type === "dataProcessInstance" && runSection(urn, entity),
         type === "dataJob" && jobSection(entity)),
@@ -67,7 +67,7 @@ export async function entityPage(main, urn) {
   );
 }
 
-function metadataSections(urn, md, global, writable, reload) {
+function metadataSections(urn, md, global, rights, reload) {
   const status = h("p", { role: "status", class: "status" });
   async function write(request) {
     try {
@@ -79,7 +79,7 @@ function metadataSections(urn, md, global, writable, reload) {
   }
   const userTags = h("ul", { class: "chips", "aria-label": "USER tags" },
     md.USER.tags.map((tag) => h("li", { class: "tag user" }, tag,
-      writable && h("button", { class: "remove", "aria-label": `Remove tag ${tag}`, title: "Remove",
+      rights.remove && h("button", { class: "remove", "aria-label": `Remove tag ${tag}`, title: "Remove",
         onclick: () => write(userMetadata.removeTag(urn, tag)) }, "×"))),
     global.map((tag) => h("li", { class: "tag user", title: "globalTags" }, tag)));
   const tagInput = h("input", { name: "tag", placeholder: "new tag", "aria-label": "New USER tag", required: true });
@@ -89,17 +89,17 @@ function metadataSections(urn, md, global, writable, reload) {
     h("h2", { id: "user-title" }, "USER metadata ", h("span", { class: "hint" }, "business metadata people add")),
     h("h3", {}, "Tags"),
     md.USER.tags.length || global.length ? userTags : h("p", { class: "hint" }, "No tags"),
-    writable && h("form", { class: "inline", onsubmit: (e) => {
+    rights.write && h("form", { class: "inline", onsubmit: (e) => {
       e.preventDefault();
       write(userMetadata.addTag(urn, tagInput.value.trim()));
     } }, tagInput, h("button", { type: "submit" }, "Add tag")),
     h("h3", {}, "Properties"),
-    propertyTable(md.USER.properties, writable && ((key) => write(userMetadata.removeProperty(urn, key)))),
-    writable && h("form", { class: "inline", onsubmit: (e) => {
+    propertyTable(md.USER.properties, rights.remove && ((key) => write(userMetadata.removeProperty(urn, key)))),
+    rights.write && h("form", { class: "inline", onsubmit: (e) => {
       e.preventDefault();
       write(userMetadata.setProperty(urn, keyInput.value.trim(), valueInput.value));
     } }, keyInput, valueInput, h("button", { type: "submit" }, "Set property")),
-    !writable && h("p", { class: "hint" }, "Read-only: your token may not change this entity."),
+    !rights.write && h("p", { class: "hint read-only" }, "Read-only: your token may not add metadata to this entity."),
     status);
   const system = h("section", { class: "card scope-system", "aria-labelledby": "system-title" },
     h("h2", { id: "system-title" }, "SYSTEM metadata ", h("span", { class: "hint" }, "kept by the platform and programs")),

@@ -1,10 +1,11 @@
 // The single-page app: a hash router over the search, entity, lineage and field pages.
 
-import { api, session } from "./api.js";
+import { session } from "./api.js";
 import { errorBox, h, replace } from "./dom.js";
 import { entityPage } from "./entity.js";
 import { fieldPage } from "./fields.js";
 import { lineagePage } from "./lineage.js";
+import { privileges } from "./permissions.js";
 import { searchPage } from "./search.js";
 
 const main = document.getElementById("main");
@@ -48,8 +49,9 @@ function loginPage() {
     event.preventDefault();
     session.token = input.value.trim();
     try {
-      await api.search("*", { count: 1 });
-      route();
+      await showPrincipal();
+      if (session.token) showPrincipal().catch(() => {});
+route();
     } catch (err) {
       session.token = null;
       replace(status, errorBox(err));
@@ -59,8 +61,14 @@ function loginPage() {
   input.focus();
 }
 
+async function showPrincipal() {
+  const { principal } = await privileges();
+  document.getElementById("principal").textContent = principal.replace("urn:li:corpuser:", "");
+}
+
 document.getElementById("signout").addEventListener("click", () => {
   session.token = null;
+  document.getElementById("principal").textContent = "";
   route();
 });
 window.addEventListener("lodestar:unauthorized", () => {
@@ -77,4 +85,5 @@ document.addEventListener("keydown", (event) => {
     else document.getElementById("q")?.focus();
   }
 });
+if (session.token) showPrincipal().catch(() => {});
 route();
