@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+from gms import metadata_cli
 from gms.tracing import configure_logging
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError, RestClient
@@ -293,6 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--start", type=int, default=0)
     client_options(search)
     search.set_defaults(func=cmd_search)
+    metadata_cli.add_commands(sub, client_options, search, _client)  # tag, property, access; CDAP search
 
     lineage = sub.add_parser("lineage", help="trace lineage from an entity (or a schemaField with --fields)")
     lineage.add_argument("urn")

@@ -6,7 +6,8 @@ segments of a custom entity (`datasets/myds/field/empname`); `?type=` names a cu
 type when it is not the last key. `?scope=USER|SYSTEM` (any case) picks one scope; reads show
 both unless told, writes and removals go to USER unless told. GET answers CDAP's records
 `[{"metadataEntity", "scope", "properties", "tags"}]` (or the properties map, or the tag list);
-POST and DELETE answer the entity's records after the change. `/v3/urns/{urn}/metadata...` (a
+POST and DELETE answer the entity's records after the change; GET `.../metadata/changes` the
+change records of its tags and properties (gms/metadata/changes.py). `/v3/urns/{urn}/metadata...` (a
 Lodestar addition) addresses the same by URN, also entities outside CDAP's names.
 """
 
@@ -26,7 +27,7 @@ from gms.metadata.validation import InvalidMetadata
 
 SERVICE_KEY = web.AppKey("metadata_service", MetadataService)
 _PRIVILEGES = {"GET": READ, "POST": WRITE, "DELETE": REMOVE}  # CDAP's table: any one of them
-_METADATA = r"metadata(?:/(?:properties|tags)(?:/[^/]+)?)?"
+_METADATA = r"metadata(?:/(?:properties|tags)(?:/[^/]+)?|/changes)?"
 _TAIL = r"(?:[^/]+/[^/]+/)*?" + _METADATA  # the first `metadata` after pairs of entity segments
 
 
@@ -56,6 +57,10 @@ async def _handle(request: web.Request) -> web.Response:
         entity, what, item = _target(request)
         scope = parse_scope(request.query.get("scope"))
         require(request, _PRIVILEGES[request.method], to_urn(entity))
+        if what == "changes":
+            if request.method != "GET":
+                return error(405, "method_not_allowed", "change records are read-only (GET)")
+            return web.json_response(service_of(request).changes(entity, scope))
         if request.method == "GET":
             return _read(service_of(request).records(entity, scope), what, item)
         body = await read_json(request) if request.method == "POST" else None
@@ -130,6 +135,8 @@ OPENAPI_PATHS = {
     "/v3/namespaces/{ns}/{entity path}/metadata/tags": {
         "get": _operation("Tags"), "post": _operation("Add tags", "array"), "delete": _operation("Remove every tag")},
     "/v3/namespaces/{ns}/{entity path}/metadata/tags/{tag}": {"delete": _operation("Remove one tag")},
+    "/v3/namespaces/{ns}/{entity path}/metadata/changes": {
+        "get": _operation("Change records of tags and properties: previous, updated, additions, deletions")},
     "/v3/urns/{urn}/metadata": {"get": _operation("The same routes by URN (also .../properties, .../tags)")},
 }
 

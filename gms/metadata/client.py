@@ -7,7 +7,7 @@
     client.search("PII", target=["field"])
 
 An entity is a URN or a CDAP path below /v3/namespaces/ (`ns/datasets/myds/field/empname`).
-Failures raise `ingest.rest.LodestarError` with the server's message.
+Failures raise `ingest.rest.LodestarError` with the server's message (or why the path is wrong).
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from ingest.rest import RestClient
+from gms.metadata.entity import EntityError, from_path
+from ingest.rest import LodestarError, RestClient
 
 
 class MetadataClient:
@@ -29,6 +30,10 @@ class MetadataClient:
         if entity.startswith("urn:li:"):
             base = f"/v3/urns/{quote(entity, safe='')}"
         else:
+            try:
+                from_path(entity)  # a path the server cannot route says why here
+            except EntityError as err:
+                raise LodestarError(f"entity {entity!r}: {err}") from None
             base = "/v3/namespaces/" + "/".join(quote(s, safe="") for s in entity.strip("/").split("/"))
         path = f"{base}/metadata" + (f"/{what}" if what else "") + (f"/{quote(item, safe='')}" if item else "")
         params = {k: v for k, v in query.items() if v is not None}

@@ -17,6 +17,7 @@ from typing import Any
 
 from gms.access import REMOVE, WRITE
 from gms.errors import ProposalFailed
+from gms.metadata.changes import records_of_history
 from gms.metadata.entity import MetadataEntity, from_urn, to_urn
 from gms.metadata.system import DERIVED_KEYS, derived_properties
 from gms.metadata.validation import DEFAULT_MAX_LENGTH, InvalidMetadata, check_properties, check_tags
@@ -141,6 +142,14 @@ class MetadataService:
                 record.properties.update(derived_properties(entity, rows, key_aspect))
             records.append(record)
         return records
+
+    def changes(self, entity: MetadataEntity, scope: str | None = None) -> list[dict[str, Any]]:
+        """CDAP change records of the entity's tags and properties, oldest first (see changes.py)."""
+        urn = self.require(entity)
+        records = [record for name in ((scope,) if scope else SCOPES)
+                   for record in records_of_history(urn, SCOPE_ASPECTS[name],
+                                                    self.gms.store.history(urn, SCOPE_ASPECTS[name]), self.hint)]
+        return sorted(records, key=lambda r: r["updateTime"])
 
     # -- writes ---------------------------------------------------------------------------------
 

@@ -1,0 +1,80 @@
+"""`lodestar tag|property|principal|token|grant|revoke|grants` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+
+from ingest.rest import RestClient
+from tests.metadata_fixtures import dataset_mcps
+from tests.processes import TOKEN, ServeProcess, run_cli
+
+FIELD = "default/datasets/customers/field/ssn"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    with ServeProcess(tmp_path_factory.mktemp("cli") / "data") as serve:
+        mcps = dataset_mcps("default", "customers", fields=(("ssn", "string"),))
+        results = RestClient(serve.url, TOKEN).propose(mcps)
+        assert all(r["status"] == "applied" for r in results)
+        yield serve
+
+
+def cli(served, *args: str, token: str = TOKEN) -> subprocess.CompletedProcess:
+    return run_cli(*args, "--server", served.url, "--token", token)
+
+
+def _ok(done: subprocess.CompletedProcess) -> list[str]:
+    assert done.returncode == 0, done.stderr
+    return done.stdout.splitlines()
+
+
+def _fails(done: subprocess.CompletedProcess, says: str) -> None:
+    assert done.returncode == 1
+    assert done.stderr.startswith("lodestar: error:") and says in done.stderr and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_tags_by_cdap_path_and_by_urn(served):
+    assert _ok(cli(served, "tag", "add", FIELD, "PII", "raw")) == ["PII", "raw"]
+    assert _ok(cli(served, "tag", "remove", FIELD, "raw")) == ["PII"]
+    urn = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.customers,PROD),ssn)"
+    assert _ok(cli(served, "tag", "list", urn)) == ["PII"]
+    assert _ok(cli(served, "tag", "add", urn, "checked", "--scope", "system")) == ["checked"]
+    assert _ok(cli(served, "tag", "list", FIELD)) == ["PII", "checked"]
+    assert _ok(cli(served, "tag", "remove", FIELD)) == []
+    assert _ok(cli(served, "tag", "list", FIELD)) == ["checked"]
+
+
+def test_properties(served):
+    ds = "default/datasets/customers"
+    assert _ok(cli(served, "property", "set", ds, "owner=sales team", "tier=gold")) == ["owner=sales team",
+                                                                                       "tier=gold"]
+    assert _ok(cli(served, "property", "remove", ds, "tier")) == ["owner=sales team"]
+    system = dict(line.split("=", 1) for line in _ok(cli(served, "property", "list", ds, "--scope", "SYSTEM")))
+    assert system["entity-name"] == "customers" and json.loads(system["schema"]) == [{"name": "ssn",
+                                                                                      "type": "STRING"}]
+
+
+def test_bad_input_is_one_line(served):
+    _fails(cli(served, "property", "set", "default/datasets/customers", "novalue"), "'novalue' is not key=value")
+    _fails(cli(served, "tag", "add", "default/datasets/customers", "ba$d"), "tag 'ba$d' holds '$'")
+    _fails(cli(served, "tag", "list", "default/datasets/nosuch"), "HTTP 404")
+    _fails(cli(served, "tag", "list", "default/datasets"), "needs a name")
+
+
+def test_principals_tokens_and_grants(served):
+    assert json.loads(cli(served, "principal", "add", "carol").stdout)["principal"] == "urn:li:corpuser:carol"
+    token = json.loads(cli(served, "token", "create", "carol", "--name", "laptop").stdout)["token"]
+    _fails(cli(served, "tag", "add", FIELD, "x", token=token), "HTTP 403: urn:li:corpuser:carol has no WRITE")
+    grants = json.loads(cli(served, "grant", "carol", "default/datasets/customers", "READ", "WRITE").stdout)
+    assert grants["grants"] == [{"resource": "urn:li:dataset:(urn:li:dataPlatform:cdap,default.customers,PROD)",
+                                 "privileges": ["READ", "WRITE"]}]
+    assert "x" in _ok(cli(served, "tag", "add", FIELD, "x", token=token))
+    assert json.loads(cli(served, "grants", token=token).stdout)["grants"] == grants["grants"]
+    cli(served, "revoke", "carol", "default/datasets/customers", "WRITE")
+    _fails(cli(served, "tag", "remove", FIELD, "x", token=token), "has no WRITE or ADMIN privilege")
+    _fails(cli(served, "grant", "carol", "instance", "FLY"), "READ, WRITE, ADMIN")
