@@ -6,11 +6,12 @@ are picklable, so a child process (a crash test) builds the same adapter on the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+import pytest
 from cassandra.cluster import Cluster, Session
 
 from ingest.backends import Endpoints
@@ -19,6 +20,7 @@ from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage import LineageGraph
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
+from tests.backends import unique_name
 from tests.test_mcl_processor import Indexed
 
 GraphFactory = Callable[[SqliteReadModels, Annotations], LineageGraph]
@@ -38,6 +40,16 @@ class CassandraGraph:
 
     def __call__(self, models: SqliteReadModels, annotations: Annotations) -> LineageGraph:
         return CassandraLineageGraph(cassandra_session(self.endpoints), self.keyspace, annotations)
+
+
+def keyspace_fixture(prefix: str):
+    """A class-scoped fixture `keyspace` (assign it in a test class): a keyspace name of its
+    own, dropped after the class's tests."""
+    def keyspace(cls: type, cassandra_endpoints: Endpoints) -> Iterator[str]:
+        name = unique_name(prefix)
+        yield name
+        cassandra_session(cassandra_endpoints).execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=120)
+    return pytest.fixture(scope="class")(classmethod(keyspace))
 
 
 @cache

@@ -23,9 +23,14 @@ from ingest import topics
 from ingest.backends import Endpoints
 from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.processor import GROUP, TOPICS
-from tests.backends import unique_name
 from tests.builders import dataset_urn, proposal
-from tests.lineage_adapters import CassandraGraph, GraphFactory, IndexedWith, cassandra_session, sqlite_graph
+from tests.lineage_adapters import (
+    CassandraGraph,
+    GraphFactory,
+    IndexedWith,
+    keyspace_fixture,
+    sqlite_graph,
+)
 from tests.test_mcl_processor import ACTOR
 
 RAW, CLEAN, AGG, REPORT, EXPORT = (dataset_urn(f"db.{n}") for n in ("raw", "clean", "agg", "report", "export"))
@@ -262,12 +267,7 @@ class TestSqliteLineageGraph(LineageGraphContract):
 
 
 class TestCassandraLineageGraph(LineageGraphContract):
-    @pytest.fixture(scope="class")
-    @classmethod
-    def keyspace(cls, cassandra_endpoints: Endpoints) -> Iterator[str]:
-        name = unique_name("lineage")
-        yield name
-        cassandra_session(cassandra_endpoints).execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=120)
+    keyspace = keyspace_fixture("lineage")
 
     @pytest.fixture
     def graphs(self, cassandra_endpoints: Endpoints, keyspace: str) -> GraphFactory:

@@ -23,7 +23,7 @@ from mcl_processor.runs.model import BACKWARD, FORWARD, Window
 from tests.backends import unique_name
 from tests.builders import mcp, proposal
 from tests.field_lineage_examples import FILE, STORE, pipeline_operations
-from tests.lineage_adapters import cassandra_session
+from tests.lineage_adapters import cassandra_session, keyspace_fixture
 from tests.lineage_fixtures import cdap, example, program, run
 from tests.test_mcl_processor import Indexed
 
@@ -141,12 +141,7 @@ class CassandraStores:
 
 
 class TestCassandraRunLineage(RunLineageContract):
-    @pytest.fixture(scope="class")
-    @classmethod
-    def keyspace(cls, cassandra_endpoints: Endpoints) -> Iterator[str]:
-        name = unique_name("runs")
-        yield name
-        cassandra_session(cassandra_endpoints).execute(f"DROP KEYSPACE IF EXISTS {name}", timeout=120)
+    keyspace = keyspace_fixture("runs")
 
     @pytest.fixture
     def stores(self, cassandra_endpoints: Endpoints, keyspace: str):

@@ -20,7 +20,7 @@ from gms.access import can_read
 from gms.api import cdap_names
 from gms.api.access import readable, require
 from gms.api.app import GMS_KEY, api_of, error
-from gms.api.timerange import TimeRangeError, parse_window
+from gms.api.timerange import ParameterError, parse_levels, parse_window
 from mcl_processor.runs.field_graph import Path
 from mcl_processor.runs.field_lineage import DIRECTIONS, INCOMING, FieldLineage
 from mcl_processor.runs.model import Window
@@ -37,7 +37,7 @@ class BadRequest(ValueError):
 def _window(request: web.Request) -> tuple[int, int, Window]:
     try:
         return parse_window(request.query.get("start"), request.query.get("end"))
-    except TimeRangeError as err:
+    except ParameterError as err:
         raise BadRequest(str(err)) from None
 
 
@@ -121,13 +121,10 @@ def operations(request: web.Request) -> Any:
 @handler
 def multi_level(request: web.Request) -> Any:
     _, _, window = _window(request)
-    text = request.query.get("level", "1")
     try:
-        level = int(text)
-    except ValueError:
-        raise BadRequest(f"level: {text!r} is not an integer") from None
-    if level < 1:
-        raise BadRequest(f"level: invalid level ({level}); it must be at least 1")
+        level = parse_levels("level", request.query.get("level"), 1)
+    except ParameterError as err:
+        raise BadRequest(str(err)) from None
     visible = readable(request)
     mappings = [m for m in _lineage(request).multi_level(_dataset(request, "endpoint"), window, level)
                 if can_read(visible, m.source) and can_read(visible, m.destination)]

@@ -18,7 +18,7 @@ from gms.access import READ, WRITE, can_read
 from gms.api import cdap_names, proposals
 from gms.api.access import readable, require
 from gms.api.app import api_of, error, principal_of
-from gms.api.timerange import TimeRangeError, parse_window
+from gms.api.timerange import ParameterError, parse_levels, parse_window
 from mcl_processor.runs.dataset_lineage import COLLAPSE, dataset_lineage
 
 DEFAULT_LEVELS = 10
@@ -34,15 +34,9 @@ async def lineage(request: web.Request) -> web.Response:
     query = request.query
     try:
         start_s, end_s, window = parse_window(query.get("start"), query.get("end"))
-    except TimeRangeError as err:
+        levels = parse_levels("levels", query.get("levels"), DEFAULT_LEVELS)
+    except ParameterError as err:
         return _bad(str(err))
-    levels_text = query.get("levels", str(DEFAULT_LEVELS))
-    try:
-        levels = int(levels_text)
-    except ValueError:
-        return _bad(f"levels: {levels_text!r} is not an integer")
-    if levels < 1:
-        return _bad(f"levels: invalid levels ({levels}); it must be at least 1")
     collapse = query.getall("collapse", [])
     unknown = [c for c in collapse if c.lower() not in COLLAPSE]
     if unknown:
