@@ -84,3 +84,4 @@ def _compare(read_models: ReadModels, changes: list[AspectChange], in_store: set
     in_store.update(urns)
     report.add(read_models.search.compare(urns, changes))
     report.add(read_models.lineage.compare(urns, changes))
+    report.add(read_models.runs.compare(urns, changes))

@@ -15,6 +15,7 @@ import pytest
 
 from ingest.backends import Endpoints
 from ingest.proposal import parse_proposal
+from mcl_processor.changes import AspectChange
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import TOPICS
 from mcl_processor.runs import RunLineageStore
@@ -123,6 +124,19 @@ class RunLineageContract:
         assert harness.runs.accesses([PURCHASES], "dataset", EVERYTHING) == []
         assert harness.runs.field_refs(STORE, BACKWARD, EVERYTHING) == []
         assert harness.runs.runs(["urn:li:dataProcessInstance:r1"]) == {}
+
+    def test_the_check_finds_facts_that_differ_from_the_store(self, harness):
+        harness.send(run("r1", program("P"), 100, 200, reads=(PURCHASES,), writes=(HISTORY,)))
+        urn = "urn:li:dataProcessInstance:r1"
+
+        def latest() -> list[AspectChange]:
+            return [AspectChange(row.urn, "dataProcessInstance", row.aspect, row.version, value_json=row.value_json)
+                    for row in harness.gms.store.entity(urn)]
+
+        assert harness.runs.compare([urn], latest()) == []
+        harness.runs._write_facts([(urn, "dataProcessInstanceInput", 7, '{"read": []}')])
+        assert [(d.kind, d.aspect) for d in harness.runs.compare([urn], latest())] == [
+            ("stale", "dataProcessInstanceInput")]
 
 
 class TestSqliteRunLineage(RunLineageContract):

@@ -16,7 +16,8 @@ from collections.abc import Collection, Mapping, Sequence
 
 import orjson
 
-from mcl_processor.changes import ChangeBatch, TimeseriesPoint
+from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesPoint
+from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.lineage.contributions import fresh
 from mcl_processor.runs.facts import Facts, RunFacts
 from mcl_processor.runs.model import (
@@ -31,6 +32,7 @@ from mcl_processor.runs.model import (
 )
 from schemas.field_operations import FieldOperation
 
+MODEL = "runs"
 FactRow = tuple[str, str, int, str | None]  # (run, aspect, version, facts JSON or None when deleted)
 EventRow = tuple[str, int, str, str]  # (run, time ms, status, facts JSON)
 
@@ -52,7 +54,8 @@ class RunLineageStore(ABC):
         if not changes:
             return
         runs = sorted({c.urn for c in changes})
-        applied = fresh(changes, self._fact_versions(runs), batch.replace_equal)
+        versions = {key: version for key, (version, _) in self._fact_rows(runs).items()}
+        applied = fresh(changes, versions, batch.replace_equal)
         self._write_facts([(c.urn, c.aspect, c.version,
                             None if c.deleted else orjson.dumps(self.facts.of(c.aspect, c.value)).decode())
                            for c in applied])
@@ -118,6 +121,13 @@ class RunLineageStore(ABC):
                 found[checksum] = self._known[checksum] = operations_from(text)
         return found
 
+    def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
+        """Differences between the facts held for these entities and their latest aspects."""
+        stored = {key: (version, orjson.loads(facts)) for key, (version, facts) in self._fact_rows(urns).items()
+                  if facts is not None}
+        wanted = {(c.urn, c.aspect): c for c in expected if self.facts.traced(c.aspect)}
+        return compare_versions(MODEL, stored, wanted, lambda c: self.facts.of(c.aspect, c.value))
+
     def runs(self, urns: Collection[str]) -> dict[str, Run]:
         """The derived runs (without their operations) of these URNs that the store knows."""
         return {urn: run_from_json(orjson.loads(value)) for urn, value in self._runs(urns).items()}
@@ -136,7 +146,8 @@ class RunLineageStore(ABC):
         """Delete the facts, events and derived runs of these runs."""
 
     @abstractmethod
-    def _fact_versions(self, runs: Sequence[str]) -> dict[tuple[str, str], int]: ...
+    def _fact_rows(self, runs: Sequence[str]) -> dict[tuple[str, str], tuple[int, str | None]]:
+        """(version, facts JSON or None when deleted) per (run, aspect)."""
 
     @abstractmethod
     def _write_facts(self, rows: Sequence[FactRow]) -> None: ...

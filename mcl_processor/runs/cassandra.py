@@ -119,9 +119,9 @@ class CassandraRunLineage(RunLineageStore):
         for table in ("run_facts", "run_events", "runs"):
             self._run(f"DELETE FROM {{ks}}.{table} WHERE run = ?", [(run,) for run in runs])
 
-    def _fact_versions(self, runs: Sequence[str]) -> dict[tuple[str, str], int]:
-        rows = self._by_keys("SELECT run, aspect, version FROM {ks}.run_facts WHERE run IN ?", runs)
-        return {(run, aspect): version for run, aspect, version in rows}
+    def _fact_rows(self, runs: Sequence[str]) -> dict[tuple[str, str], tuple[int, str | None]]:
+        rows = self._by_keys("SELECT run, aspect, version, facts FROM {ks}.run_facts WHERE run IN ?", runs)
+        return {(run, aspect): (version, facts) for run, aspect, version, facts in rows}
 
     def _write_facts(self, rows: Sequence[FactRow]) -> None:
         self._run("INSERT INTO {ks}.run_facts (run, aspect, version, facts) VALUES (?, ?, ?, ?)", rows)

@@ -86,12 +86,13 @@ class SqliteRunLineage(RunLineageStore):
         for table in ("run_facts", "run_events", "runs"):
             self.db.writer.executemany(f"DELETE FROM {table} WHERE run = ?", keys)
 
-    def _fact_versions(self, runs: Sequence[str]) -> dict[tuple[str, str], int]:
+    def _fact_rows(self, runs: Sequence[str]) -> dict[tuple[str, str], tuple[int, str | None]]:
+        conn = self.db.writer if self.db.writer.in_transaction else self.db.reader()
         found = {}
         for chunk in chunks(runs):
-            for run, aspect, version in self.db.writer.execute(
-                    f"SELECT run, aspect, version FROM run_facts WHERE run IN ({_marks(chunk)})", chunk):
-                found[(run, aspect)] = version
+            for run, aspect, version, facts in conn.execute(
+                    f"SELECT run, aspect, version, facts FROM run_facts WHERE run IN ({_marks(chunk)})", chunk):
+                found[(run, aspect)] = (version, facts)
         return found
 
     def _write_facts(self, rows: Sequence[FactRow]) -> None:
