@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gms import metadata_cli
+from gms.cli_tail import register as register_tail
 from gms.tracing import configure_logging
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError, RestClient
@@ -323,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore.add_argument("--aspect", help="only this aspect")
     data_dir_option(restore)
     restore.set_defaults(func=cmd_restore)
+    register_tail(sub)
     return parser
 
 

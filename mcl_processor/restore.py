@@ -10,7 +10,6 @@ run while ingestion goes on.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import ExitStack
@@ -19,6 +18,7 @@ from typing import Any
 from gms.store import AspectStore, StoredAspect
 from ingest import topics
 from ingest.eventlog import EventLog
+from ingest.subscribe import like
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
@@ -26,12 +26,6 @@ from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.workers import ahead, default_workers, pool, prepare_in_worker
 
 BATCH = 10000
-
-
-def like(pattern: str) -> re.Pattern[str]:
-    """An SQL LIKE pattern (% any run, _ one character; case-insensitive) as a regex."""
-    parts = (".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
 
 
 def scan_pages(store: AspectStore, batch: int = BATCH) -> Iterator[list[StoredAspect]]:

@@ -3,19 +3,21 @@
 Values use Avro single-object encoding: the marker `C3 01`, the writer schema's 8-byte
 CRC-64-AVRO fingerprint, then the Avro binary body. A reader resolves the fingerprint
 to its writer schema and reads with the current schema of that type (Avro schema
-resolution), so older writers stay readable once their schemas are kept beside the current.
+resolution), so older writers stay readable: their schemas are kept, self-contained, in
+`avro/history/<type name>.<n>.avsc`.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from fastavro import schemaless_reader
-from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
+from fastavro.schema import fingerprint, load_schema, parse_schema, to_parsing_canonical_form
 
 from schemas.avro_binary import Encoder, compile_encoder
 from schemas.registry import SCHEMA_DIR, load_named_types
@@ -36,7 +38,7 @@ class _Writer:
     type_name: str
     schema: Any
     fingerprint: bytes
-    encode: Encoder
+    encode: Encoder | None  # None: an older writer schema, read only
 
 
 def _fingerprint(parsed: Any) -> bytes:
@@ -55,11 +57,18 @@ class EventCodec:
             writer = _Writer(type_name, parsed, _fingerprint(parsed), compile_encoder(named[type_name], named))
             self._current[type_name] = writer
             self._by_fingerprint[writer.fingerprint] = writer
+        for path in sorted((schema_dir / "history").glob("*.avsc")):
+            old = parse_schema(json.loads(path.read_text()))
+            type_name = path.name.split(".avsc")[0].rsplit(".", 1)[0]
+            if type_name not in self._current:
+                raise ValueError(f"{path}: not a writer schema of an event type ({', '.join(EVENT_TYPES)})")
+            self._by_fingerprint[_fingerprint(old)] = _Writer(type_name, old, _fingerprint(old), None)
 
     def encode(self, type_name: str, record: dict[str, Any]) -> bytes:
         writer = self._current[type_name]
         out = bytearray(MARKER)
         out += writer.fingerprint
+        assert writer.encode is not None
         writer.encode(record, out)
         return bytes(out)
 

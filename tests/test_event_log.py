@@ -145,6 +145,27 @@ class EventLogContract(ABC):
         assert log.committed("never", TOPIC, part) == 0
         consumer.close()
 
+    def test_start_positions_times_and_retention(self):
+        log = self.log()
+        part = partition_for("k", self.PARTITIONS)
+        log.append(TOPIC, messages(("k", "a"), ("k", "b")))
+        time.sleep(0.05)  # the log's clock moves on between the appends
+        boundary = int(time.time() * 1000)
+        time.sleep(0.05)
+        log.append(TOPIC, messages(("k", "c"), ("k", "d")))
+        assert log.offset_for_time(TOPIC, part, boundary) == 2
+        assert log.offset_for_time(TOPIC, part, 0) == 0
+        assert log.offset_for_time(TOPIC, part, boundary + 3_600_000) == log.end_offset(TOPIC, part) == 4
+        assert log.first_offset(TOPIC, part) == 0
+        consumer = log.consumer("g", [TOPIC], start={(TOPIC, part): 3})
+        assert values(poll_until(consumer, 1)) == [b"d"]
+        consumer.close()
+        log.delete_before(TOPIC, part, 2)  # as retention would
+        assert log.first_offset(TOPIC, part) == 2 and log.end_offset(TOPIC, part) == 4
+        assert values(log.read(TOPIC, part, 0)) == [b"c", b"d"]
+        log.append(TOPIC, messages(("k", "e")))
+        assert [r.offset for r in log.read(TOPIC, part, 0)] == [2, 3, 4]
+
     def test_a_producer_resending_after_a_crash_adds_nothing_twice(self):
         batch = [LogMessage("k", b"v1", 1), LogMessage("k", b"v2", 2)]
         before_crash = self.log()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import zlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 
@@ -84,8 +84,10 @@ class EventLog(ABC):
         idempotent-producer model), so re-sending after a crash adds nothing twice."""
 
     @abstractmethod
-    def consumer(self, group: str, topics: Sequence[str]) -> Consumer:
-        """A consumer in `group`, starting at the group's committed offsets (else the start)."""
+    def consumer(self, group: str, topics: Sequence[str], start: Mapping[tuple[str, int], int] | None = None
+                 ) -> Consumer:
+        """A consumer in `group`, starting at the group's committed offsets (else the start);
+        `start` maps (topic, partition) to the offset to read first there instead."""
 
     @abstractmethod
     def read(self, topic: str, partition: int = 0, offset: int = 0, limit: int = 1000) -> list[LogRecord]:
@@ -102,6 +104,20 @@ class EventLog(ABC):
     def end_offset(self, topic: str, partition: int) -> int:
         """The offset after the last record of a partition readable now (0 when it has none): a
         group that committed this offset has processed every record appended so far."""
+
+    @abstractmethod
+    def first_offset(self, topic: str, partition: int) -> int:
+        """The offset of the oldest record a partition still holds (retention drops older ones;
+        end_offset when it holds none)."""
+
+    @abstractmethod
+    def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int:
+        """The offset of the first record of a partition appended at or after timestamp_ms
+        (end_offset when there is none)."""
+
+    @abstractmethod
+    def delete_before(self, topic: str, partition: int, offset: int) -> None:
+        """Drop a partition's records before `offset`, as retention does; offsets are never reused."""
 
     @abstractmethod
     def close(self) -> None: ...

@@ -45,7 +45,7 @@ import logging
 import threading
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -359,6 +359,30 @@ class KafkaEventLog(EventLog):
                 if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
                     raise
 
+    def first_offset(self, topic: str, partition: int) -> int:
+        self._ensure(topic)
+        name = self.topic_name(topic)
+        with self._reader_lock, self._failing(f"reading the start of {name}[{partition}]"):
+            low, end = self._watermarks(name, partition)
+        return low if low < end else self.end_offset(topic, partition)
+
+    def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int:
+        self._ensure(topic)
+        name = self.topic_name(topic)
+        with self._reader_lock, self._failing(f"looking up time {timestamp_ms} in {name}[{partition}]"):
+            (found,) = self._reader.offsets_for_times([TopicPartition(name, partition, timestamp_ms)], self.timeout)
+            if found.error is not None:
+                raise KafkaException(found.error)
+        return found.offset if found.offset >= 0 else self.end_offset(topic, partition)
+
+    def delete_before(self, topic: str, partition: int, offset: int) -> None:
+        self._ensure(topic)
+        name = self.topic_name(topic)
+        with self._failing(f"deleting the records of {name}[{partition}] before offset {offset}"):
+            future = self._admin.delete_records([TopicPartition(name, partition, offset)],
+                                                request_timeout=self.timeout, operation_timeout=self.timeout)
+            future[TopicPartition(name, partition, offset)].result()
+
     def committed(self, group: str, topic: str, partition: int) -> int:
         """The next offset `group` will read in a partition (0 when it committed none)."""
         request = ConsumerGroupTopicPartitions(self.group_name(group),
@@ -368,11 +392,13 @@ class KafkaEventLog(EventLog):
             (result,) = future[self.group_name(group)].result().topic_partitions
         return max(result.offset, 0)
 
-    def consumer(self, group: str, topics: Sequence[str]) -> KafkaConsumer:
+    def consumer(self, group: str, topics: Sequence[str], start: Mapping[tuple[str, int], int] | None = None
+                 ) -> KafkaConsumer:
         for topic in topics:
             self._ensure(topic)
         return KafkaConsumer(self._config(), self.group_name(group), {self.topic_name(t): t for t in topics},
-                             self.session_timeout_ms)
+                             self.session_timeout_ms,
+                             {(self.topic_name(t), p): offset for (t, p), offset in (start or {}).items()})
 
     def close(self) -> None:
         self._producer.flush(self.timeout)

@@ -11,6 +11,9 @@ same group): the cooperative-sticky assignor balances the partition count of eac
 whole subscription, so members subscribed to two topics may split them topic by topic (one MCL
 processor holding every versioned partition, another every timeseries one); members of one topic
 each split that topic. poll() takes from each in turn.
+
+Start positions given to the constructor replace the committed offsets of their partitions the
+first time this member is assigned them (a rebalance later resumes from the commits).
 """
 
 from __future__ import annotations
@@ -36,12 +39,13 @@ class KafkaConsumer(Consumer):
     client-wide settings."""
 
     def __init__(self, client_config: Mapping[str, object], group_id: str, topics: Mapping[str, str],
-                 session_timeout_ms: int = 45_000):
+                 session_timeout_ms: int = 45_000, start: Mapping[tuple[str, int], int] | None = None):
         self.group = group_id
         self._where = f"Kafka at {client_config['bootstrap.servers']}"
         self._topics = dict(topics)
         self._names = {logical: name for name, logical in self._topics.items()}
         self._clients: dict[str, KafkaClientConsumer] = {}  # Kafka topic name -> its member
+        self._start = dict(start or {})  # (Kafka topic name, partition) -> offset, until first assigned
         for name in self._topics:
             self._clients[name] = KafkaClientConsumer({
                 **client_config, "group.id": group_id, "enable.auto.commit": False,
@@ -49,8 +53,15 @@ class KafkaConsumer(Consumer):
                 "auto.offset.reset": "earliest", "partition.assignment.strategy": "cooperative-sticky",
                 "session.timeout.ms": session_timeout_ms,
                 "heartbeat.interval.ms": max(100, min(3000, session_timeout_ms // 10))})
-            self._clients[name].subscribe([name])
+            self._clients[name].subscribe([name], on_assign=self._assigned)
         self._turn = 0
+
+    def _assigned(self, client: KafkaClientConsumer, partitions: list[TopicPartition]) -> None:
+        for tp in partitions:
+            offset = self._start.pop((tp.topic, tp.partition), None)
+            if offset is not None:
+                tp.offset = offset
+        client.incremental_assign(partitions)
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
         # consume(n, t) waits for all n or the whole timeout, so wait for one, then take what is here.

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for, unseen
@@ -111,6 +111,24 @@ class SqliteEventLog(EventLog):
                                        (topic, partition)).fetchone()
         return 0 if last is None else last + 1
 
+    def first_offset(self, topic: str, partition: int) -> int:
+        (first,) = self._conn().execute("SELECT min(offset) FROM messages WHERE topic = ? AND part = ?",
+                                        (topic, partition)).fetchone()
+        return 0 if first is None else first
+
+    def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int:
+        """Append times never decrease along a partition (appends are serialised), so the first
+        record at or after the time is a bound of the ordered scan."""
+        row = self._conn().execute("SELECT offset FROM messages WHERE topic = ? AND part = ? AND ts >= ?"
+                                   " ORDER BY offset LIMIT 1", (topic, partition, timestamp_ms)).fetchone()
+        return row[0] if row else self.end_offset(topic, partition)
+
+    def delete_before(self, topic: str, partition: int, offset: int) -> None:
+        """The partition's last record always stays: the next append numbers itself after it."""
+        self._conn().execute("DELETE FROM messages WHERE topic = ? AND part = ? AND offset < ?"
+                             " AND offset < (SELECT max(offset) FROM messages WHERE topic = ? AND part = ?)",
+                             (topic, partition, offset, topic, partition))
+
     def commit(self, group: str, positions: dict[tuple[str, int], int]) -> None:
         self._conn().executemany(
             "INSERT INTO group_offsets VALUES (?, ?, ?, ?) ON CONFLICT (grp, topic, part)"
@@ -123,8 +141,9 @@ class SqliteEventLog(EventLog):
         with self._appended:
             self._appended.wait(timeout)
 
-    def consumer(self, group: str, topics: Sequence[str]) -> Consumer:
-        return SqliteConsumer(self, group, topics)
+    def consumer(self, group: str, topics: Sequence[str], start: Mapping[tuple[str, int], int] | None = None
+                 ) -> Consumer:
+        return SqliteConsumer(self, group, topics, start)
 
     def close(self) -> None:
         self._checkpointer.close()
@@ -139,11 +158,13 @@ class SqliteConsumer(Consumer):
 
     POLL_INTERVAL = 0.05
 
-    def __init__(self, log: SqliteEventLog, group: str, topics: Sequence[str]):
+    def __init__(self, log: SqliteEventLog, group: str, topics: Sequence[str],
+                 start: Mapping[tuple[str, int], int] | None = None):
         self.log = log
         self.group = group
+        start = start or {}
         self.positions = {
-            (topic, part): log.committed(group, topic, part)
+            (topic, part): start[(topic, part)] if (topic, part) in start else log.committed(group, topic, part)
             for topic in topics for part in range(log.partitions(topic))
         }
 

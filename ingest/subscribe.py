@@ -1,0 +1,391 @@
+"""Subscribing to metadata changes: the MetadataChangeLog topics as typed, decoded changes.
+
+    log = SqliteEventLog(Path(".lodestar/lodestar.db"))      # or KafkaEventLog("127.0.0.1:9092")
+    for change in subscribe(log, "my-app", entity_types=["dataset"], aspects=["globalTags"]):
+        print(change.urn, change.aspect, change.version, change.value)
+
+A subscription is a member of consumer group `group` on the MCL topics (both, or those given).
+It yields the changes that pass its filters, in log order per partition, so the changes of one
+URN come in version order. Delivery is at least once: a change counts as processed when the
+caller's code for it returns (the loop asks for the next one), and processed positions are
+committed every `commit_interval` seconds and when the subscription ends; a crash redelivers
+what was processed but not committed yet, never less. With `auto_commit=False` nothing is
+committed unless the caller calls `commit`. SIGINT and SIGTERM (when iterating in the main
+thread) end the iteration cleanly: the change being handled finishes, what was processed is
+committed, and nothing committed is delivered again to the group.
+
+`start` chooses where the group starts reading: "committed" (its committed offsets, else the
+oldest record held), "earliest", "latest", or a time (a datetime, or epoch milliseconds): the
+first record appended at or after it. Any start but "committed" overrides the group's offsets.
+
+Every MCL writer schema ever used is decoded (see schemas.events); a record that is no
+readable MCL is logged with its position and skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import orjson
+
+from ingest import topics as topic_names
+from ingest.eventlog import Consumer, EventLog, LogRecord
+from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
+
+log = logging.getLogger(__name__)
+MCL_TOPICS = (topic_names.MCL_VERSIONED, topic_names.MCL_TIMESERIES)
+START_NAMES = ("committed", "earliest", "latest")
+Start = str | datetime | int
+
+
+class SubscriptionError(ValueError):
+    """A subscription asked for something that cannot be (an unknown start, a bad pattern)."""
+
+
+def like(pattern: str) -> re.Pattern[str]:
+    """An SQL LIKE pattern (% any run, _ one character; case-insensitive) as a regex."""
+    parts = (".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
+    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+
+
+def entity_type_of(urn: str) -> str:
+    """The entity type an URN names (`urn:li:<type>:...`)."""
+    return urn.split(":", 3)[2] if urn.count(":") >= 3 else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One decoded MetadataChangeLog: the new and previous value (parsed JSON; None when absent
+    or deleted), their system metadata, the proposal's headers, who made it and when, and
+    where it sits in the log."""
+
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int  # when the log took it
+    entity_type: str
+    urn: str
+    aspect: str | None
+    change_type: str
+    value: Any
+    previous_value: Any
+    system_metadata: dict[str, Any] | None
+    previous_system_metadata: dict[str, Any] | None
+    headers: dict[str, str] | None
+    created: dict[str, Any] | None
+
+    @property
+    def version(self) -> int | None:
+        """The aspect's version after the change (None for timeseries aspects)."""
+        raw = (self.system_metadata or {}).get("version")
+        return int(raw) if raw else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The change as a JSON-ready dict (camelCase keys, as on the wire)."""
+        return {"topic": self.topic, "partition": self.partition, "offset": self.offset,
+                "timestampMillis": self.timestamp_ms, "entityType": self.entity_type, "entityUrn": self.urn,
+                "aspectName": self.aspect, "changeType": self.change_type, "version": self.version,
+                "aspect": self.value, "previousAspectValue": self.previous_value,
+                "systemMetadata": self.system_metadata, "previousSystemMetadata": self.previous_system_metadata,
+                "headers": self.headers, "created": self.created}
+
+
+def decode_change(codec: EventCodec, record: LogRecord) -> Change:
+    """The Change an MCL record carries; raises EventDecodeError when it is none."""
+    type_name, mcl = codec.decode(record.value)
+    if type_name != MCL:
+        raise EventDecodeError(f"a {type_name}, not a MetadataChangeLog")
+    try:
+        value = _json(mcl.get("aspect"))
+        previous = _json(mcl.get("previousAspectValue"))
+    except (UnicodeDecodeError, orjson.JSONDecodeError) as err:
+        raise EventDecodeError(f"unreadable aspect value: {err}") from None
+    return Change(record.topic, record.partition, record.offset, record.timestamp_ms, mcl["entityType"],
+                  mcl.get("entityUrn") or record.key, mcl.get("aspectName"), mcl["changeType"], value, previous,
+                  mcl.get("systemMetadata"), mcl.get("previousSystemMetadata"), mcl.get("headers"),
+                  mcl.get("created"))
+
+
+def _json(aspect: dict[str, Any] | None) -> Any:
+    return None if aspect is None else orjson.loads(aspect["value"])
+
+
+@dataclass(frozen=True)
+class ChangeFilter:
+    """Which changes a subscriber wants; an empty set allows any. `urn_pattern` is an SQL LIKE
+    pattern (`%` any run, `_` one character, case-insensitive) the whole URN must match."""
+
+    entity_types: frozenset[str] = frozenset()
+    aspects: frozenset[str] = frozenset()
+    change_types: frozenset[str] = frozenset()
+    urn_pattern: str | None = None
+    _urn: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_urn", like(self.urn_pattern) if self.urn_pattern else None)
+
+    @classmethod
+    def of(cls, entity_types: Iterable[str] = (), aspects: Iterable[str] = (), change_types: Iterable[str] = (),
+           urn_pattern: str | None = None) -> ChangeFilter:
+        return cls(frozenset(entity_types), frozenset(aspects), frozenset(c.upper() for c in change_types),
+                   urn_pattern or None)
+
+    def admits_key(self, urn: str) -> bool:
+        """Whether a record keyed by `urn` may pass (checked before decoding it)."""
+        return (not self.entity_types or entity_type_of(urn) in self.entity_types) and \
+            (self._urn is None or self._urn.fullmatch(urn) is not None)
+
+    def admits(self, change: Change) -> bool:
+        return (not self.entity_types or change.entity_type in self.entity_types) \
+            and (not self.aspects or change.aspect in self.aspects) \
+            and (not self.change_types or change.change_type in self.change_types) \
+            and (self._urn is None or self._urn.fullmatch(change.urn) is not None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entityTypes": sorted(self.entity_types), "aspects": sorted(self.aspects),
+                "changeTypes": sorted(self.change_types), "urnPattern": self.urn_pattern}
+
+
+def start_positions(log_: EventLog, topics: Sequence[str], start: Start) -> dict[tuple[str, int], int] | None:
+    """The offsets a start names, per (topic, partition); None for "committed"."""
+    if start == "committed":
+        return None
+    if isinstance(start, str) and start not in START_NAMES:
+        raise SubscriptionError(f"start must be one of {', '.join(START_NAMES)}, a datetime or epoch"
+                                f" milliseconds, not {start!r}")
+    parts = [(topic, part) for topic in topics for part in range(log_.partitions(topic))]
+    if start == "earliest":
+        return {key: log_.first_offset(*key) for key in parts}
+    if start == "latest":
+        return {key: log_.end_offset(*key) for key in parts}
+    millis = int(start.timestamp() * 1000) if isinstance(start, datetime) else int(start)
+    return {key: log_.offset_for_time(*key, millis) for key in parts}
+
+
+class _Reader:
+    """What both subscription flavours share: polling, decoding and filtering, and the
+    processed positions not committed yet."""
+
+    def __init__(self, log_: EventLog, group: str, topics: Sequence[str], change_filter: ChangeFilter,
+                 start: Start, max_records: int, poll_timeout: float, codec: EventCodec | None):
+        self.group = group
+        self.filter = change_filter
+        self.codec = codec or default_codec()
+        self.max_records = max_records
+        self.poll_timeout = poll_timeout
+        self.consumer: Consumer = log_.consumer(group, topics, start_positions(log_, topics, start))
+        self.processed: dict[tuple[str, int], LogRecord] = {}  # latest processed record per partition
+        self.delivered: dict[tuple[str, int], LogRecord] = {}  # latest record handed out (or skipped)
+
+    def poll(self) -> list[tuple[LogRecord, Change | None]]:
+        """The next records, each with its change, or None when it is filtered out or unreadable."""
+        out: list[tuple[LogRecord, Change | None]] = []
+        for record in self.consumer.poll(self.max_records, self.poll_timeout):
+            change = None
+            if self.filter.admits_key(record.key):
+                try:
+                    change = decode_change(self.codec, record)
+                except EventDecodeError as err:
+                    log.warning("skipping record at %s/%d@%d: %s", record.topic, record.partition, record.offset, err)
+                else:
+                    if not self.filter.admits(change):
+                        change = None
+            out.append((record, change))
+        return out
+
+    def delivering(self, record: LogRecord) -> None:
+        self.delivered[(record.topic, record.partition)] = record
+
+    def done(self, record: LogRecord) -> None:
+        self.processed[(record.topic, record.partition)] = record
+
+    def commit(self, through: Change | None = None) -> None:
+        """Commit the processed positions; or, given a change, its partition through it."""
+        if through is None:
+            records = list(self.processed.values())
+            self.processed.clear()
+        else:
+            records = [LogRecord(through.topic, through.partition, through.offset, through.urn, b"",
+                                 through.timestamp_ms)]
+        if records:
+            self.consumer.commit(records)
+
+    def close(self) -> None:
+        self.consumer.close()
+
+
+class _Base:
+    def __init__(self, log_: EventLog, group: str, *, entity_types: Iterable[str] = (), aspects: Iterable[str] = (),
+                 change_types: Iterable[str] = (), urn_pattern: str | None = None, start: Start = "committed",
+                 topics: Sequence[str] = MCL_TOPICS, auto_commit: bool = True, commit_interval: float = 1.0,
+                 max_records: int = 1000, poll_timeout: float = 0.5, handle_signals: bool = True,
+                 codec: EventCodec | None = None):
+        self.filter = ChangeFilter.of(entity_types, aspects, change_types, urn_pattern)
+        self.auto_commit = auto_commit
+        self.commit_interval = commit_interval
+        self.handle_signals = handle_signals
+        self._stop = threading.Event()
+        self._reader = _Reader(log_, group, topics, self.filter, start, max_records, poll_timeout, codec)
+        self._last_commit = time.monotonic()
+
+    @property
+    def positions(self) -> dict[tuple[str, int], int]:
+        """Per (topic, partition) read so far: the offset after the last record delivered
+        (or skipped by the filters)."""
+        return {key: record.offset + 1 for key, record in list(self._reader.delivered.items())}
+
+    def stop(self) -> None:
+        """End the iteration (the current one, else the next) after the change being handled;
+        safe from any thread or a signal handler. Iterating again goes on from there."""
+        self._stop.set()
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def _due(self) -> bool:
+        return self.auto_commit and time.monotonic() - self._last_commit >= self.commit_interval
+
+    def _committed(self) -> None:
+        self._last_commit = time.monotonic()
+
+
+class Subscription(_Base):
+    """A blocking subscription: iterate it (see the module docstring); use it as a context
+    manager, or call close(), to leave the group."""
+
+    def __iter__(self) -> Iterator[Change]:
+        reader = self._reader
+        with self._signals():
+            while not self._stop.is_set():
+                for record, change in reader.poll():
+                    reader.delivering(record)
+                    if change is not None:
+                        yield change  # resumes once the caller's code for it has returned
+                    if self.auto_commit:
+                        reader.done(record)
+                    if self._stop.is_set():
+                        break
+                if self._due():
+                    self.commit()
+            if self.auto_commit:
+                self.commit()
+            self._stop.clear()
+
+    def run(self, callback: Any) -> None:
+        """Call callback(change) for each change until stopped."""
+        for change in self:
+            callback(change)
+
+    def commit(self, through: Change | None = None) -> None:
+        """Commit what was processed (with auto_commit=False: what was delivered, or given a
+        change, its partition through it)."""
+        if through is None and not self.auto_commit:
+            for record in list(self._reader.delivered.values()):
+                self._reader.done(record)
+        self._reader.commit(through)
+        self._committed()
+
+    @contextmanager
+    def _signals(self) -> Iterator[None]:
+        if not self.handle_signals or threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, lambda *_: self.stop()) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    def close(self) -> None:
+        """Commit what was processed (auto_commit) and leave the group."""
+        if self.auto_commit:
+            self.commit()
+        self._reader.close()
+
+    def __enter__(self) -> Subscription:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncSubscription(_Base):
+    """The asyncio flavour: `async for change in subscription`; polls and commits run in a
+    thread of the subscription's own, so the event loop never blocks on the log."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="subscription")
+
+    async def _call(self, fn: Any, *args: Any) -> Any:
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    async def __aiter__(self) -> AsyncIterator[Change]:
+        reader = self._reader
+        loop = asyncio.get_running_loop()
+        signals = [sig for sig in (signal.SIGINT, signal.SIGTERM) if self.handle_signals
+                   and threading.current_thread() is threading.main_thread()]
+        for sig in signals:
+            loop.add_signal_handler(sig, self.stop)
+        try:
+            while not self._stop.is_set():
+                for record, change in await self._call(reader.poll):
+                    reader.delivering(record)
+                    if change is not None:
+                        yield change
+                    if self.auto_commit:
+                        reader.done(record)
+                    if self._stop.is_set():
+                        break
+                if self._due():
+                    await self.commit()
+            if self.auto_commit:
+                await self.commit()
+            self._stop.clear()
+        finally:
+            for sig in signals:
+                loop.remove_signal_handler(sig)
+
+    async def commit(self, through: Change | None = None) -> None:
+        """As Subscription.commit."""
+        if through is None and not self.auto_commit:
+            for record in list(self._reader.delivered.values()):
+                self._reader.done(record)
+        await self._call(self._reader.commit, through)
+        self._committed()
+
+    async def close(self) -> None:
+        """As Subscription.close."""
+        if self.auto_commit:
+            await self.commit()
+        await self._call(self._reader.close)
+        self._thread.shutdown()
+
+    async def __aenter__(self) -> AsyncSubscription:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def subscribe(log_: EventLog, group: str, **options: Any) -> Subscription:
+    """A blocking subscription of `group` (options: see _Base: filters, start, topics, commits)."""
+    return Subscription(log_, group, **options)
+
+
+def subscribe_async(log_: EventLog, group: str, **options: Any) -> AsyncSubscription:
+    """An asyncio subscription of `group` (options as for subscribe)."""
+    return AsyncSubscription(log_, group, **options)
