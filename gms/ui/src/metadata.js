@@ -6,8 +6,8 @@ import { call } from "./api.js";
 const base = (urn) => `/v3/urns/${encodeURIComponent(urn)}/metadata`;
 
 // {USER: {tags, properties}, SYSTEM: {tags, properties}}
-export async function scoped(urn) {
-  const records = await call("GET", base(urn));
+export async function scoped(urn, signal) {
+  const records = await call("GET", base(urn), { signal });
   const out = { USER: { tags: [], properties: {} }, SYSTEM: { tags: [], properties: {} } };
   for (const record of records) out[record.scope] = { tags: record.tags || [], properties: record.properties || {} };
   return out;

@@ -32,6 +32,11 @@ function toggleTerm(query, term) {
   return (rest.length === terms.length ? [...terms, quoted] : rest).join(" ");
 }
 
+// Tells listeners (the UI benchmark) that results or suggestions for `query` are on screen.
+function announce(kind, query) {
+  window.dispatchEvent(new CustomEvent("lodestar:rendered", { detail: { kind, query } }));
+}
+
 export function searchPage(main, query) {
   const state = {
     q: query.get("q") || "",
@@ -95,20 +100,24 @@ export function searchPage(main, query) {
   async function runSearch() {
     const run = ++searchRun;
     searchAbort?.abort();
-    searchAbort = new AbortController();
+    const controller = new AbortController();
+    searchAbort = controller;
     try {
       const data = await api.search(
         state.q || "*",
         { types: state.types, scope: state.scope, start: state.start, count: PAGE },
-        searchAbort.signal,
+        controller.signal,
       );
-      if (run === searchRun) render(data);
+      if (run === searchRun) {
+        render(data, controller.signal);
+        announce("results", state.q);
+      }
     } catch (err) {
       if (err.name !== "AbortError" && run === searchRun) replace(results, errorBox(err));
     }
   }
 
-  function render(data) {
+  function render(data, signal) {
     const list = h("ol", { class: "result-list", start: state.start + 1 });
     const cards = data.results.map((hit) => resultCard(hit));
     list.append(...cards.map((c) => c.item));
@@ -125,7 +134,7 @@ export function searchPage(main, query) {
       ),
     );
     renderFacets(data.facets || {}, data.facetsSampled);
-    fillTags(cards);
+    fillTags(cards, signal);
   }
 
   function resultCard(hit) {
@@ -144,10 +153,11 @@ export function searchPage(main, query) {
     return { item, tags, urn: hit.urn };
   }
 
-  async function fillTags(cards) {
+  // Each result's USER and SYSTEM tags, fetched after the page shows (abandoned by the next search).
+  async function fillTags(cards, signal) {
     await Promise.all(cards.map(async (card) => {
       try {
-        const { USER, SYSTEM } = await scoped(card.urn);
+        const { USER, SYSTEM } = await scoped(card.urn, signal);
         replace(card.tags, USER.tags.map((t) => h("span", { class: "tag user", title: "USER" }, t)),
           SYSTEM.tags.map((t) => h("span", { class: "tag system", title: "SYSTEM" }, t)));
       } catch {
@@ -192,11 +202,12 @@ export function searchPage(main, query) {
           s.text, h("span", { class: "kind" }, s.kind))));
       suggestions.hidden = items.length === 0;
       input.setAttribute("aria-expanded", String(!suggestions.hidden));
+      announce("suggestions", text);
     } catch {
       closeSuggestions();
     }
-  }, 60);
-  const liveSearch = debounce(() => go({ q: input.value.trim(), start: 0 }), 120);
+  }, 40);
+  const liveSearch = debounce(() => go({ q: input.value.trim(), start: 0 }), 50);
 
   function closeSuggestions() {
     suggestionRun++;
