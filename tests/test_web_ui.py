@@ -310,4 +310,11 @@ def test_narrow_window(browser: Browser, server: ServeProcess) -> None:
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 420, f"the page scrolls sideways on a narrow window: {width}px"
     shot(page, "search-narrow")
+    for hash_ in (f"#/entity/{quote(PURCHASES, safe='')}", f"#/lineage/{quote(PURCHASES, safe='')}"):
+        page.goto(f"{server.url}/{hash_}")
+        expect(page.locator("h1")).to_contain_text("purchases")
+        page.wait_for_load_state("networkidle")
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= 420, f"{hash_} scrolls sideways on a narrow window: {width}px"
+    shot(page, "lineage-narrow")
     context.close()
