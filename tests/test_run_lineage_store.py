@@ -18,9 +18,9 @@ from ingest.proposal import parse_proposal
 from mcl_processor.changes import AspectChange
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import TOPICS
-from mcl_processor.runs import RunLineageStore
+from mcl_processor.runs import RunLineageStore, _encoded
 from mcl_processor.runs.cassandra import CassandraRunLineage
-from mcl_processor.runs.model import BACKWARD, FORWARD, Window
+from mcl_processor.runs.model import BACKWARD, FORWARD, Access, Window
 from tests.backends import unique_name
 from tests.builders import mcp, proposal
 from tests.field_lineage_examples import FILE, STORE, pipeline_operations
@@ -124,6 +124,19 @@ class RunLineageContract:
         assert harness.runs.accesses([PURCHASES], "dataset", EVERYTHING) == []
         assert harness.runs.field_refs(STORE, BACKWARD, EVERYTHING) == []
         assert harness.runs.runs(["urn:li:dataProcessInstance:r1"]) == {}
+
+    def test_rows_of_a_pass_cut_short_are_replaced_by_the_next(self, harness):
+        """A pass that listed and wrote index rows of a version and died before finishing (no
+        transaction on Cassandra) leaves rows the next pass over the run removes."""
+        harness.send(run("r1", program("P"), 100, 200, reads=(PURCHASES,)))
+        ghost = Access(cdap("ghost"), "urn:li:dataProcessInstance:r1", program("P"), "read", "", 100_000, 200_000)
+        harness.runs._list([(ghost.run, _encoded(ghost))])
+        harness.runs._write_index([ghost], [], [], [])
+        assert keys(harness.runs.accesses([cdap("ghost")], "dataset", EVERYTHING)) == {
+            (cdap("ghost"), "r1", "read")}
+        harness.send([mcp(ghost.run, "dataProcessInstanceInput", {"inputs": [HISTORY]})])
+        assert harness.runs.accesses([cdap("ghost")], "dataset", EVERYTHING) == []
+        assert keys(harness.runs.accesses([program("P")], "program", EVERYTHING)) == {(HISTORY, "r1", "read")}
 
     def test_the_check_finds_facts_that_differ_from_the_store(self, harness):
         harness.send(run("r1", program("P"), 100, 200, reads=(PURCHASES,), writes=(HISTORY,)))

@@ -12,7 +12,8 @@ operations are stored once. Adapters store and scan rows; everything else is her
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import astuple
 
 import orjson
 
@@ -73,32 +74,34 @@ class RunLineageStore(ABC):
             self._rederive(sorted({row[0] for row in rows}))
 
     def _forget(self, runs: Sequence[str]) -> None:
-        """Delete everything of these runs: index rows, then facts, events and derived runs."""
-        previous = self.runs(runs).values()
-        self._write_index([], [a for run in previous for a in run.access_rows()],
-                          [], [r for run in previous for r in run.field_refs()])
+        """Delete everything of these runs: index rows, their listing, facts, events, derived runs."""
+        listed = [(run, row) for run, rows in self._listed(runs).items() for row in rows]
+        drop_access, drop_refs = _decoded(row for _, row in listed)
+        self._write_index([], drop_access, [], drop_refs)
+        self._unlist(listed)
         self._delete_runs(runs)
 
     def _rederive(self, runs: Sequence[str]) -> None:
-        facts, events, previous = self._facts(runs), self._events(runs), self.runs(runs)
-        put_access: list[Access] = []
-        drop_access: list[Access] = []
-        put_refs: list[FieldRef] = []
-        drop_refs: list[FieldRef] = []
+        """Derive the runs again and replace their index rows. Every index row is listed under
+        its run before it is written and unlisted only after it is deleted, so a pass cut short
+        by a crash leaves nothing the next pass over the run does not see and replace."""
+        facts, events, listed = self._facts(runs), self._events(runs), self._listed(runs)
+        wanted: dict[str, set[str]] = {}
         operations: dict[str, str] = {}
         derived: dict[str, str] = {}
         for urn in runs:
             run = derive(urn, facts.get(urn, ()), events.get(urn, ()))
-            old = previous.get(urn) or Run(urn)
-            put_access += run.access_rows()
-            drop_access += set(old.access_rows()) - set(run.access_rows())
-            put_refs += run.field_refs()
-            drop_refs += set(old.field_refs()) - set(run.field_refs())
+            wanted[urn] = {_encoded(row) for row in (*run.access_rows(), *run.field_refs())}
             if run.checksum:
                 operations[run.checksum] = operations_json(run.operations)
             derived[urn] = orjson.dumps(run.to_json()).decode()
+        stale = [(urn, row) for urn in runs for row in listed.get(urn, set()) - wanted[urn]]
         self._write_operations(operations)
+        self._list([(urn, row) for urn in runs for row in wanted[urn] - listed.get(urn, set())])
+        put_access, put_refs = _decoded(row for urn in runs for row in wanted[urn])
+        drop_access, drop_refs = _decoded(row for _, row in stale)
         self._write_index(put_access, drop_access, put_refs, drop_refs)
+        self._unlist(stale)
         self._write_runs(derived)
 
     # -- reads ----------------------------------------------------------------------------
@@ -175,3 +178,31 @@ class RunLineageStore(ABC):
 
     @abstractmethod
     def _write_runs(self, runs: Mapping[str, str]) -> None: ...
+
+    @abstractmethod
+    def _listed(self, runs: Sequence[str]) -> dict[str, set[str]]:
+        """The index rows listed under each run (encoded)."""
+
+    @abstractmethod
+    def _list(self, rows: Sequence[tuple[str, str]]) -> None:
+        """List (run, encoded index row) pairs."""
+
+    @abstractmethod
+    def _unlist(self, rows: Sequence[tuple[str, str]]) -> None: ...
+
+
+def _encoded(row: Access | FieldRef) -> str:
+    kind = "access" if isinstance(row, Access) else "ref"
+    return orjson.dumps([kind, *astuple(row)]).decode()
+
+
+def _decoded(rows: Iterable[str]) -> tuple[list[Access], list[FieldRef]]:
+    accesses: list[Access] = []
+    refs: list[FieldRef] = []
+    for text in rows:
+        kind, *values = orjson.loads(text)
+        if kind == "access":
+            accesses.append(Access(*values))
+        else:
+            refs.append(FieldRef(*values))
+    return accesses, refs

@@ -8,13 +8,16 @@ a partition.
 | `run_facts` | ((run), aspect) + version, facts |
 | `run_events` | ((run), time, status) + facts |
 | `runs` | ((run)) + the derived run |
+| `run_rows` | ((run), row): every index row of the run, listed before it is written |
 | `run_accesses_by_dataset` | ((dataset), start DESC, run, access, component) + program, end_ms |
 | `run_accesses_by_program` | ((program), start DESC, run, dataset, access, component) + end_ms |
 | `field_operation_sets` | ((checksum)) + operations |
 | `field_refs` | ((endpoint, direction), start DESC, run, checksum) + program |
 
-No transaction: the port writes facts, then the operations and index rows, then the derived
-run, and re-derives every run a batch touches, so a batch replayed after a crash completes.
+No transaction: the port writes facts; then, per run, lists the index rows it will write
+(`run_rows`), writes them, deletes the listed ones it no longer makes and unlists them; then
+the derived run. Every run a batch touches is derived again, so a batch replayed after a crash
+(with whatever came after it) finds every row a cut-short pass wrote and replaces them.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ _TABLES = {
     "run_facts": "run text, aspect text, version bigint, facts text, PRIMARY KEY ((run), aspect)",
     "run_events": "run text, time bigint, status text, facts text, PRIMARY KEY ((run), time, status)",
     "runs": "run text PRIMARY KEY, value text",
+    "run_rows": "run text, row text, PRIMARY KEY ((run), row)",
     "run_accesses_by_dataset": "dataset text, start bigint, run text, access text, component text, program text, "
                                "end_ms bigint, PRIMARY KEY ((dataset), start, run, access, component)",
     "run_accesses_by_program": "program text, start bigint, run text, dataset text, access text, component text, "
@@ -162,6 +166,18 @@ class CassandraRunLineage(RunLineageStore):
 
     def _write_runs(self, runs: Mapping[str, str]) -> None:
         self._run("INSERT INTO {ks}.runs (run, value) VALUES (?, ?)", list(runs.items()))
+
+    def _listed(self, runs: Sequence[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for run, row in self._by_keys("SELECT run, row FROM {ks}.run_rows WHERE run IN ?", runs):
+            found.setdefault(run, set()).add(row)
+        return found
+
+    def _list(self, rows: Sequence[tuple[str, str]]) -> None:
+        self._run("INSERT INTO {ks}.run_rows (run, row) VALUES (?, ?)", rows)
+
+    def _unlist(self, rows: Sequence[tuple[str, str]]) -> None:
+        self._run("DELETE FROM {ks}.run_rows WHERE run = ? AND row = ?", rows)
 
 
 def _grouped(rows: Sequence[tuple[str, str | None]]) -> dict[str, list[Facts]]:

@@ -24,12 +24,13 @@ CREATE TABLE IF NOT EXISTS run_accesses (dataset TEXT NOT NULL, start INTEGER NO
     access TEXT NOT NULL, component TEXT NOT NULL, program TEXT NOT NULL, end_ms INTEGER,
     PRIMARY KEY (dataset, start, run, access, component)) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS run_accesses_by_program ON run_accesses (program, start, run);
+CREATE TABLE IF NOT EXISTS run_rows (run TEXT NOT NULL, row TEXT NOT NULL, PRIMARY KEY (run, row)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS field_operation_sets (checksum TEXT PRIMARY KEY, operations TEXT NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS field_refs (endpoint TEXT NOT NULL, direction TEXT NOT NULL, start INTEGER NOT NULL,
     run TEXT NOT NULL, checksum TEXT NOT NULL, program TEXT NOT NULL,
     PRIMARY KEY (endpoint, direction, start, run, checksum)) WITHOUT ROWID;
 """
-_TABLES = ("run_facts", "run_events", "runs", "run_accesses", "field_operation_sets", "field_refs")
+_TABLES = ("run_facts", "run_events", "runs", "run_rows", "run_accesses", "field_operation_sets", "field_refs")
 _ACCESS = "dataset, run, program, access, component, start, end_ms"
 
 
@@ -135,3 +136,17 @@ class SqliteRunLineage(RunLineageStore):
 
     def _write_runs(self, runs: Mapping[str, str]) -> None:
         self.db.writer.executemany("INSERT OR REPLACE INTO runs VALUES (?, ?)", runs.items())
+
+    def _listed(self, runs: Sequence[str]) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for chunk in chunks(runs):
+            for run, row in self.db.writer.execute(f"SELECT run, row FROM run_rows WHERE run IN ({_marks(chunk)})",
+                                                   chunk):
+                found.setdefault(run, set()).add(row)
+        return found
+
+    def _list(self, rows: Sequence[tuple[str, str]]) -> None:
+        self.db.writer.executemany("INSERT OR IGNORE INTO run_rows VALUES (?, ?)", rows)
+
+    def _unlist(self, rows: Sequence[tuple[str, str]]) -> None:
+        self.db.writer.executemany("DELETE FROM run_rows WHERE run = ? AND row = ?", rows)
