@@ -145,7 +145,9 @@ class Gms:
         readable: list[tuple[str, int, Proposal]] = []
         for position, record in enumerate(records):
             try:
-                _, mcp = self.codec.decode(record.value)
+                kind, mcp = self.codec.decode(record.value)
+                if kind != MCP:
+                    raise EventDecodeError(f"a {kind} event, not a {MCP}")
                 proposal = Proposal.from_record(mcp)
             except (EventDecodeError, ProposalError) as err:
                 log.warning("skipping unreadable proposal at %s/%d@%d: %s",

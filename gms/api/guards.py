@@ -153,7 +153,11 @@ async def unavailable(request: web.Request, handler: Handler) -> web.StreamRespo
 
 @web.middleware
 async def throttle(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """429 with Retry-After for writes while the MCL processor lags or too many bytes are in flight."""
+    """413 at once for a body announced over the size limit (before any of it is read); 429 with
+    Retry-After for writes while the MCL processor lags or too many bytes are in flight."""
+    if request.content_length is not None and request.content_length > request.app[LIMIT_KEY]:
+        return error(413, "too_large", f"request body of {request.content_length} bytes, over the limit of"
+                     f" {request.app[LIMIT_KEY]}")
     if request.method in READ_METHODS:
         return await handler(request)
     guards = request.app[GUARDS_KEY]

@@ -38,7 +38,10 @@ def service_of(request: web.Request) -> MetadataService:
 def _target(request: web.Request) -> tuple[MetadataEntity, str, str | None]:
     """(entity, what: "" | "properties" | "tags", item: a key or tag or None) of the path."""
     segments = request.match_info["tail"].split("/")
-    at = next(i for i in range(0, len(segments), 2) if segments[i] == "metadata")
+    at = next((i for i in range(0, len(segments), 2) if segments[i] == "metadata"), None)
+    if at is None:  # an encoded '/' inside a name makes the segments pair up differently
+        raise web.HTTPBadRequest(text="path: the entity's segments must come in name/value pairs before"
+                                      " /metadata ('/' is not allowed inside a name)")
     rest = segments[at + 1:]
     if "urn" in request.match_info:
         entity = service_of(request).entity_of(request.match_info["urn"])

@@ -9,6 +9,7 @@ from aiohttp import web
 from gms.access import READ, REMOVE
 from gms.api.access import require
 from gms.api.app import api_of, error, principal_of, read_json
+from gms.api.limits import MAX_VERSION, bool_param, int_param
 from gms.conditions import NAMES as CONDITION_HEADERS
 from gms.errors import ProposalFailed
 from gms.store import StoredAspect
@@ -46,6 +47,9 @@ async def post_proposals(request: web.Request) -> web.Response:
     if not isinstance(body, dict) or not isinstance(body.get("proposals"), list):
         return error(400, "invalid_request", 'body must be {"proposals": [MCP, ...], "async": false}')
     items = body["proposals"]
+    flags = [name for name in ("async", "waitForIndex") if not isinstance(body.get(name, False), bool)]
+    if flags:
+        return error(400, "invalid_request", f"{flags[0]}: must be true or false")
     if len(items) > api.gms.limits.max_batch:
         return error(413, "too_large", f"{len(items)} proposals, over the limit of {api.gms.limits.max_batch}")
     parsed = await api.run(parse_all, items)
@@ -97,16 +101,7 @@ async def get_entity(request: web.Request) -> web.Response:
 
 
 def _version_param(request: web.Request) -> int | None:
-    text = request.query.get("version")
-    if text is None:
-        return None
-    try:
-        version = int(text)
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"version: {text!r} is not an integer") from None
-    if version < 1:
-        raise web.HTTPBadRequest(text="version: must be >= 1")
-    return version
+    return int_param(request, "version", None, 1, MAX_VERSION)
 
 
 async def get_aspect(request: web.Request) -> web.Response:
@@ -134,7 +129,7 @@ async def get_versions(request: web.Request) -> web.Response:
 async def delete_entity(request: web.Request) -> web.Response:
     api = api_of(request)
     urn = request.match_info["urn"]
-    hard = request.query.get("hard", "false").lower() in ("true", "1", "yes")
+    hard = bool_param(request, "hard")
     require(request, REMOVE, urn)
     result = await api.run(api.gms.delete_entity, urn, hard, principal_of(request))
     if result is None:

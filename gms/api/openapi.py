@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
+import copy
+import re
 from typing import Any
 
 from aiohttp import web
+
+from gms.api.limits import MAX_COUNT, MAX_HOPS, MAX_MILLIS, MAX_POINTS, MAX_START, MAX_VERSION
 
 _JSON = "application/json"
 _URN = {"name": "urn", "in": "path", "required": True, "schema": {"type": "string"},
         "description": "Entity URN, URL-encoded"}
 _ASPECT = {"name": "aspect", "in": "path", "required": True, "schema": {"type": "string"}}
 _ERROR = {"$ref": "#/components/schemas/Error"}
+_RESULTS = {"$ref": "#/components/schemas/Results"}
+_ERROR_OR_RESULTS = {"anyOf": [_ERROR, _RESULTS]}
+_OBJECT = {"type": "object"}
 
 
-def _q(name: str, doc: str = "", kind: str = "string", required: bool = False) -> dict[str, Any]:
-    return {"name": name, "in": "query", "required": required, "schema": {"type": kind}, "description": doc}
+def _q(name: str, doc: str = "", kind: str = "string", required: bool = False, **schema: Any) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": required, "schema": {"type": kind, **schema}, "description": doc}
 
 
 def _response(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"description": description, "content": {_JSON: {"schema": schema or _ERROR}}}
 
 
-_ERRORS = {
-    "400": _response("Invalid request"),
-    "401": _response("Missing or invalid bearer token"),
-    "413": _response("Request over the size limit"),
-}
 
 _CONDITIONAL = [
     {"name": name, "in": "header", "required": False, "schema": {"type": "string"}, "description": doc}
@@ -46,7 +48,10 @@ DOCUMENT: dict[str, Any] = {
         "schemas": {
             "Error": {"type": "object", "required": ["error", "message"], "properties": {
                 "error": {"type": "string"}, "message": {"type": "string"}, "status": {"type": "integer"},
-                "expected": {"type": "string"}, "actual": {"type": "string"}}},
+                "expected": {}, "actual": {}}},
+            "Results": {"type": "object", "required": ["results"], "properties": {
+                "results": {"type": "array", "items": {"$ref": "#/components/schemas/Result"}},
+                "indexed": {"type": "boolean"}}},
             "Proposal": {"type": "object", "required": ["entityUrn", "changeType", "aspectName"], "properties": {
                 "entityType": {"type": "string"},
                 "entityUrn": {"type": "string"},
@@ -62,7 +67,7 @@ DOCUMENT: dict[str, Any] = {
             "Result": {"type": "object", "required": ["status"], "properties": {
                 "status": {"type": "string", "enum": ["applied", "noop", "dropped", "failed", "queued"]},
                 "version": {"type": "integer"}, "error": {"type": "string"}, "message": {"type": "string"},
-                "expected": {"type": "string"}, "actual": {"type": "string"}}},
+                "expected": {}, "actual": {}}},
             "Aspect": {"type": "object", "properties": {
                 "version": {"type": "integer"}, "value": {}, "deleted": {"type": "boolean"},
                 "systemMetadata": {"type": "object"}}},
@@ -75,82 +80,117 @@ DOCUMENT: dict[str, Any] = {
             "parameters": _CONDITIONAL,
             "requestBody": {"required": True, "content": {_JSON: {"schema": {
                 "type": "object", "required": ["proposals"], "properties": {
-                    "proposals": {"type": "array", "items": {"$ref": "#/components/schemas/Proposal"}},
+                    "proposals": {"type": "array", "description": "MCPs (schema Proposal); each is checked on its"
+                                  " own and a bad one fails in its result, not the request", "items": {}},
                     "async": {"type": "boolean", "default": False},
                     "waitForIndex": {"type": "boolean", "default": False}}}}}},
             "responses": {
-                "200": _response("Every proposal succeeded", {"type": "object", "properties": {
-                    "results": {"type": "array", "items": {"$ref": "#/components/schemas/Result"}}}}),
-                "202": _response("Queued on the MCP topic"),
-                "207": _response("Some of several proposals failed; see each result"),
-                "412": _response("A single proposal failed a precondition"),
-                **_ERRORS}}},
+                "200": _response("Every proposal succeeded", _RESULTS),
+                "202": _response("Queued on the MCP topic", _RESULTS),
+                "207": _response("Some of several proposals failed; see each result", _RESULTS),
+                "400": _response("Invalid request, or its single proposal (or every async one) is invalid",
+                                 _ERROR_OR_RESULTS),
+                "412": _response("A single proposal failed a precondition", _RESULTS),
+                "413": _response("Over the size limit (the request, or its single proposal)", _ERROR_OR_RESULTS)}}},
         "/v1/entities/{urn}": {
             "get": {"summary": "Latest version of every aspect", "parameters": [_URN],
-                    "responses": {"200": _response("The entity", {"type": "object"}),
-                                  "404": _response("No such entity"), **_ERRORS}},
+                    "responses": {"200": _response("The entity", _OBJECT), "404": _response("No such entity")}},
             "delete": {"summary": "Soft delete (status.removed), or purge with hard=true",
-                       "parameters": [_URN, {"name": "hard", "in": "query", "schema": {"type": "boolean"}}],
-                       "responses": {"200": _response("Deleted", {"type": "object"}),
-                                     "404": _response("No such entity"), **_ERRORS}}},
+                       "parameters": [_URN, _q("hard", kind="boolean")],
+                       "responses": {"200": _response("Deleted", _OBJECT), "400": _response("Invalid request"),
+                                     "404": _response("No such entity"), "412": _response("Refused")}}},
         "/v1/entities/{urn}/aspects/{aspect}": {"get": {
             "summary": "One aspect, latest or a given version",
-            "parameters": [_URN, _ASPECT, {"name": "version", "in": "query", "schema": {"type": "integer",
-                                                                                          "minimum": 1}}],
+            "parameters": [_URN, _ASPECT, _q("version", kind="integer", minimum=1, maximum=MAX_VERSION)],
             "responses": {"200": _response("The aspect", {"$ref": "#/components/schemas/Aspect"}),
-                          "404": _response("No such aspect or version"), **_ERRORS}}},
+                          "400": _response("Invalid version"), "404": _response("No such aspect or version")}}},
         "/v1/entities/{urn}/aspects/{aspect}/versions": {"get": {
             "summary": "Every version of an aspect", "parameters": [_URN, _ASPECT],
-            "responses": {"200": _response("The versions", {"type": "object"}),
-                          "404": _response("No such aspect"), **_ERRORS}}},
+            "responses": {"200": _response("The versions", _OBJECT), "404": _response("No such aspect")}}},
         "/aspects": {"post": {
             "summary": "DataHub Rest.li: ?action=ingestProposal | ingestProposalBatch",
-            "parameters": [{"name": "action", "in": "query", "required": True,
-                            "schema": {"type": "string", "enum": ["ingestProposal", "ingestProposalBatch"]}}],
-            "requestBody": {"required": True, "content": {_JSON: {"schema": {"type": "object"}}}},
-            "responses": {"200": _response("Applied", {"type": "object"}), "412": _response("Precondition failed"),
-                          **_ERRORS}}},
+            "parameters": [_q("action", required=True, enum=["ingestProposal", "ingestProposalBatch"])],
+            "requestBody": {"required": True, "content": {_JSON: {"schema": _OBJECT}}},
+            "responses": {"200": _response("Applied", _OBJECT), "202": _response("Queued", _RESULTS),
+                          "400": _response("Invalid request or proposal", _ERROR_OR_RESULTS),
+                          "412": _response("Precondition failed"), "413": _response("Over a size limit")}}},
         "/entities": {"post": {
             "summary": "DataHub Rest.li: ?action=delete {\"urn\": ...}",
-            "parameters": [{"name": "action", "in": "query", "required": True,
-                            "schema": {"type": "string", "enum": ["delete"]}}],
-            "requestBody": {"required": True, "content": {_JSON: {"schema": {"type": "object"}}}},
-            "responses": {"200": _response("Deleted", {"type": "object"}), "404": _response("No such entity"),
-                          **_ERRORS}}},
+            "parameters": [_q("action", required=True, enum=["delete"])],
+            "requestBody": {"required": True, "content": {_JSON: {"schema": _OBJECT}}},
+            "responses": {"200": _response("Deleted", _OBJECT), "400": _response("Invalid request"),
+                          "404": _response("No such entity"), "412": _response("Refused")}}},
         "/v1/search": {"get": {
             "summary": "Search entities (free text, prefix*, key:value, tags:x, schema:field)",
-            "parameters": [_q("query"), _q("types", "Entity types, comma-separated"), _q("scope", "USER or SYSTEM"),
-                           _q("sort", "relevance, name, -name, urn, -urn"), _q("start", kind="integer"),
-                           _q("count", kind="integer"), _q("includeRemoved", kind="boolean")],
-            "responses": {"200": _response("One page of results with facets", {"type": "object"}), **_ERRORS}}},
+            "parameters": [_q("query"), _q("types", "Entity types, comma-separated"),
+                           _q("scope", "USER or SYSTEM (any case)"), _q("sort", "relevance, name, -name, urn, -urn"),
+                           _q("start", kind="integer", minimum=0, maximum=MAX_START),
+                           _q("count", kind="integer", minimum=1, maximum=MAX_COUNT),
+                           _q("includeRemoved", kind="boolean")],
+            "responses": {"200": _response("One page of results with facets", _OBJECT),
+                          "400": _response("Invalid query or parameter")}}},
         "/v1/autocomplete": {"get": {
             "summary": "Names, field names and tags starting with a prefix",
-            "parameters": [_q("query"), _q("limit", kind="integer")],
-            "responses": {"200": _response("Suggestions", {"type": "object"}), **_ERRORS}}},
+            "parameters": [_q("query"), _q("limit", kind="integer", minimum=1, maximum=MAX_COUNT)],
+            "responses": {"200": _response("Suggestions", _OBJECT), "400": _response("Invalid parameter")}}},
         "/v1/lineage": {"get": {
             "summary": "Lineage of datasets, jobs and runs, breadth first",
-            "parameters": [_q("urn", required=True), _q("direction", "upstream, downstream or both"),
-                           _q("maxHops", kind="integer")],
-            "responses": {"200": _response("Nodes and edges", {"type": "object"}), **_ERRORS}}},
+            "parameters": [_q("urn", required=True), _q("direction", enum=["upstream", "downstream", "both"]),
+                           _q("maxHops", kind="integer", minimum=1, maximum=MAX_HOPS)],
+            "responses": {"200": _response("Nodes and edges", _OBJECT), "400": _response("Invalid parameter")}}},
         "/v1/lineage/fields": {"get": {
             "summary": "Field-level lineage from a schemaField URN",
-            "parameters": [_q("urn", required=True), _q("direction"), _q("maxHops", kind="integer")],
-            "responses": {"200": _response("Nodes and edges", {"type": "object"}), **_ERRORS}}},
+            "parameters": [_q("urn", required=True), _q("direction", enum=["upstream", "downstream", "both"]),
+                           _q("maxHops", kind="integer", minimum=1, maximum=MAX_HOPS)],
+            "responses": {"200": _response("Nodes and edges", _OBJECT), "400": _response("Invalid parameter")}}},
         "/v1/timeseries/{urn}/{aspect}": {"get": {
             "summary": "Points of a timeseries aspect in time order",
-            "parameters": [_URN, _ASPECT, _q("start", kind="integer"), _q("end", kind="integer"),
-                           _q("limit", kind="integer")],
-            "responses": {"200": _response("The points", {"type": "object"}), **_ERRORS}}},
+            "parameters": [_URN, _ASPECT, _q("start", kind="integer", minimum=-MAX_MILLIS, maximum=MAX_MILLIS),
+                           _q("end", kind="integer", minimum=-MAX_MILLIS, maximum=MAX_MILLIS),
+                           _q("limit", kind="integer", minimum=1, maximum=MAX_POINTS)],
+            "responses": {"200": _response("The points", _OBJECT), "400": _response("Invalid parameter")}}},
         "/config": {"get": {"summary": "Server configuration (DataHub clients check noCode)", "security": [],
-                            "responses": {"200": _response("Configuration", {"type": "object"})}}},
+                            "responses": {"200": _response("Configuration", _OBJECT)}}},
         "/health": {"get": {"summary": "Liveness", "security": [],
-                            "responses": {"200": _response("Alive", {"type": "object"})}}},
+                            "responses": {"200": _response("Alive", _OBJECT)}}},
+        "/health/ready": {"get": {"summary": "Readiness: every backend answers", "security": [],
+                                  "responses": {"200": _response("Ready", _OBJECT),
+                                                "503": _response("A backend does not answer", _OBJECT)}}},
+        "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {
+            "description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
     },
 }
 
+_READ_METHODS = ("get", "head", "options")
+_PATH_PARAMETER = re.compile(r"{([^}]+)}")
+
+
+def complete(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as served: every operation also lists what any route may answer (401 when it
+    needs a token, 413 with a body, 429 for writes, 503 when a backend is down) and declares the
+    path parameters its template names, so a client or fuzzer can rely on it."""
+    done = copy.deepcopy(document)
+    for template, item in done["paths"].items():
+        names = _PATH_PARAMETER.findall(template)
+        for method, operation in item.items():
+            declared = {p["name"] for p in operation.setdefault("parameters", []) if p.get("in") == "path"}
+            operation["parameters"] += [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
+                                        for name in names if name not in declared]
+            responses = operation.setdefault("responses", {})
+            extra = {"503": _response("A backend does not answer; retry after Retry-After")}
+            if operation.get("security") != []:
+                extra["401"] = _response("Missing or invalid bearer token")
+            if "requestBody" in operation:
+                extra |= {"400": _response("Invalid request"), "413": _response("Request over the size limit")}
+            if method not in _READ_METHODS:
+                extra["429"] = _response("Overloaded (the MCL processor lags); retry after Retry-After")
+            for status, response in extra.items():
+                responses.setdefault(status, response)
+    return done
+
 
 async def openapi(request: web.Request) -> web.Response:
-    return web.json_response(DOCUMENT)
+    return web.json_response(complete(DOCUMENT))
 
 
 def add_routes(app: web.Application) -> None:

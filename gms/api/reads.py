@@ -9,19 +9,7 @@ from aiohttp import web
 from gms.access import READ, visible_lineage
 from gms.api.access import readable, require
 from gms.api.app import api_of, error, principal_of
-
-
-def _int(request: web.Request, name: str, default: int | None, minimum: int = 0) -> int | None:
-    text = request.query.get(name)
-    if text is None:
-        return default
-    try:
-        value = int(text)
-    except ValueError:
-        raise web.HTTPBadRequest(text=f"{name}: {text!r} is not an integer") from None
-    if value < minimum:
-        raise web.HTTPBadRequest(text=f"{name}: must be at least {minimum}")
-    return value
+from gms.api.limits import MAX_COUNT, MAX_HOPS, MAX_MILLIS, MAX_POINTS, MAX_START, bool_param, int_param
 
 
 def _bad_request(err: ValueError) -> web.Response:
@@ -42,11 +30,12 @@ async def search(request: web.Request) -> web.Response:
     _reads_everything(request)
     query = request.query.get("query", "*")
     types = [t for t in request.query.get("types", "").split(",") if t] or None
-    include_removed = request.query.get("includeRemoved", "false").lower() == "true"
+    include_removed = bool_param(request, "includeRemoved")
     scope = request.query.get("scope")
     try:
         result = api_of(request).read_models.search.query(
-            query, types, _int(request, "start", 0), _int(request, "count", 10, minimum=1) or 10,
+            query, types, int_param(request, "start", 0, maximum=MAX_START),
+            int_param(request, "count", 10, 1, MAX_COUNT) or 10,
             include_removed, request.query.get("sort", "relevance"), scope.upper() if scope else None)
     except ValueError as err:
         return _bad_request(err)
@@ -56,7 +45,7 @@ async def search(request: web.Request) -> web.Response:
 async def autocomplete(request: web.Request) -> web.Response:
     _reads_everything(request)
     suggestions = api_of(request).read_models.search.autocomplete(
-        request.query.get("query", ""), _int(request, "limit", 10, minimum=1) or 10)
+        request.query.get("query", ""), int_param(request, "limit", 10, 1, MAX_COUNT) or 10)
     return web.json_response({"suggestions": [s.to_json() for s in suggestions]})
 
 
@@ -68,7 +57,7 @@ async def _lineage(request: web.Request, fields: bool) -> web.Response:
     walk = graph.field_query if fields else graph.query
     require(request, READ, urn)
     try:
-        result = walk(urn, request.query.get("direction", "both"), _int(request, "maxHops", 1, minimum=1) or 1)
+        result = walk(urn, request.query.get("direction", "both"), int_param(request, "maxHops", 1, 1, MAX_HOPS) or 1)
     except ValueError as err:
         return _bad_request(err)
     return web.json_response(visible_lineage(result, readable(request)).to_json())
@@ -86,8 +75,9 @@ async def timeseries(request: web.Request) -> web.Response:
     urn, aspect = request.match_info["urn"], request.match_info["aspect"]
     require(request, READ, urn)
     points = api_of(request).read_models.timeseries.query(
-        urn, aspect, _int(request, "start", None), _int(request, "end", None),
-        _int(request, "limit", 1000, minimum=1) or 1000)
+        urn, aspect, int_param(request, "start", None, -MAX_MILLIS, MAX_MILLIS),
+        int_param(request, "end", None, -MAX_MILLIS, MAX_MILLIS),
+        int_param(request, "limit", 1000, 1, MAX_POINTS) or 1000)
     return web.json_response({"urn": urn, "aspect": aspect, "points": points})
 
 
