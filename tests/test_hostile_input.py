@@ -85,8 +85,8 @@ def assert_refused_without_trace(hostile: Hostile, response: requests.Response, 
 
 
 def test_fuzzing_every_operation_of_the_openapi_document_gives_no_5xx(hostile: Hostile):
-    report = fuzz(hostile.url, TOKEN, examples=25)
-    assert report.cases > 500
+    report = fuzz(hostile.url, TOKEN, examples=8)
+    assert report.cases > 300
     assert report.server_errors == 0 and not report.failures, "\n\n".join(report.failures[:5])
     assert hostile.consistent()
 

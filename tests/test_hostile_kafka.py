@@ -20,11 +20,11 @@ from ingest.backends import Endpoints
 from ingest.eventlog import LogMessage
 from ingest.eventlog.kafka import KafkaEventLog
 from mcl_processor.distributed import DistributedReadModels
-from schemas.events import MCL, MCP, default_codec
+from schemas.events import FAILED_MCP, MCP, default_codec
 from schemas.registry import default_registry
 from tests.backends import unique_name
 from tests.builders import dataset_urn, properties, proposal
-from tests.scratch_keyspace import scratch_keyspace
+from tests.scratch_keyspace import ScratchKeyspace
 from tests.test_event_log import _drop_kafka_names
 from tests.test_hostile_input import HOSTILE_TEXT
 
@@ -56,17 +56,14 @@ def hostile_records() -> dict[str, bytes]:
     codec = default_codec()
     urn = dataset_urn("kafka.bad")
     good_body = mcp_bytes(urn, "datasetProperties", json.dumps(properties("x")).encode())
-    mcl = codec.encode(MCL, {"entityType": "dataset", "entityUrn": urn, "changeType": "UPSERT",
-                             "aspectName": "datasetProperties", "aspect": None, "entityKeyAspect": None,
-                             "previousAspectValue": None, "systemMetadata": None, "previousSystemMetadata": None,
-                             "headers": None, "created": None})
+    other = codec.encode(FAILED_MCP, {"mcp": proposal(urn, "status", {"removed": True}).to_record(), "error": "x"})
     return {
         "not Avro": b"not an event at all",
         "JSON, not Avro": json.dumps(proposal(urn, "status", {"removed": True}).to_json()).encode(),
         "empty": b"",
         "unknown writer schema": b"\xc3\x01" + bytes(8) + good_body[10:],
         "truncated body": good_body[:len(good_body) // 2],
-        "another event type (an MCL)": mcl,
+        "another event type (a FailedMCP)": other,
         "aspect value not JSON": mcp_bytes(urn, "datasetProperties", b"{not json"),
         "aspect value a lone surrogate": mcp_bytes(urn, "datasetProperties", b'{"description": "\\ud800"}'),
         "aspect value nested 5000 deep": mcp_bytes(urn, "datasetProperties", b"[" * 5000 + b"]" * 5000),
@@ -75,7 +72,7 @@ def hostile_records() -> dict[str, bytes]:
                                                                          for i in range(5000)]}).encode()),
         "URN injection": mcp_bytes("urn:li:dataset:(urn:li:dataPlatform:hive,a),b,PROD)", "datasetProperties",
                                    b"{}"),
-        "unknown change type": mcp_bytes(urn, "datasetProperties", b"{}", change="EXPLODE"),
+        "a patch that is no JSON Patch": mcp_bytes(urn, "datasetProperties", b'[{"op": "explode"}]', change="PATCH"),
         "unknown aspect": mcp_bytes(urn, "../../etc/passwd", b"{}"),
     }
 
@@ -109,15 +106,16 @@ def test_hostile_records_on_the_mcp_topic_are_parked_with_a_reason_and_the_consu
     assert all(f["error"] and ":" in f["error"] for f in failed), failed
     reasons = " | ".join(f["error"] for f in failed)
     for expected in ("unreadable proposal", "not a com.linkedin.mxe.MetadataChangeProposal", "too_large",
-                     "invalid_urn", "unknown_change_type", "unknown_aspect"):
+                     "invalid_urn", "unknown_aspect"):
         assert expected in reasons, reasons
 
 
 @pytest.fixture
 def opensearch_models(endpoints: Endpoints, cassandra_endpoints: Endpoints, opensearch_url: str
                       ) -> Iterator[DistributedReadModels]:
-    with scratch_keyspace(endpoints) as keyspace:
-        models = DistributedReadModels.connect(endpoints, default_registry(), keyspace=keyspace,
+    keyspace = ScratchKeyspace(endpoints)
+    try:
+        models = DistributedReadModels.connect(endpoints, default_registry(), keyspace=keyspace.name,
                                                index_prefix=unique_name("hostile"))
         try:
             yield models
@@ -125,6 +123,8 @@ def opensearch_models(endpoints: Endpoints, cassandra_endpoints: Endpoints, open
             models.search.drop()
             models.timeseries.drop()
             models.close()
+    finally:
+        keyspace.drop()
 
 
 def test_opensearch_search_and_autocomplete_answer_or_refuse_injection_attempts(opensearch_models):
@@ -136,5 +136,5 @@ def test_opensearch_search_and_autocomplete_answer_or_refuse_injection_attempts(
                 result = search.query(text, None, 0, 10, False, sort, None)
             except ValueError:
                 continue
-            assert result.total == 0 and result.results == []  # the index is empty: nothing can leak in
+            assert result.total == 0 and result.hits == []  # the index is empty: nothing can leak in
         search.autocomplete(text, 10)
