@@ -102,6 +102,7 @@ def test_search_with_autocomplete_and_keyboard_then_open_a_dataset(page: Page) -
     suggestions = page.locator("#suggestions [role=option]")
     expect(suggestions.first).to_be_visible()
     expect(page.locator("#suggestions")).to_contain_text("purchases")
+    expect(page.locator(".result-link").first).to_have_text("purchases")  # "purch" is searched as a prefix
     shot(page, "search-autocomplete")
     page.keyboard.press("Escape")
     page.locator("#q").fill("purchases")

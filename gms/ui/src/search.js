@@ -25,6 +25,11 @@ function searchHash(state) {
 }
 
 // A query with `key:value` added (or removed when present): facets are filters AND-ed with the text.
+// While typing, the last word is still being written: it is searched as a prefix.
+export function asTyped(query) {
+  return /(^|\s)[^\s:"*]+$/.test(query) ? `${query}*` : query;
+}
+
 function toggleTerm(query, term) {
   const terms = query.split(/\s+/).filter(Boolean);
   const quoted = /\s/.test(term) ? `"${term}"` : term;
@@ -104,7 +109,7 @@ export function searchPage(main, query) {
     searchAbort = controller;
     try {
       const data = await api.search(
-        state.q || "*",
+        (state.live ? asTyped(state.q) : state.q) || "*",
         { types: state.types, scope: state.scope, start: state.start, count: PAGE },
         controller.signal,
       );
@@ -173,7 +178,7 @@ export function searchPage(main, query) {
         const selected = name === "entityType" ? state.types.split(",").includes(value) : state.q.split(/\s+/).includes(term);
         const toggle = () => (name === "entityType"
           ? go({ types: selected ? "" : value, start: 0 })
-          : go({ q: toggleTerm(state.q === "*" && !selected ? "" : state.q, term), start: 0 }));
+          : go({ q: toggleTerm(state.q === "*" && !selected ? "" : state.q, term), start: 0, live: false }));
         return h("li", {}, h("button", { class: selected ? "facet-value selected" : "facet-value", "aria-pressed": String(selected),
           onclick: toggle }, name === "entityType" ? typeLabel(value) : value, h("span", { class: "n" }, sampled ? `~${count}` : count)));
       });
@@ -207,7 +212,7 @@ export function searchPage(main, query) {
       closeSuggestions();
     }
   }, 40);
-  const liveSearch = debounce(() => go({ q: input.value.trim(), start: 0 }), 50);
+  const liveSearch = debounce(() => go({ q: input.value.trim(), start: 0, live: true }), 50);
 
   function closeSuggestions() {
     suggestionRun++;
