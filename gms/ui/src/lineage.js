@@ -1,6 +1,7 @@
 // The lineage view: a dataset's lineage for a time window and depth; a program lists its runs
 // in the window, a run shows its metadata.
 
+import { api } from "./api.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
 import { entityLink } from "./entity.js";
 import { drawGraph } from "./graph.js";
@@ -57,7 +58,7 @@ async function showProgram(panel, program, relations) {
   try {
     const runs = (await Promise.all(ids.map(runInfo))).sort((a, b) => b.start - a.start);
     replace(list, runs.map((run) => h("li", {},
-      h("button", { class: "run", onclick: () => showRun(detail, run) }, shortName(run.urn)),
+      h("button", { class: "run", onclick: () => showRun(detail, run) }, shortName(run.run)),
       ` ${formatTime(run.start)} → ${run.end ? formatTime(run.end) : "running"} · ${run.status}`)));
   } catch (err) {
     replace(list, errorBox(err));
@@ -67,23 +68,21 @@ async function showProgram(panel, program, relations) {
 async function showRun(detail, run) {
   replace(detail, h("p", { class: "hint" }, "Loading…"));
   try {
-    const md = await scoped(run.urn);
-    const aspects = run.entity.aspects || {};
-    const props = aspects.dataProcessInstanceProperties?.value || {};
-    const io = (aspect, key) => aspects[aspect]?.value?.[key] || [];
+    const [entity, md] = await Promise.all([api.entity(run.run), scoped(run.run)]);
+    const props = entity.aspects?.dataProcessInstanceProperties?.value || {};
     const row = (k, v) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v));
-    replace(detail, h("h3", {}, "Run ", shortName(run.urn)),
+    const accessed = (access) => run.accesses.filter((a) => a.access === access).map((a) => [entityLink(a.dataset), " "]);
+    replace(detail, h("h3", {}, "Run ", shortName(run.run)),
       h("table", { class: "props run-metadata" }, h("tbody", {},
         row("program", run.program ? entityLink(run.program) : ""),
         row("started", formatTime(run.start)), row("ended", run.end ? formatTime(run.end) : "running"), row("status", run.status),
         row("type", props.type || ""),
         Object.entries(props.customProperties || {}).map(([k, v]) => row(k, v)),
-        row("reads", io("dataProcessInstanceInput", "inputs").map((u) => [entityLink(u), " "])),
-        row("writes", io("dataProcessInstanceOutput", "outputs").map((u) => [entityLink(u), " "])),
+        row("reads", accessed("read")), row("writes", accessed("write")),
         ["USER", "SYSTEM"].map((scope) => [
           md[scope].tags.length > 0 && row(`${scope} tags`, md[scope].tags.join(", ")),
           Object.entries(md[scope].properties).map(([k, v]) => row(`${scope} ${k}`, v))]))),
-      h("p", {}, entityLink(run.urn, "Open run page")));
+      h("p", {}, entityLink(run.run, "Open run page")));
   } catch (err) {
     replace(detail, errorBox(err));
   }

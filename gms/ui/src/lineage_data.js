@@ -1,7 +1,7 @@
 // Dataset lineage for a time window from CDAP's lineage API (v3): relations between datasets
 // and programs, each with the runs (running during the window) that made it.
 
-import { api, call } from "./api.js";
+import { call } from "./api.js";
 
 const runUrn = (id) => `urn:li:dataProcessInstance:${id}`;
 
@@ -18,21 +18,7 @@ export async function datasetLineage(urn, start, end, levels) {
   return { relations };
 }
 
-// A run's program, start, end and status, from its aspects and run events.
+// A run as the run-lineage tables see it: {run, program, start, end, status, accesses, ...}.
 export async function runInfo(urn) {
-  const [entity, events] = await Promise.all([
-    api.entity(urn),
-    api.timeseries(urn, "dataProcessInstanceRunEvent").catch(() => ({ points: [] })),
-  ]);
-  const props = entity.aspects?.dataProcessInstanceProperties?.value || {};
-  const started = events.points.find((p) => p.status === "STARTED");
-  const ended = events.points.find((p) => p.status === "COMPLETE");
-  return {
-    urn,
-    entity,
-    program: entity.aspects?.dataProcessInstanceRelationships?.value?.parentTemplate || null,
-    start: started?.timestampMillis ?? props.created?.time ?? null,
-    end: ended?.timestampMillis ?? null,
-    status: ended?.result?.type || props.customProperties?.status || (ended ? "COMPLETE" : "RUNNING"),
-  };
+  return call("GET", `/v1/runs/${encodeURIComponent(urn)}`);
 }
