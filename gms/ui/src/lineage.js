@@ -71,14 +71,13 @@ async function showRun(detail, run) {
     const [entity, md] = await Promise.all([api.entity(run.run), scoped(run.run)]);
     const props = entity.aspects?.dataProcessInstanceProperties?.value || {};
     const row = (k, v) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v));
-    const accessed = (access) => run.accesses.filter((a) => a.access === access).map((a) => [entityLink(a.dataset), " "]);
     replace(detail, h("h3", {}, "Run ", shortName(run.run)),
       h("table", { class: "props run-metadata" }, h("tbody", {},
         row("program", run.program ? entityLink(run.program) : ""),
         row("started", formatTime(run.start)), row("ended", run.end ? formatTime(run.end) : "running"), row("status", run.status),
         row("type", props.type || ""),
         Object.entries(props.customProperties || {}).map(([k, v]) => row(k, v)),
-        row("reads", accessed("read")), row("writes", accessed("write")),
+        row("accesses", run.accesses.map((a) => h("div", {}, entityLink(a.dataset), ` ${a.access}`))),
         ["USER", "SYSTEM"].map((scope) => [
           md[scope].tags.length > 0 && row(`${scope} tags`, md[scope].tags.join(", ")),
           Object.entries(md[scope].properties).map(([k, v]) => row(`${scope} ${k}`, v))]))),
