@@ -37,6 +37,7 @@ class AccessAdmin:
                                  " principals, tokens and grants)", 403)
 
     def add_principal(self, actor: str, name: str, display_name: str | None = None) -> str:
+        self.require_admin(actor)  # first: what a refused caller learns must not depend on the input
         if not isinstance(name, str) or not _NAME.fullmatch(name.removeprefix("urn:li:corpuser:")):
             raise AccessError(f"principal name {name!r}: use letters, digits, _ . @ -")
         urn = principal_urn(name)
@@ -46,12 +47,14 @@ class AccessAdmin:
         return urn
 
     def remove_principal(self, actor: str, name: str) -> str:
+        self.require_admin(actor)  # before looking the principal up: a 404 would tell who exists
         urn = self._existing_principal(name)
         self._apply(actor, [Proposal("corpuser", urn, "UPSERT", "status", {"removed": True})])
         return urn
 
     def create_token(self, actor: str, principal: str, label: str | None = None) -> dict[str, str]:
         """A new token for a principal: {"token" (shown once), "id", "principal"}."""
+        self.require_admin(actor)
         urn = self._existing_principal(principal)
         token = secrets.token_urlsafe(32)
         hashed = token_hash(token)
@@ -72,6 +75,7 @@ class AccessAdmin:
         return [{"resource": r, "privileges": [p for p in PRIVILEGES if p in held[r]]} for r in sorted(held)]
 
     def grant(self, actor: str, principal: str, resource: str, privileges: Iterable[str]) -> list[dict[str, Any]]:
+        self.require_admin(actor)
         wanted = _privileges(privileges)
         return self._change_grants(actor, principal, resource, lambda held: held | wanted)
 

@@ -1,9 +1,15 @@
 """Bearer-token authentication. Tokens are kept as SHA-256 hashes; the admin token is also
-written, readable by its owner only, to the data directory so the CLI can find it."""
+written, readable by its owner only, to the data directory so the CLI can find it.
+
+Comparisons are constant-time: a presented token is hashed, and its digest compared with each
+token held here by `hmac.compare_digest`, all of them every time; stored tokens are found by
+their digest, so timing could tell at most how much of a digest of the caller's own guess
+matched, which says nothing of any token."""
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import secrets
 from collections.abc import Callable
@@ -22,11 +28,11 @@ class TokenAuth:
     `lookup` (given a token's SHA-256), those stored as accessToken entities."""
 
     def __init__(self, lookup: Callable[[str], str | None] | None = None) -> None:
-        self._principals: dict[str, str] = {}
+        self._held: list[tuple[str, str]] = []  # (digest, principal)
         self.lookup = lookup
 
     def add(self, token: str, principal: str) -> None:
-        self._principals[_hash(token)] = principal
+        self._held.append((_hash(token), principal))
 
     def principal(self, authorization: str | None) -> str | None:
         """The principal of an `Authorization: Bearer <token>` header, or None."""
@@ -36,7 +42,10 @@ class TokenAuth:
         if scheme.lower() != "bearer" or not token.strip():
             return None
         hashed = _hash(token.strip())
-        found = self._principals.get(hashed)
+        found = None
+        for digest, principal in self._held:  # every one, so the time does not depend on which matched
+            if hmac.compare_digest(digest, hashed):
+                found = principal
         return found if found is not None or self.lookup is None else self.lookup(hashed)
 
 
