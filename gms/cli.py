@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gms import metadata_cli
+from gms.cli_replay import register as register_replay
 from gms.cli_tail import register as register_tail
 from gms.tracing import configure_logging
 from ingest.files import ProposalFileError, read_proposal_file
@@ -325,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     data_dir_option(restore)
     restore.set_defaults(func=cmd_restore)
     register_tail(sub)
+    register_replay(sub)
     return parser
 
 

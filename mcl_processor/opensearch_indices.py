@@ -36,13 +36,15 @@ class BulkError(RuntimeError):
 
 
 class IndexFamily:
-    """The indices `<prefix>_<model>_<key>` of one read model; `body(key)` gives an index's
-    settings and mappings."""
+    """The indices `<prefix>_<model>_<key><suffix>` of one read model; `body(key)` gives an
+    index's settings and mappings. A family with a suffix stages a rebuild: `adopt` makes its
+    indices the live family's, atomically (the live names become aliases of them)."""
 
     def __init__(self, client: OpenSearch, prefix: str, model: str, body: Callable[[str], Mapping[str, Any]],
-                 shards: int = 1, replicas: int = 0):
+                 shards: int = 1, replicas: int = 0, suffix: str = ""):
         self.client = client
         self.base = f"{prefix}_{model}_"
+        self.suffix = suffix
         self._body = body
         self._shards, self._replicas = shards, replicas
         self._ready: set[str] = set()
@@ -55,11 +57,11 @@ class IndexFamily:
         """The index of a key (an entity type or aspect name); raises ValueError for other text."""
         if not self.valid(key):
             raise ValueError(f"not an entity type or aspect name: {key!r}")
-        return self.base + key.lower()
+        return self.base + key.lower() + self.suffix
 
     @property
     def pattern(self) -> str:
-        return self.base + "*"
+        return self.base + "*" + self.suffix
 
     def ensure(self, keys: Iterable[str]) -> None:
         """Create the indices of these keys that do not exist yet."""
@@ -73,6 +75,9 @@ class IndexFamily:
             try:
                 self.client.indices.create(index=name, body={**body, "settings": settings})
             except RequestError as err:
+                if err.error == "invalid_index_name_exception" and "exists as alias" in str(err.info):
+                    self._ready.add(name)  # a rebuilt index behind the name (see adopt)
+                    continue
                 if err.error != "resource_already_exists_exception":
                     raise
                 # another process is creating it: wait until its shards have started
@@ -100,6 +105,38 @@ class IndexFamily:
         if targets:
             self.client.delete_by_query(index=",".join(targets), body={"query": query},
                                         params={**MISSING_OK, "refresh": "true", "conflicts": "proceed"})
+
+    def adopt(self, staging: IndexFamily, keys: Iterable[str] | None = None) -> None:
+        """Make the staging family's indices (of `keys`; None: all it has) this family's, in one
+        atomic alias change: each live name becomes an alias of its staging index, and the
+        index it named before (itself, or the one behind it) is deleted in the same step. A
+        key given without a staging index is left empty."""
+        staged = {name[len(staging.base):len(name) - len(staging.suffix)]: name for name in staging.existing()}
+        wanted = set(staged) if keys is None else {self.name(key)[len(self.base):] for key in keys}
+        staging.refresh(staged[key] for key in wanted if key in staged)
+        actions: list[dict[str, Any]] = []
+        for key in sorted(wanted):
+            live = self.base + key + self.suffix
+            actions += [{"remove_index": {"index": old}} for old in self._behind(live)]
+            if key in staged:
+                actions.append({"add": {"index": staged[key], "alias": live}})
+        if actions:
+            self.client.indices.update_aliases(body={"actions": actions})
+        self._ready.clear()
+
+    def aliases(self, index: str) -> list[str]:
+        """The aliases naming an index."""
+        try:
+            return sorted(self.client.indices.get_alias(index=index).get(index, {}).get("aliases", {}))
+        except NotFoundError:
+            return []
+
+    def _behind(self, name: str) -> list[str]:
+        """The index a name stands for: itself, or the indices of the alias it is (none if neither)."""
+        try:
+            return sorted(self.client.indices.get(index=name))
+        except NotFoundError:
+            return []
 
     def drop(self) -> None:
         """Delete every index of the family (tests; uninstalling)."""

@@ -79,6 +79,20 @@ def drain(subscription) -> list[Change]:
     return found
 
 
+def drop_kafka_names(bootstrap: str, prefix: str) -> None:
+    """Delete a test's topics and groups; a member closed while still joining stays in its group
+    until its session times out, so that is waited for."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        try:
+            _drop_kafka_names(bootstrap, prefix)
+            return
+        except KafkaException as err:
+            if err.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
 class SubscriptionContract(ABC):
     """What the SDK does on every event log. A subclass says how to open GMS on its log and
     what environment makes `lodestar` processes use it."""
@@ -310,15 +324,7 @@ class TestSubscriptionOnKafka(SubscriptionContract):
     def backend(self, kafka_bootstrap: str) -> Iterator[None]:
         self.bootstrap, self.prefix = kafka_bootstrap, unique_name("subscribe") + "-"
         yield
-        deadline = time.monotonic() + WAIT
-        while True:  # a member closed while still joining stays in its group until its session times out
-            try:
-                _drop_kafka_names(kafka_bootstrap, self.prefix)
-                return
-            except KafkaException as err:
-                if err.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        drop_kafka_names(kafka_bootstrap, self.prefix)
 
     def open_gms(self, data_dir: Path) -> Gms:
         data_dir.mkdir(parents=True, exist_ok=True)

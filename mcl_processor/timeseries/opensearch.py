@@ -1,5 +1,8 @@
 """Timeseries points on OpenSearch: one index per aspect, `<prefix>_timeseries_<aspect>`.
 
+A staging model NAME is the index family `<prefix>_timeseries_<aspect>__NAME`; the switch makes
+the live names aliases of its indices in one atomic alias change (IndexFamily.adopt).
+
 A point's document id is a hash of (urn, aspect, timestampMillis, partition, messageId), so
 appending it again replaces it. Appends refresh the indices they touched before returning
 (`refresh_interval` is off), so a point is readable once the batch that carried it is applied.
@@ -8,7 +11,7 @@ appending it again replaces it. Appends refresh the indices they touched before 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import orjson
@@ -16,7 +19,7 @@ from opensearchpy import OpenSearch
 
 from mcl_processor.changes import TimeseriesPoint
 from mcl_processor.opensearch_indices import DEFAULT_PREFIX, IndexFamily, bulk, search_page
-from mcl_processor.timeseries import TimeseriesStore
+from mcl_processor.timeseries import TimeseriesStore, staging_name
 
 MODEL = "timeseries"
 BODY = {"mappings": {"dynamic": "strict", "properties": {
@@ -36,9 +39,11 @@ def point_id(point: TimeseriesPoint) -> str:
 class OpenSearchTimeseriesStore(TimeseriesStore):
     """Timeseries points in the OpenSearch indices `<prefix>_timeseries_<aspect>`."""
 
-    def __init__(self, client: OpenSearch, prefix: str = DEFAULT_PREFIX, shards: int = 1, replicas: int = 0):
+    def __init__(self, client: OpenSearch, prefix: str = DEFAULT_PREFIX, shards: int = 1, replicas: int = 0,
+                 suffix: str = ""):
         self.client = client
-        self.indices = IndexFamily(client, prefix, MODEL, lambda _: BODY, shards, replicas)
+        self.prefix, self.shards, self.replicas = prefix, shards, replicas
+        self.indices = IndexFamily(client, prefix, MODEL, lambda _: BODY, shards, replicas, suffix)
 
     def append(self, points: Sequence[TimeseriesPoint]) -> None:
         if not points:
@@ -68,6 +73,22 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
 
     def clear(self) -> None:
         self.indices.delete_where({"match_all": {}})
+
+    def staging(self, name: str, fresh: bool) -> OpenSearchTimeseriesStore:
+        store = OpenSearchTimeseriesStore(self.client, self.prefix, self.shards, self.replicas,
+                                          f"__{staging_name(name)}")
+        if fresh:
+            if self.switched(name):
+                raise ValueError(f"{name!r} names the live timeseries indices now: choose another name")
+            store.drop()
+        return store
+
+    def switched(self, name: str) -> bool:
+        staging = self.staging(name, fresh=False).indices
+        return any(staging.aliases(index) for index in staging.existing())
+
+    def switch_to(self, name: str, aspects: Collection[str] | None = None) -> None:
+        self.indices.adopt(self.staging(name, fresh=False).indices, aspects)
 
     def drop(self) -> None:
         """Delete this prefix's timeseries indices."""

@@ -1,0 +1,275 @@
+"""Replay of the MCL topics for backfill (mcl_processor.replay, `lodestar replay`): a rebuild into
+a fresh timeseries model equals the live one and is switched to atomically, replays are
+idempotent, a replay beside live ingestion loses and doubles nothing, retention is noticed,
+a killed replay resumes. On the embedded log and read models, and on Kafka and OpenSearch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gms.service import Gms
+from gms.store.sqlite import SqliteAspectStore
+from ingest import topics
+from ingest.eventlog.kafka import KafkaEventLog
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import MclProcessor
+from mcl_processor.readmodels import ReadModels
+from mcl_processor.replay import Filters, Replay, make_plan
+from tests.backends import unique_name
+from tests.builders import dataset_urn, proposal
+from tests.processes import LODESTAR
+from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite
+from tests.test_subscribe import drop_kafka_names
+
+ACTOR = "urn:li:corpuser:tester"
+URNS = [dataset_urn(f"db.t{i}") for i in range(8)]
+RUN = "urn:li:dataProcessInstance:run1"
+WAIT = 30.0
+
+
+def profiles(start: int, count: int) -> list:
+    return [proposal(URNS[i % len(URNS)], "datasetProfile", {"timestampMillis": start + i, "rowCount": start + i})
+            for i in range(count)]
+
+
+class Live:
+    """GMS and the read models, with a stand-in for the live MCL processor that indexes every
+    MCL appended since its last call."""
+
+    def __init__(self, gms: Gms, models: ReadModels):
+        self.gms, self.models = gms, models
+        self.processor = MclProcessor(gms.registry, gms.codec, models)
+        self.read: dict[tuple[str, int], int] = {}
+        self.lock = threading.Lock()
+
+    def write(self, *proposals) -> None:
+        results = self.gms.apply(list(proposals), ACTOR)
+        assert all(r.failure is None for r in results)
+        self.index()
+
+    def index(self) -> None:
+        with self.lock:
+            for topic in (topics.MCL_VERSIONED, topics.MCL_TIMESERIES):
+                for part in range(self.gms.log.partitions(topic)):
+                    while records := self.gms.log.read(topic, part, self.read.get((topic, part), 0), 5000):
+                        self.processor.process(records)
+                        self.read[(topic, part)] = records[-1].offset + 1
+
+    def series(self, aspect: str = "datasetProfile") -> dict[str, list]:
+        return {urn: self.models.timeseries.query(urn, aspect, limit=10_000) for urn in URNS}
+
+    def replay(self, topic: str = topics.MCL_TIMESERIES, into: str | None = None, batch: int = 100,
+               aspect: str | None = None) -> int:
+        plan = make_plan(self.gms.log, topic)
+        positions = dict(plan.starts)
+        live = self.models.timeseries
+        replay = Replay(self.gms.log, self.processor, self.gms.store, Filters(aspect),
+                        live.staging(into, fresh=True) if into else None, batch)
+        if into:
+            return replay.rebuild(plan, positions, lambda *_: None, live, into, [aspect] if aspect else None)
+        return replay.run(plan, positions, lambda *_: None)
+
+
+class ReplayContract(ABC):
+    @abstractmethod
+    def open_gms(self, data_dir: Path) -> Gms: ...
+
+    @pytest.fixture
+    def live(self, models_factory: ModelsFactory, tmp_path: Path) -> Iterator[Live]:
+        gms = self.open_gms(tmp_path / "data")
+        models = models_factory(tmp_path / "data")
+        yield Live(gms, models)
+        models.close()
+        gms.close()
+
+    def test_a_rebuild_into_a_fresh_model_equals_the_live_one_and_is_switched_to_whole(self, live):
+        live.write(*[proposal(urn, "datasetProperties", {"description": urn}) for urn in URNS])
+        live.write(*profiles(0, 400))
+        live.write(proposal(RUN, "dataProcessInstanceRunEvent", {"timestampMillis": 5, "status": "STARTED"}))
+        live.write(proposal(URNS[0], "datasetKey", change="DELETE"))  # its points go, and must not come back
+        expected = live.series()
+        assert expected[URNS[0]] == [] and len(expected[URNS[1]]) == 50
+        runs = live.models.timeseries.query(RUN, "dataProcessInstanceRunEvent")
+        live.models.timeseries.clear()  # readers see an empty model until the rebuild is switched to
+
+        staging = live.models.timeseries.staging("rebuilt", fresh=True)
+        replay = Replay(live.gms.log, live.processor, live.gms.store, Filters(), staging, batch=100)
+        plan = make_plan(live.gms.log, topics.MCL_TIMESERIES)
+        positions = dict(plan.starts)
+        seen_while_building = []
+        replay.run(plan, positions, lambda *_: seen_while_building.append(live.series()[URNS[1]]))
+        assert seen_while_building and all(points == [] for points in seen_while_building)
+        assert [staging.query(urn, "datasetProfile", limit=10_000) for urn in URNS] == list(expected.values())
+        assert not live.models.timeseries.switched("rebuilt")
+        replay.rebuild(plan, positions, lambda *_: None, live.models.timeseries, "rebuilt", None)
+        assert live.models.timeseries.switched("rebuilt")
+        assert live.series() == expected
+        assert live.models.timeseries.query(RUN, "dataProcessInstanceRunEvent") == runs
+        live.write(*profiles(1000, 8))  # the live processor now writes to the rebuilt model
+        assert len(live.series()[URNS[1]]) == 51
+
+    def test_replays_are_idempotent(self, live):
+        live.write(*[proposal(urn, "datasetProperties", {"description": urn}) for urn in URNS])
+        live.write(*profiles(0, 200))
+        series, hits = live.series(), live.models.search.query("db").total
+        for _ in range(2):
+            assert live.replay() == 200
+            live.replay(topics.MCL_VERSIONED)
+            assert live.series() == series and live.models.search.query("db").total == hits
+        live.replay(into="again")
+        assert live.series() == series
+
+    def test_only_the_chosen_aspect_is_rebuilt(self, live):
+        live.write(*profiles(0, 80),
+                   proposal(RUN, "dataProcessInstanceRunEvent", {"timestampMillis": 5, "status": "STARTED"}))
+        expected = live.series()
+        live.models.timeseries.clear()
+        live.replay(into="profiles", aspect="datasetProfile")
+        assert live.series() == expected
+        assert live.models.timeseries.query(RUN, "dataProcessInstanceRunEvent") == []  # not replayed, left alone
+
+    def test_a_rebuild_beside_live_ingestion_loses_and_doubles_nothing(self, live):
+        live.write(*profiles(0, 400))
+        stop, done = threading.Event(), threading.Event()
+        written = [400]
+        processor = threading.Thread(target=live.processor.run, args=(live.gms.log, stop),
+                                     kwargs={"poll_timeout": 0.1, "workers": 0})  # the live MCL processor
+
+        def ingest() -> None:  # up to 10 rounds, while the rebuild runs
+            while not done.is_set() and written[0] < 800:
+                assert all(r.failure is None for r in live.gms.apply(profiles(written[0], 40), ACTOR))
+                written[0] += 40
+
+        writer = threading.Thread(target=ingest)
+        processor.start()
+        writer.start()
+        try:
+            live.replay(into="beside", batch=200)
+        finally:
+            done.set()
+            writer.join()
+            caught_up = live.processor.wait_until_caught_up(live.gms.log, WAIT)
+            stop.set()
+            processor.join()
+        assert caught_up and written[0] > 400  # ingestion went on during the rebuild
+        series = live.series()
+        assert sorted(p["rowCount"] for points in series.values() for p in points) == list(range(written[0]))
+
+    def test_a_plan_notes_what_retention_dropped(self, live):
+        live.write(*profiles(0, 40))
+        log_ = live.gms.log
+        before = int(time.time() * 1000) - 60_000
+        assert make_plan(log_, topics.MCL_TIMESERIES, from_ms=before).truncated == {}
+        full = make_plan(log_, topics.MCL_TIMESERIES)
+        part = max(full.ends, key=lambda p: full.ends[p])
+        log_.delete_before(topics.MCL_TIMESERIES, part, 3)
+        assert make_plan(log_, topics.MCL_TIMESERIES, from_ms=before).truncated == {part: 3}
+        assert make_plan(log_, topics.MCL_TIMESERIES, from_offset=1).truncated == {part: 3}
+        later = make_plan(log_, topics.MCL_TIMESERIES, from_offset=4)
+        assert later.truncated == {} and later.starts[part] == 4
+        assert later.total == sum(max(0, end - 4) for end in full.ends.values())
+
+
+class TestReplayEmbedded(OnSqlite, ReplayContract):
+    def open_gms(self, data_dir: Path) -> Gms:
+        return Gms.embedded(data_dir)
+
+
+class KafkaLog:
+    @pytest.fixture(autouse=True)
+    def _kafka(self, kafka_bootstrap: str) -> Iterator[None]:
+        self.bootstrap, self.prefix = kafka_bootstrap, unique_name("replay") + "-"
+        yield
+        drop_kafka_names(kafka_bootstrap, self.prefix)
+
+    def open_gms(self, data_dir: Path) -> Gms:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        return Gms(SqliteAspectStore(data_dir / "lodestar.db"),
+                   KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT))
+
+    def cli_env(self) -> dict[str, str]:
+        return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": self.bootstrap,
+                "LODESTAR_KAFKA_PREFIX": self.prefix}
+
+
+class TestReplayOnKafkaAndOpenSearch(KafkaLog, OnOpenSearch, ReplayContract):
+    pass
+
+
+class ReplayCommandContract(ABC):
+    """`lodestar replay` as a process, on the embedded read models of a data directory."""
+
+    @abstractmethod
+    def open_gms(self, data_dir: Path) -> Gms: ...
+
+    def cli_env(self) -> dict[str, str]:
+        return {}
+
+    @pytest.fixture
+    def live(self, tmp_path: Path) -> Iterator[Live]:
+        gms = self.open_gms(tmp_path / "data")
+        models = SqliteReadModels.in_data_dir(tmp_path / "data")
+        self.data_dir = tmp_path / "data"
+        yield Live(gms, models)
+        models.close()
+        gms.close()
+
+    def replay(self, *args: str, crash: bool = False) -> subprocess.CompletedProcess:
+        env = {**os.environ, **self.cli_env(), **({"LODESTAR_CRASH_AT": "replay-after-checkpoint"} if crash else {})}
+        return subprocess.run([*LODESTAR, "replay", "--data-dir", str(self.data_dir), *args], env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    def test_a_killed_replay_resumes_from_its_checkpoint(self, live):
+        live.write(*profiles(0, 600))
+        expected = live.series()
+        live.models.timeseries.clear()
+        killed = self.replay("--topic", "timeseries", "--into", "fresh", "--batch-size", "100", crash=True)
+        assert killed.returncode == 137, killed.stderr
+        assert len(list((self.data_dir / "replay").glob("*.json"))) == 1  # its checkpoint
+        assert live.series() == {urn: [] for urn in URNS}  # not switched: readers see the old model
+        resumed = self.replay("--topic", "timeseries", "--into", "fresh", "--batch-size", "100")
+        assert resumed.returncode == 0, resumed.stderr
+        assert "resuming: 100 of 600 events were replayed before" in resumed.stdout
+        assert "replayed 500 events" in resumed.stdout and "readers now use fresh" in resumed.stdout
+        assert live.series() == expected
+        assert list((self.data_dir / "replay").glob("*.json")) == []
+
+    def test_a_start_past_retention_restores_versioned_aspects_from_the_store(self, live):
+        live.write(*[proposal(urn, "datasetProperties", {"description": f"about {urn}"}) for urn in URNS])
+        live.models.clear()
+        log_ = live.gms.log
+        for part in range(log_.partitions(topics.MCL_VERSIONED)):
+            log_.delete_before(topics.MCL_VERSIONED, part, log_.end_offset(topics.MCL_VERSIONED, part) - 1)
+        done = self.replay("--topic", "versioned", "--from", "2020-01-01T00:00:00Z")
+        assert done.returncode == 0, done.stderr
+        assert "older than what MetadataChangeLog_Versioned_v1 still holds" in done.stderr
+        assert "restoring the versioned read models from the aspect store instead" in done.stderr
+        assert live.models.search.query("about").total == len(URNS)
+        timeseries = self.replay("--topic", "timeseries", "--from-offset", "0")
+        assert timeseries.returncode == 0 and "past its retention" not in timeseries.stderr
+
+    def test_bad_requests_are_refused_with_a_message(self, live):
+        for args, message in ((("--topic", "versioned", "--into", "x"), "--into applies to --topic timeseries"),
+                              (("--topic", "timeseries", "--into", "Bad-Name"), "lowercase letters and digits"),
+                              (("--topic", "timeseries", "--aspect", "datasetProperties"), "is a versioned aspect"),
+                              (("--topic", "timeseries", "--from", "soon"), "is not an ISO-8601 time"),
+                              (("--topic", "timeseries", "--from", "2026-01-01", "--from-offset", "3"), "not both")):
+            result = self.replay(*args)
+            assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+class TestReplayCommandEmbedded(ReplayCommandContract):
+    def open_gms(self, data_dir: Path) -> Gms:
+        return Gms.embedded(data_dir)
+
+
+class TestReplayCommandOnKafka(KafkaLog, ReplayCommandContract):
+    pass
