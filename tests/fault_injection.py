@@ -398,7 +398,7 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> Run
     started = time.monotonic()
     first, rest = seed_and_rest(work)
     stack.produce(first)
-    stack.await_mcps_applied()
+    stack.await_mcps_applied(timeout=max(90.0, len(first) / 50))
     stack.note(f"seed round applied: {len(first)} MCPs")
     chunk = len(rest) // (kills + 1) + 1
     for k in range(kills + 1):
@@ -409,12 +409,13 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> Run
         stack.produce(part)
         if k == kills:
             break
-        stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied")
+        stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied",
+                     timeout=max(90.0, len(part) / 50))
         victim = rng.choice(sorted(running))
         running[victim].kill()
         stack.note(f"kill {k + 1}: {victim}, {stack.mcp_committed()} MCPs committed")
         running[victim] = names[victim](victim)
-    stack.await_mcps_applied(timeout=300)
+    stack.await_mcps_applied(timeout=max(300.0, work.mcps / 50))
     stack.note("every MCP applied")
     wanted = expected_versions(work)
     expected_mcls = {(urn, aspect, v) for (urn, aspect), versions in wanted.items() for v, _ in versions}

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import schemathesis
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, Verbosity, given, settings
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import (
@@ -58,7 +58,7 @@ def _runner(operation: Any, mode: GenerationMode, headers: dict[str, str], examp
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @settings(max_examples=examples, deadline=None, database=None, derandomize=derandomize,
-              suppress_health_check=list(HealthCheck))
+              suppress_health_check=list(HealthCheck), verbosity=Verbosity.quiet)
     def run(case: schemathesis.Case) -> None:
         generated = case.headers or {}
         # a negative case may leave the token out on purpose (then 401 is the answer it wants)

@@ -86,7 +86,7 @@ def assert_refused_without_trace(hostile: Hostile, response: requests.Response, 
 
 def test_fuzzing_every_operation_of_the_openapi_document_gives_no_5xx(hostile: Hostile):
     report = fuzz(hostile.url, TOKEN, examples=8)
-    assert report.cases > 300
+    assert report.cases > 300 and report.statuses[401] < report.cases / 2  # most of them past authentication
     assert report.server_errors == 0 and not report.failures, "\n\n".join(report.failures[:5])
     assert hostile.consistent()
 

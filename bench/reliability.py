@@ -1,0 +1,177 @@
+"""Reliability figures: crash safety under SIGKILL, fuzzing, and memory over a soak at full rate.
+
+    .venv/bin/python -m bench.reliability [--entities 10900] [--kills 20] [--stack-entities 10900]
+        [--stack-kills 20] [--fuzz-examples 200] [--soak-seconds 600] [--skip-stack]
+
+1. Crash safety, embedded (tests/fault_injection.py, run_embedded): about 100,000 MCPs (UPSERT,
+   PATCH and DELETE chains, each step conditioned on the version before it; timeseries points)
+   over REST into `lodestar serve --workers 2`, its process group SIGKILLed `--kills` times at
+   random moments spread over the run; then versions, MCLs, timeseries points and `lodestar check`.
+2. The same on Kafka, Cassandra and OpenSearch (run_distributed): the MCPs appended to the MCP
+   topic for two `lodestar gms` and two `lodestar mcl-processor` processes, a random one killed
+   and restarted each time (needs the servers of deploy/; --skip-stack leaves it out).
+3. Fuzzing (tests/fuzz.py): schemathesis over every operation of /openapi.json, valid and invalid
+   data, `--fuzz-examples` cases per operation and mode, against a live embedded server.
+4. Soak: `lodestar serve --workers 2` fed new datasets by 4 clients as fast as it takes them
+   (429s waited out as Retry-After says) for `--soak-seconds`; the resident memory of all its
+   processes is sampled every 10 s (start = after the first 30 s).
+
+Figures only, never asserted. On a machine shared with other work they move between runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from bench.datasets import dataset_mcps
+from gms.service import Gms, Limits
+from ingest.backends import Endpoints
+from ingest.rest import RestClient
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import MclProcessor
+from tests.conftest import TOKEN as SERVER_TOKEN
+from tests.conftest import start_server
+from tests.fault_injection import RunReport, Server, run_distributed, run_embedded
+from tests.fuzz import fuzz
+from tests.processes import TOKEN
+
+
+def crash_embedded(entities: int, kills: int) -> RunReport:
+    with tempfile.TemporaryDirectory(prefix="lodestar-reliability-") as root:
+        return run_embedded(Path(root), entities, kills, note=lambda _: None)
+
+
+def crash_distributed(entities: int, kills: int) -> RunReport:
+    from tests.test_distributed_stack import Stack
+
+    with tempfile.TemporaryDirectory(prefix="lodestar-reliability-stack-") as root:
+        stack = Stack(Path(root), Endpoints.from_env())
+        stack.note = lambda _: None  # type: ignore[method-assign]
+        try:
+            return run_distributed(stack, entities, kills)
+        finally:
+            stack.close()
+
+
+def fuzz_embedded(examples: int):
+    with tempfile.TemporaryDirectory(prefix="lodestar-fuzz-") as root:
+        data = Path(root)
+        gms = Gms.embedded(data, Limits(max_aspect_bytes=64 * 1024, max_request_bytes=1024 * 1024, max_batch=100))
+        models = SqliteReadModels.in_data_dir(data, gms.registry)
+        processor = MclProcessor(gms.registry, gms.codec, models)
+        stop = threading.Event()
+        indexing = threading.Thread(target=processor.run, args=(gms.log, stop, 0.05), daemon=True)
+        indexing.start()
+        live, thread = start_server(gms, models, processor)
+        try:
+            report = fuzz(live.url, SERVER_TOKEN, examples)
+            processor.wait_until_caught_up(gms.log, 60)
+            consistent = processor.check(gms.store).ok
+        finally:
+            thread.stop()
+            stop.set()
+            indexing.join(10)
+            models.close()
+            gms.close()
+        return report, consistent
+
+
+def group_rss(leader: int) -> int:
+    """Resident bytes of every process in the process group of `leader`."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) != leader:  # pgrp
+                continue
+            total += int(next(line.split()[1] for line in (entry / "status").read_text().splitlines()
+                              if line.startswith("VmRSS:"))) * 1024
+        except (OSError, StopIteration, IndexError, ValueError):
+            continue  # the process ended meanwhile
+    return total
+
+
+def soak(seconds: float) -> tuple[int, int, int, int]:
+    """(MCPs accepted, RSS at start, RSS at the end, peak RSS) of a soak at full rate."""
+    with tempfile.TemporaryDirectory(prefix="lodestar-soak-") as root:
+        server = Server(Path(root) / "data", Path(root) / "serve.out")
+        server.start()
+        assert server.proc is not None
+        stop = threading.Event()
+        accepted = [0]
+        lock = threading.Lock()
+
+        def feed(client_no: int) -> None:
+            client = RestClient(server.url, TOKEN, timeout=120)
+            rng = random.Random(client_no)
+            batch = 0
+            while not stop.is_set():
+                first = client_no * 10_000_000 + batch * 64  # new datasets every batch
+                mcps = [m for i in range(first, first + 64) for m in dataset_mcps(i, rng)]
+                results = client.propose(mcps)
+                with lock:
+                    accepted[0] += sum(r["status"] in ("applied", "noop") for r in results)
+                batch += 1
+
+        feeders = [threading.Thread(target=feed, args=(n,), daemon=True) for n in range(4)]
+        started = time.monotonic()
+        for feeder in feeders:
+            feeder.start()
+        samples: list[int] = []
+        while time.monotonic() - started < seconds:
+            time.sleep(10)  # the sampling interval
+            samples.append(group_rss(server.proc.pid))
+        stop.set()
+        for feeder in feeders:
+            feeder.join(120)
+        server.stop()
+        start = samples[min(2, len(samples) - 1)]
+        return accepted[0], start, samples[-1], max(samples)
+
+
+def _crash_lines(label: str, report: RunReport) -> None:
+    verdict = report.verdict
+    print(f"{label:<26} MCPs ingested {report.mcps:>8,}   kills survived {report.kills:>3}   "
+          f"{report.seconds:7.1f} s   ({report.mcps / report.seconds:,.0f} MCP/s with the kills)")
+    print(f"{'':<26} proposals lost {verdict.lost}   MCLs duplicated {verdict.doubled_mcls} (topic), "
+          f"{verdict.doubled_points} (read models)   MCLs missing {verdict.missing_mcls}   "
+          f"divergences (lodestar check) {verdict.divergences}   versions checked {verdict.versions:,}")
+    for example in verdict.examples[:5]:
+        print(f"{'':<26} e.g. {example[:300]}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--entities", type=int, default=10_900, help="about 9.2 MCPs each (100,000 by default)")
+    parser.add_argument("--kills", type=int, default=20)
+    parser.add_argument("--stack-entities", type=int, default=10_900)
+    parser.add_argument("--stack-kills", type=int, default=20)
+    parser.add_argument("--skip-stack", action="store_true")
+    parser.add_argument("--fuzz-examples", type=int, default=200)
+    parser.add_argument("--soak-seconds", type=float, default=600)
+    args = parser.parse_args()
+    os.environ.setdefault("LODESTAR_LOG_FORMAT", "json")
+
+    _crash_lines("crash safety (embedded)", crash_embedded(args.entities, args.kills))
+    if not args.skip_stack:
+        _crash_lines("crash safety (real stack)", crash_distributed(args.stack_entities, args.stack_kills))
+    report, consistent = fuzz_embedded(args.fuzz_examples)
+    statuses = ", ".join(f"{status}: {n}" for status, n in sorted(report.statuses.items()))
+    print(f"{'fuzzing (schemathesis)':<26} cases tried {report.cases:,}   5xx seen {report.server_errors}   "
+          f"other check failures {len(report.failures)}   read models equal the store: {consistent}   ({statuses})")
+    accepted, start, end, peak = soak(args.soak_seconds)
+    print(f"{'soak at full rate':<26} {args.soak_seconds:.0f} s, {accepted:,} MCPs accepted "
+          f"({accepted / args.soak_seconds:,.0f} MCP/s)   RSS start {start / 2**20:,.0f} MiB   "
+          f"end {end / 2**20:,.0f} MiB   peak {peak / 2**20:,.0f} MiB   (all processes of lodestar serve --workers 2)")
+
+
+if __name__ == "__main__":
+    main()
