@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from gms import metadata_cli
 from gms.cli_replay import register as register_replay
 from gms.cli_tail import register as register_tail
+from gms.cli_webhooks import register as register_webhooks
 from gms.tracing import configure_logging
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError, RestClient
@@ -327,6 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
     restore.set_defaults(func=cmd_restore)
     register_tail(sub)
     register_replay(sub)
+    register_webhooks(sub)
     return parser
 
 

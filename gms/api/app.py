@@ -149,6 +149,8 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
     run_lineage.add_routes(app)
     field_lineage_v3.add_routes(app)
     openlineage.add_routes(app)
+    from gms.api.webhooks import add_routes as add_webhook_routes
+    add_webhook_routes(app)
 
     async def shutdown(app: web.Application) -> None:
         app[GMS_KEY].writer.shutdown(wait=True)

@@ -1,0 +1,177 @@
+"""Webhooks: registration through the API (stored as MCPs), delivery of matching changes to a
+real local HTTP receiver with an HMAC signature, retries with backoff, dead letters in the API."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from gms.webhook_delivery import WebhookDispatcher
+from tests.builders import dataset_urn, mcp
+from tests.conftest import LiveServer, free_port
+
+WAIT = 20.0
+ORDERS, ITEMS = dataset_urn("db.orders"), dataset_urn("db.items")
+
+
+class Receiver:
+    """An HTTP server on a free port that records each POST and answers the next status of
+    `statuses` (then 200)."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.statuses: list[int] = []
+        self.lock = threading.Condition()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+                body = self.rfile.read(int(self.headers["Content-Length"]))
+                with receiver.lock:
+                    receiver.requests.append((dict(self.headers), body))
+                    status = receiver.statuses.pop(0) if receiver.statuses else 200
+                    receiver.lock.notify_all()
+                self.send_response(status)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def wait_for(self, count: int) -> list[tuple[dict[str, str], dict]]:
+        with self.lock:
+            assert self.lock.wait_for(lambda: len(self.requests) >= count, WAIT), \
+                f"{len(self.requests)} of {count} requests arrived"
+            return [(headers, json.loads(body)) for headers, body in self.requests]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture
+def dispatching(server: LiveServer) -> Iterator[list[WebhookDispatcher]]:
+    """Starts the dispatcher (after the test registered its webhooks) in a thread; stops it after."""
+    started: list[tuple[WebhookDispatcher, threading.Thread]] = []
+
+    def start(**options) -> WebhookDispatcher:
+        dispatcher = WebhookDispatcher(server.gms, **{"attempts": 3, "backoff": 0.05, "timeout": 5.0, **options})
+        thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
+        thread.start()
+        started.append((dispatcher, thread))
+        return dispatcher
+
+    yield start
+    for dispatcher, thread in started:
+        dispatcher.stop()
+        thread.join(WAIT)
+
+
+def propose(server: LiveServer, *mcps: dict) -> None:
+    server.client().call("POST", "/v1/proposals", {"proposals": list(mcps)})
+
+
+def test_matching_changes_are_posted_signed_to_each_webhook(server, receiver, dispatching):
+    client = server.client()
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "before any webhook"}))
+    tags = client.call("POST", "/v1/webhooks", {"url": receiver.url, "secret": "s3cret", "aspects": ["globalTags"]},
+                       ok=(201,))
+    items = client.call("POST", "/v1/webhooks", {"url": receiver.url + "?items", "urnPattern": "%db.items%",
+                                                 "changeTypes": ["UPSERT"]}, ok=(201,))
+    assert tags["secret"] == "s3cret" and len(items["secret"]) > 20 and tags["aspects"] == ["globalTags"]
+    dispatching()
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "not for either"}),
+            mcp(ORDERS, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}),
+            mcp(ITEMS, "datasetProperties", {"description": "for items"}))
+    propose(server, mcp(ITEMS, "globalTags", {"tags": []}))  # for both
+    requests = receiver.wait_for(5)
+    got = sorted((h["X-Lodestar-Webhook"], b["change"]["entityUrn"], b["change"]["aspectName"]) for h, b in requests)
+    assert got == sorted([(tags["id"], ORDERS, "globalTags"), (tags["id"], ITEMS, "globalTags"),
+                          (items["id"], ITEMS, "datasetKey"), (items["id"], ITEMS, "datasetProperties"),
+                          (items["id"], ITEMS, "globalTags")])
+    secrets = {tags["id"]: "s3cret", items["id"]: items["secret"]}
+    for headers, body in receiver.requests:
+        key = secrets[headers["X-Lodestar-Webhook"]].encode()
+        expected = "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
+        assert headers["X-Lodestar-Signature"] == expected and headers["Content-Type"] == "application/json"
+    (tagged,) = [b for h, b in receiver.wait_for(5) if b["change"]["entityUrn"] == ORDERS]
+    assert tagged["change"]["aspect"] == {"tags": [{"tag": "urn:li:tag:pii"}]} and tagged["change"]["version"] == 1
+    assert tagged["delivery"] == f"{tagged['change']['topic']}/{tagged['change']['partition']}/" \
+                                 f"{tagged['change']['offset']}"
+    listed = client.call("GET", "/v1/webhooks")["webhooks"]
+    assert {hook["id"] for hook in listed} == {tags["id"], items["id"]} and all("secret" not in h for h in listed)
+    assert len(client.call("GET", f"/v1/entities/urn%3Ali%3Awebhook%3A{tags['id']}/aspects/webhookInfo/versions")
+               ["versions"]) == 1  # stored as an aspect, versioned
+
+
+def test_a_failing_url_is_retried_and_then_dead_lettered(server, receiver, dispatching):
+    client = server.client()
+    hook = client.call("POST", "/v1/webhooks", {"url": receiver.url, "aspects": ["datasetProperties"]}, ok=(201,))
+    receiver.statuses = [500, 503]  # the third send succeeds
+    dispatching()
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "third time lucky"}))
+    requests = receiver.wait_for(3)
+    assert len({json.dumps(body, sort_keys=True) for _, body in requests}) == 1  # the same delivery each time
+    assert client.call("GET", f"/v1/webhooks/{hook['id']}/dead-letters")["deadLetters"] == []
+
+    receiver.statuses = [502] * 3  # every send of the next change fails
+    propose(server, mcp(ITEMS, "datasetProperties", {"description": "never accepted"}))
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "delivered after the dead one"}))
+    requests = receiver.wait_for(7)
+    assert [b["change"]["aspect"]["description"] for _, b in requests[3:]] == ["never accepted"] * 3 + [
+        "delivered after the dead one"]
+    deadline = time.monotonic() + WAIT
+    while not (dead := client.call("GET", f"/v1/webhooks/{hook['id']}/dead-letters")["deadLetters"]):
+        assert time.monotonic() < deadline, "no dead letter listed"
+        time.sleep(0.05)
+    (letter,) = dead
+    assert letter["attempts"] == 3 and letter["lastError"] == "HTTP 502"
+    assert json.loads(letter["body"])["change"]["aspect"] == {"description": "never accepted"}
+    assert letter["messageId"] == json.loads(letter["body"])["delivery"]
+
+
+def test_a_removed_webhook_gets_nothing_more(server, receiver, dispatching):
+    client = server.client()
+    hook = client.call("POST", "/v1/webhooks", {"url": receiver.url, "entityTypes": ["dataset"]}, ok=(201,))
+    dispatching()
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "one"}))
+    receiver.wait_for(2)  # key aspect and properties
+    client.call("DELETE", f"/v1/webhooks/{hook['id']}")
+    assert client.request("GET", f"/v1/webhooks/{hook['id']}")[0] == 404
+    sentinel = client.call("POST", "/v1/webhooks", {"url": receiver.url + "?sentinel", "aspects": ["status"]},
+                           ok=(201,))
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "two"}))
+    propose(server, mcp(ORDERS, "status", {"removed": False}))
+    requests = receiver.wait_for(3)
+    assert [h["X-Lodestar-Webhook"] for h, _ in requests[2:]] == [sentinel["id"]]
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ({"url": "ftp://example.com/x"}, "is not an http(s) URL"),
+    ({"url": "http://example.com/x", "aspects": ["noSuchAspect"]}, "aspects: unknown aspect 'noSuchAspect'"),
+    ({"url": "http://example.com/x", "changeTypes": ["MERGE"]}, "changeTypes: unknown changeType 'MERGE'"),
+    ({"url": "http://example.com/x", "colour": "blue"}, "unknown field(s) colour"),
+    ([1, 2], "body must be a JSON object"),
+])
+def test_bad_registrations_are_refused_with_a_reason(server, body, message):
+    status, answer = server.client().request("POST", "/v1/webhooks", body)
+    assert status == 400 and message in answer["message"]
+    assert server.client().call("GET", "/v1/webhooks")["webhooks"] == []
