@@ -140,7 +140,8 @@ def soak(seconds: float) -> tuple[int, int, int, int]:
 def _crash_lines(label: str, report: RunReport) -> None:
     verdict = report.verdict
     print(f"{label:<26} MCPs ingested {report.mcps:>8,}   kills survived {report.kills:>3}   "
-          f"{report.seconds:7.1f} s   ({report.mcps / report.seconds:,.0f} MCP/s with the kills)")
+          f"{report.seconds:7.1f} s   ({report.mcps / report.seconds:,.0f} MCP/s with the kills)   "
+          f"delivered twice and applied once: {report.duplicates_absorbed}")
     print(f"{'':<26} proposals lost {verdict.lost}   MCLs duplicated {verdict.doubled_mcls} (topic), "
           f"{verdict.doubled_points} (read models)   MCLs missing {verdict.missing_mcls}   "
           f"divergences (lodestar check) {verdict.divergences}   versions checked {verdict.versions:,}")

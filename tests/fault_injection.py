@@ -232,8 +232,10 @@ class RunReport:
     mcps: int
     kills: int
     seconds: float
-    resent: int  # proposals sent again after a response lost to a kill
-    applied_by_lost_attempt: int  # of those, applied by the attempt whose response was lost
+    resent: int  # proposals sent again after a response lost to a kill (REST)
+    # proposals delivered a second time (resent after a lost answer, or replayed from the MCP topic
+    # after a GMS died before committing its offsets) whose version was already made: applied once
+    duplicates_absorbed: int
     verdict: Verdict
 
 
