@@ -53,6 +53,7 @@ class BackendUnavailable(ConnectionError):
     """A backend's servers did not answer; the message names them."""
 
 
+SCHEMA_TIMEOUT = 120.0  # seconds a schema change (CREATE ... IF NOT EXISTS) may take on a busy node
 RECONNECT_AT_MOST = 5.0  # seconds between attempts to reach a Cassandra node that went down, at most
 
 

@@ -12,6 +12,8 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, ResultSet, Session
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement, named_tuple_factory
 
+from ingest.backends import SCHEMA_TIMEOUT
+
 QUORUM = ConsistencyLevel.QUORUM
 SERIAL = ConsistencyLevel.SERIAL
 ASPECT, OUTBOX = "aspect", "outbox"  # the kinds of rows in an entity's partition
@@ -54,9 +56,10 @@ def ensure_schema(session: Session, keyspace: str, replication_factor: int) -> N
         return
     ks = quoted_keyspace(keyspace)
     session.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
-                    f"{{'class': 'SimpleStrategy', 'replication_factor': {int(replication_factor)}}}")
+                    f"{{'class': 'SimpleStrategy', 'replication_factor': {int(replication_factor)}}}",
+                    timeout=SCHEMA_TIMEOUT)
     for ddl in _TABLES.values():
-        session.execute(ddl.format(ks=ks))
+        session.execute(ddl.format(ks=ks), timeout=SCHEMA_TIMEOUT)
 
 
 def prepare(session: Session, cql: str, consistency: int = QUORUM) -> PreparedStatement:

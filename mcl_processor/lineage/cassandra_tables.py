@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from cassandra.cluster import Session
 from cassandra.query import PreparedStatement
 
+from ingest.backends import SCHEMA_TIMEOUT
 from mcl_processor.lineage.contributions import ENTITY, FIELD
 
 BUCKETS = 16  # partitions of lineage_entities, read together and merged by `urns`
@@ -61,7 +62,7 @@ def create_schema(session: Session, keyspace: str, replication: Mapping[str, str
         "live boolean, removed boolean, PRIMARY KEY ((urn), aspect))",
         f"CREATE TABLE IF NOT EXISTS {keyspace}.lineage_entities (bucket int, urn text, PRIMARY KEY ((bucket), urn))"]
     for statement in statements:  # one at a time: concurrent schema changes may disagree
-        session.execute(statement)
+        session.execute(statement, timeout=SCHEMA_TIMEOUT)
 
 
 class Statements:

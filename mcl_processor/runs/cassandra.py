@@ -31,6 +31,7 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Session
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import PreparedStatement, tuple_factory
 
+from ingest.backends import SCHEMA_TIMEOUT
 from mcl_processor.changes import chunks
 from mcl_processor.lineage.cassandra_tables import DEFAULT_REPLICATION, check_keyspace
 from mcl_processor.runs import EventRow, FactRow, RunLineageStore
@@ -66,10 +67,11 @@ class CassandraRunLineage(RunLineageStore):
         self._profile = session.execution_profile_clone_update(
             EXEC_PROFILE_DEFAULT, row_factory=tuple_factory, consistency_level=consistency)
         options = ", ".join(f"'{k}': '{v}'" for k, v in replication.items())
-        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {{{options}}}")
+        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {{{options}}}",
+                        timeout=SCHEMA_TIMEOUT)
         for table, columns in _TABLES.items():
             order = " WITH CLUSTERING ORDER BY (start DESC)" if table in _NEWEST_FIRST else ""
-            session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{table} ({columns}){order}")
+            session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{table} ({columns}){order}", timeout=SCHEMA_TIMEOUT)
         self._prepared: dict[str, PreparedStatement] = {}
 
     def _cql(self, text: str) -> PreparedStatement:
