@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from functools import lru_cache
 from typing import Any
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
@@ -26,6 +27,7 @@ def field_type(field: dict[str, Any]) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def native_type(native: str) -> str | None:
     text = native.strip()
     if text.startswith("["):

@@ -1,8 +1,8 @@
 """The authorization matrix: every route of the app (native, DataHub-compatible, CDAP v3, OpenLineage,
 search, lineage, timeseries, runs, access, UI) called by anonymous, outsider (a token, no grant),
 reader (READ on the instance), writer (READ and WRITE on the instance) and admin; and the proofs
-that search, autocomplete, lineage and entity reads reveal nothing a caller may not read, not even
-through totals, facets, edges or a 404 that a 403 would hide. Token checks are constant-time."""
+that search (native and CDAP), autocomplete, lineage and entity reads reveal nothing a caller may
+not read, not even through totals, facets, edges or a 404 that a 403 would hide. Token checks are constant-time."""
 
 from __future__ import annotations
 
@@ -62,8 +62,11 @@ def matrix() -> list[Call]:
         Call("read", "GET", "/v1/entities/{urn}", ds),
         Call("read", "GET", "/v1/entities/{urn}/aspects/{aspect}", f"{ds}/aspects/datasetProperties"),
         Call("read", "GET", "/v1/entities/{urn}/aspects/{aspect}/versions", f"{ds}/aspects/datasetProperties/versions"),
-        Call("read", "GET", "/v1/search", "/v1/search?query=customers"),
-        Call("read", "GET", "/v1/autocomplete", "/v1/autocomplete?query=cust"),
+        Call("authenticated", "GET", "/v1/search", "/v1/search?query=customers"),  # only what the caller may read
+        Call("authenticated", "GET", "/v1/autocomplete", "/v1/autocomplete?query=cust"),
+        Call("authenticated", "GET", "/v3/namespaces/{ns}/metadata/search",
+             "/v3/namespaces/default/metadata/search?query=*"),
+        Call("authenticated", "GET", "/v3/metadata/search", "/v3/metadata/search?query=customers"),
         Call("read", "GET", "/v1/lineage", f"/v1/lineage?urn={q(CUSTOMERS, safe='')}"),
         Call("read", "GET", "/v1/lineage/fields", f"/v1/lineage/fields?urn={q(FIELD, safe='')}"),
         Call("read", "GET", "/v1/timeseries/{urn}/{aspect}", f"/v1/timeseries/{q(CUSTOMERS, safe='')}/datasetProfile"),
@@ -180,9 +183,14 @@ def test_refusals_reveal_nothing_search_autocomplete_and_lineage_show_only_what_
         return requests.get(server.url + path, headers=headers, timeout=60)
 
     for path in (f"/v1/search?{urlencode({'query': 'secretleads'})}", "/v1/search?query=*",
-                 "/v1/autocomplete?query=secret", "/v1/autocomplete?query=cust"):
-        refused = get(path)  # no total, facet or suggestion at all, rather than a filtered one
-        assert refused.status_code == 403 and set(refused.json()) == {"error", "message", "status"}
+                 "/v1/autocomplete?query=secret", "/v3/metadata/search?query=*&showHidden=true",
+                 "/v3/metadata/search?query=secretleads", "/v3/namespaces/sales/metadata/search?query=*"):
+        seen = get(path)  # the results, totals and facets of what the reader may read only
+        assert seen.status_code == 200 and "secretleads" not in seen.text and "sales" not in seen.text, path
+        if "total" in seen.json():
+            assert seen.json()["total"] == len(seen.json()["results"]), path
+    assert [s["text"] for s in get("/v1/autocomplete?query=cust").json()["suggestions"]] == ["customers"]
+    assert get("/v3/metadata/search?query=secretleads").json()["total"] == 0
     existing, missing = get(f"/v1/entities/{q(SECRET, safe='')}"), \
         get(f"/v1/entities/{q(cdap_dataset('sales', 'nosuchtable'), safe='')}")
     assert (existing.status_code, missing.status_code) == (403, 403)  # a 404 would tell what exists

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gms.metadata.changes import record_of_mcl
+from gms.metadata.changes import record_of_change, record_of_mcl
 from gms.metadata.client import MetadataClient
 from ingest import topics
+from ingest.subscribe import Subscription
 from schemas.events import default_codec
 from tests.metadata_fixtures import cdap_dataset, dataset_mcps
 
@@ -44,6 +45,21 @@ def test_an_added_and_a_changed_property(client, server):
     assert changed["updater"] == "urn:li:corpuser:admin" and changed["updateTime"] >= added["updateTime"] > 0
 
 
+def test_subscribers_get_change_records(client, server):
+    client.add_tags(FIELD, "PII")
+    client.set_properties(FIELD, {"owner": "hr"})
+    records = []
+    with Subscription(server.gms.log, "change-records", aspects=["userScopeMetadata"], start="earliest",
+                      handle_signals=False) as changes:
+        for change in changes:
+            records.append(record_of_change(change))
+            if len(records) == 2:
+                changes.stop()
+    assert [(r["changes"]["additions"]["tags"], r["changes"]["additions"]["properties"]) for r in records] == [
+        (["PII"], {}), ([], {"owner": "hr"})]
+    assert records[0]["metadataEntity"]["details"]["field"] == "ssn"
+
+
 def test_tags_added_and_removed_per_scope_and_the_same_records_from_history(client, server):
     client.add_tags(FIELD, "PII", "raw")
     client.remove_tags(FIELD, "raw")
@@ -51,7 +67,7 @@ def test_tags_added_and_removed_per_scope_and_the_same_records_from_history(clie
     from_mcls = _mcl_records(server)
     assert [(r["scope"], r["changes"]["additions"]["tags"], r["changes"]["deletions"]["tags"]) for r in from_mcls] == [
         ("USER", ["PII", "raw"], []), ("USER", [], ["raw"]), ("SYSTEM", ["scanned"], [])]
-    from_history = client.rest.call("GET", client.path(FIELD, "changes"))
+    from_history = client.changes(FIELD)
     assert sorted(map(str, from_history)) == sorted(map(str, from_mcls))
     assert len(client.rest.call("GET", client.path(FIELD, "changes", scope="system"))) == 1
     assert client.rest.request("POST", client.path(FIELD, "changes"), {})[0] == 405

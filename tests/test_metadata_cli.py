@@ -78,3 +78,15 @@ def test_principals_tokens_and_grants(served):
     cli(served, "revoke", "carol", "default/datasets/customers", "WRITE")
     _fails(cli(served, "tag", "remove", FIELD, "x", token=token), "has no WRITE or ADMIN privilege")
     _fails(cli(served, "grant", "carol", "instance", "FLY"), "READ, WRITE, ADMIN")
+
+
+def test_cdap_search(served):
+    _ok(cli(served, "tag", "add", "default/datasets/customers", "gold-tier"))
+    _ok(cli(served, "tag", "add", FIELD, "searched"))
+    RestClient(served.url, TOKEN).call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+    lines = _ok(cli(served, "search", "gold", "--target", "dataset", "--scope", "user"))
+    assert lines == ["1 result(s)", "dataset      namespace=default,dataset=customers"]
+    assert _ok(cli(served, "search", "gold", "--target", "field")) == ["0 result(s)"]
+    assert _ok(cli(served, "search", "field:ss*", "--namespace", "default", "--target", "field")) == [
+        "1 result(s)", "field        namespace=default,dataset=customers,field=ssn"]
+    assert _ok(cli(served, "search", "schema:ssn", "--namespace", "default"))[1].startswith("dataset")

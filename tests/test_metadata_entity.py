@@ -1,10 +1,10 @@
-"""The metadata entity <-> URN rule (gms/metadata/entity.py)."""
+"""The metadata entity <-> URN rule (schemas/metadata_entity.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from gms.metadata.entity import EntityError, MetadataEntity, from_path, from_urn, parse_pairs, to_urn
+from schemas.metadata_entity import EntityError, MetadataEntity, from_path, from_urn, parse_pairs, to_urn
 
 DS = "urn:li:dataset:(urn:li:dataPlatform:cdap,ns.ds,PROD)"
 

@@ -24,15 +24,12 @@ from collections.abc import Iterable
 from gms.errors import ProposalFailed
 from gms.store import AspectStore
 from mcl_processor.lineage import LineageResult
-from schemas.urns import Urn, UrnError
+from schemas.metadata_entity import ACCESS_ENTITY_TYPES, INSTANCE, resource_chain
 
 SUPERUSER = "urn:li:corpuser:admin"
-INSTANCE = "instance"
 PRIVILEGES = ("READ", "WRITE", "ADMIN")
 READ, WRITE, ADMIN = (frozenset({p}) for p in PRIVILEGES)
 REMOVE = frozenset({"WRITE", "ADMIN"})
-ACCESS_ENTITY_TYPES = frozenset({"accessToken", "accessGrants"})
-CDAP = "urn:li:dataPlatform:cdap"
 
 
 def token_hash(token: str) -> str:
@@ -45,30 +42,6 @@ def principal_urn(name: str) -> str:
 
 def grants_urn(principal: str) -> str:
     return f"urn:li:accessGrants:{principal.removeprefix('urn:li:corpuser:')}"
-
-
-def resource_chain(urn: str) -> list[str]:
-    """The resources whose grants decide about `urn`, nearest first, ending with the instance."""
-    try:
-        parsed = Urn.parse(urn)
-    except UrnError:
-        return [urn, INSTANCE]  # whoever may read or write everything may learn it is malformed
-    kind, parts = parsed.entity_type, parsed.parts
-    if kind in ACCESS_ENTITY_TYPES:
-        return [INSTANCE]
-    if kind == "schemaField":
-        return resource_chain(parts[0])
-    if kind == "customEntity":
-        return [INSTANCE] if parts[0] == INSTANCE else resource_chain(parts[0])
-    if kind == "dataJob":
-        return [urn, *resource_chain(parts[0])]
-    if kind == "dataFlow" and len(parts) == 3 and parts[0] == "cdap":
-        app, _, version = parts[1].partition("@")
-        versions = [f"urn:li:dataFlow:(cdap,{app},{parts[2]})"] if version else []
-        return [urn, *versions, f"urn:li:container:{parts[2]}", INSTANCE]
-    if kind == "dataset" and len(parts) == 3 and parts[0] == CDAP and "." in parts[1]:
-        return [urn, f"urn:li:container:{parts[1].partition('.')[0]}", INSTANCE]
-    return [urn, INSTANCE]
 
 
 def needed(entity_type: str, change_type: str) -> frozenset[str]:

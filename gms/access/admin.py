@@ -10,9 +10,9 @@ from typing import Any
 
 from gms.access import ADMIN, INSTANCE, PRIVILEGES, SUPERUSER, grants_urn, principal_urn, resource_chain, token_hash
 from gms.errors import ProposalFailed
-from gms.metadata.entity import EntityError, from_path, to_urn
 from gms.service import Gms
 from ingest.proposal import Proposal
+from schemas.metadata_entity import EntityError, from_path, to_urn
 from schemas.urns import Urn, UrnError
 
 _NAME = re.compile(r"[A-Za-z0-9_.@-]+")

@@ -10,6 +10,7 @@ from typing import Any
 from aiohttp import web
 
 from gms.access.admin import AccessAdmin, AccessError
+from gms.api import openapi
 from gms.api.app import GMS_KEY, api_of, error, principal_of, read_json
 from gms.errors import ProposalFailed
 
@@ -100,7 +101,29 @@ async def remove_grant(request: web.Request) -> web.Response:
         actor, query["principal"], query["resource"], privileges)})
 
 
+def _op(summary: str, body: bool = False) -> dict[str, Any]:
+    op: dict[str, Any] = {"summary": summary, "responses": {
+        "200": {"description": "Done"}, "400": {"description": "Invalid request"},
+        "403": {"description": "No ADMIN privilege on the instance"}, "404": {"description": "No such principal"}}}
+    if body:
+        op["requestBody"] = {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}}
+    return op
+
+
+OPENAPI_PATHS = {
+    "/v1/access/principals": {"post": _op("Add a principal {name, displayName}", body=True)},
+    "/v1/access/principals/{name}": {"delete": _op("Remove a principal (its tokens stop working)")},
+    "/v1/access/tokens": {"post": _op("Create a token {principal, name}: the token is shown once", body=True)},
+    "/v1/access/tokens/{id}": {"delete": _op("Revoke a token by its id (SHA-256)")},
+    "/v1/access/grants": {
+        "get": _op("A principal's grants (?principal=; default: one's own)"),
+        "post": _op("Grant {principal, resource, privileges}", body=True),
+        "delete": _op("Revoke (?principal=&resource=&privileges=READ,WRITE; all without privileges)")},
+}
+
+
 def add_routes(app: web.Application) -> None:
+    openapi.DOCUMENT["paths"].update(OPENAPI_PATHS)
     app[ADMIN_KEY] = AccessAdmin(app[GMS_KEY].gms)
     app.router.add_post("/v1/access/principals", add_principal)
     app.router.add_delete("/v1/access/principals/{name}", remove_principal)

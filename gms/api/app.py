@@ -122,6 +122,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
         datahub,
         field_lineage_v3,
         guards,
+        metadata_search,
         metadata_v3,
         native,
         observe,
@@ -141,6 +142,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
     reads.add_routes(app)
     datahub.add_routes(app)
     metadata_v3.add_routes(app)
+    metadata_search.add_routes(app)
     access.add_routes(app)
     openapi.add_routes(app)
     guards.install(app, gms.log)

@@ -21,9 +21,9 @@ from gms.access import READ, REMOVE, WRITE
 from gms.api import openapi
 from gms.api.access import require
 from gms.api.app import GMS_KEY, api_of, error, principal_of, read_json
-from gms.metadata.entity import EntityError, MetadataEntity, from_path, to_urn
 from gms.metadata.service import MetadataRecord, MetadataService, NotFound, WriteFailed, parse_scope
 from gms.metadata.validation import InvalidMetadata
+from schemas.metadata_entity import EntityError, MetadataEntity, from_path, to_urn
 
 SERVICE_KEY = web.AppKey("metadata_service", MetadataService)
 _PRIVILEGES = {"GET": READ, "POST": WRITE, "DELETE": REMOVE}  # CDAP's table: any one of them
@@ -127,19 +127,20 @@ def _operation(summary: str, body: str | None = None) -> dict[str, Any]:
 
 
 OPENAPI_PATHS = {
-    "/v3/namespaces/{ns}/{entity path}/metadata": {
+    "/v3/namespaces/{ns}/{entity}/metadata": {
         "get": _operation("CDAP metadata records, one per scope"),
         "delete": _operation("Remove every tag and property of a scope")},
-    "/v3/namespaces/{ns}/{entity path}/metadata/properties": {
+    "/v3/namespaces/{ns}/{entity}/metadata/properties": {
         "get": _operation("Properties"), "post": _operation("Add properties", "object"),
         "delete": _operation("Remove every property")},
-    "/v3/namespaces/{ns}/{entity path}/metadata/properties/{key}": {
+    "/v3/namespaces/{ns}/{entity}/metadata/properties/{key}": {
         "get": _operation("One property"), "delete": _operation("Remove one property")},
-    "/v3/namespaces/{ns}/{entity path}/metadata/tags": {
+    "/v3/namespaces/{ns}/{entity}/metadata/tags": {
         "get": _operation("Tags"), "post": _operation("Add tags", "array"), "delete": _operation("Remove every tag")},
-    "/v3/namespaces/{ns}/{entity path}/metadata/tags/{tag}": {"delete": _operation("Remove one tag")},
-    "/v3/namespaces/{ns}/{entity path}/metadata/changes": {
+    "/v3/namespaces/{ns}/{entity}/metadata/tags/{tag}": {"delete": _operation("Remove one tag")},
+    "/v3/namespaces/{ns}/{entity}/metadata/changes": {
         "get": _operation("Change records of tags and properties: previous, updated, additions, deletions")},
+    # {entity}: CDAP's entity path, slashes included: datasets/myds, apps/app/mapreduce/p, datasets/ds/field/f
     "/v3/urns/{urn}/metadata": {"get": _operation("The same routes by URN (also .../properties, .../tags)")},
 }
 

@@ -2,32 +2,32 @@
 
 from __future__ import annotations
 
-import json
+from collections import Counter
 
 from aiohttp import web
 
 from gms.access import READ, visible_lineage
 from gms.api.access import readable, require
-from gms.api.app import api_of, error, principal_of
+from gms.api.app import api_of, error
 from gms.api.limits import MAX_COUNT, MAX_HOPS, MAX_MILLIS, MAX_POINTS, MAX_START, bool_param, int_param
+from mcl_processor.query_syntax import tokens
+from mcl_processor.search import SearchIndex, Suggestion
+from mcl_processor.search.cdap import RESOURCE, Expr, any_of
+from mcl_processor.search.matching import has_tokens
 
 
 def _bad_request(err: ValueError) -> web.Response:
     return error(400, "invalid_request", str(err))
 
 
-def _reads_everything(request: web.Request) -> None:
-    """Search and autocomplete answer only principals who may read everything, until the index
-    can leave out what a principal may not read (totals and facets included)."""
-    if readable(request) is not None:
-        raise web.HTTPForbidden(text=json.dumps({
-            "error": "forbidden", "status": 403,
-            "message": f"{principal_of(request)} may not read everything; search needs READ on the instance"}),
-            content_type="application/json")
+def _within(request: web.Request) -> Expr | None:
+    """The index condition of what the caller may read (None: everything), so hits, totals,
+    facets and suggestions count nothing else."""
+    resources = readable(request)
+    return None if resources is None else any_of(RESOURCE, sorted(resources))
 
 
 async def search(request: web.Request) -> web.Response:
-    _reads_everything(request)
     query = request.query.get("query", "*")
     types = [t for t in request.query.get("types", "").split(",") if t] or None
     include_removed = bool_param(request, "includeRemoved")
@@ -36,17 +36,30 @@ async def search(request: web.Request) -> web.Response:
         result = api_of(request).read_models.search.query(
             query, types, int_param(request, "start", 0, maximum=MAX_START),
             int_param(request, "count", 10, 1, MAX_COUNT) or 10,
-            include_removed, request.query.get("sort", "relevance"), scope.upper() if scope else None)
+            include_removed, request.query.get("sort", "relevance"), scope.upper() if scope else None,
+            _within(request))
     except ValueError as err:
         return _bad_request(err)
     return web.json_response(result.to_json())
 
 
 async def autocomplete(request: web.Request) -> web.Response:
-    _reads_everything(request)
-    suggestions = api_of(request).read_models.search.autocomplete(
-        request.query.get("query", ""), int_param(request, "limit", 10, 1, MAX_COUNT) or 10)
+    prefix, limit = request.query.get("query", ""), int_param(request, "limit", 10, 1, MAX_COUNT) or 10
+    within, index = _within(request), api_of(request).read_models.search
+    # a caller who may not read everything gets the names of what it may read, from a prefix search among them
+    suggestions = index.autocomplete(prefix, limit) if within is None else _names_starting(index, prefix, limit, within)
     return web.json_response({"suggestions": [s.to_json() for s in suggestions]})
+
+
+def _names_starting(index: SearchIndex, prefix: str, limit: int, within: Expr) -> list[Suggestion]:
+    words = tokens(prefix)
+    if not words:
+        return []
+    hits = index.query(" ".join(words) + "*", None, 0, 4 * limit, within=within).hits
+    counts = Counter(hit.name for hit in hits if hit.name and has_tokens(hit.name.lower(), words))
+    ranked = sorted(counts.items(), key=lambda kv: (not kv[0].lower().startswith(prefix.strip().lower()), -kv[1],
+                                                    kv[0]))
+    return [Suggestion(name, "name", count) for name, count in ranked[:limit]]
 
 
 async def _lineage(request: web.Request, fields: bool) -> web.Response:

@@ -2,7 +2,8 @@
 added to field ssn of dataset customers" without diffing aspects itself.
 
 Every change of `userScopeMetadata` or `systemScopeMetadata` is an MCL carrying the previous
-and the new value; `record_of_mcl` turns such an MCL (as `schemas.events` decodes it) into
+and the new value; `record_of_change` turns such a change of a subscription (`ingest.subscribe`),
+and `record_of_mcl` such an MCL as `schemas.events` decodes it, into
 
     {"metadataEntity": {"details": {...}, "type": ...}, "urn": ..., "scope": "USER" | "SYSTEM",
      "previous": {"properties": {...}, "tags": [...]}, "updated": {...},
@@ -19,8 +20,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gms.metadata.entity import EntityError, Hint, from_urn
 from gms.store import StoredAspect
+from ingest.subscribe import Change
+from schemas.metadata_entity import EntityError, Hint, from_urn
 
 SCOPE_OF_ASPECT = {"userScopeMetadata": "USER", "systemScopeMetadata": "SYSTEM"}
 
@@ -59,6 +61,21 @@ def record_of_mcl(mcl: dict[str, Any], hint: Hint | None = None) -> dict[str, An
     created = mcl.get("created") or {}
     return change_record(mcl["entityUrn"], scope, _value(mcl.get("previousAspectValue")), _value(mcl.get("aspect")),
                          created.get("time") or 0, created.get("actor"), hint)
+
+
+def record_of_change(change: Change, hint: Hint | None = None) -> dict[str, Any] | None:
+    """The change record of a subscription's change (ingest.subscribe), or None when it is not
+    about tags and properties:
+
+        for change in subscribe(log, "my-app", aspects=["userScopeMetadata", "systemScopeMetadata"]):
+            record = record_of_change(change)
+    """
+    scope = SCOPE_OF_ASPECT.get(change.aspect or "")
+    if scope is None:
+        return None
+    created = change.created or {}
+    return change_record(change.urn, scope, change.previous_value, change.value, created.get("time") or 0,
+                         created.get("actor"), hint)
 
 
 def records_of_history(urn: str, aspect: str, versions: list[StoredAspect], hint: Hint | None = None

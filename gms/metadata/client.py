@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote, urlencode
 
-from gms.metadata.entity import EntityError, from_path
 from ingest.rest import LodestarError, RestClient
+from schemas.metadata_entity import EntityError, from_path
 
 
 class MetadataClient:
@@ -69,6 +69,10 @@ class MetadataClient:
         for key in keys or (None,):
             answer = self.rest.call("DELETE", self.path(entity, "properties", key, scope=scope))
         return answer
+
+    def changes(self, entity: str, scope: str | None = None) -> list[dict[str, Any]]:
+        """The change records of the entity's tags and properties, oldest first."""
+        return self.rest.call("GET", self.path(entity, "changes", scope=scope))
 
     def remove_all(self, entity: str, scope: str | None = None) -> list[dict[str, Any]]:
         return self.rest.call("DELETE", self.path(entity, scope=scope))

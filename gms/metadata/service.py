@@ -18,12 +18,12 @@ from typing import Any
 from gms.access import REMOVE, WRITE
 from gms.errors import ProposalFailed
 from gms.metadata.changes import records_of_history
-from gms.metadata.entity import MetadataEntity, from_urn, to_urn
 from gms.metadata.system import DERIVED_KEYS, derived_properties
 from gms.metadata.validation import DEFAULT_MAX_LENGTH, InvalidMetadata, check_properties, check_tags
 from gms.service import Gms
 from ingest.proposal import Proposal
 from mcl_processor.search import SearchIndex
+from schemas.metadata_entity import MetadataEntity, from_urn, to_urn
 from schemas.urns import Urn
 
 SCOPES = ("USER", "SYSTEM")
@@ -128,9 +128,11 @@ class MetadataService:
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def records(self, entity: MetadataEntity, scope: str | None = None) -> list[MetadataRecord]:
-        """The entity's metadata, one record per scope (both, or the one asked for)."""
-        urn = self.require(entity)
+    def records(self, entity: MetadataEntity, scope: str | None = None, urn: str | None = None
+                ) -> list[MetadataRecord]:
+        """The entity's metadata, one record per scope (both, or the one asked for); given its
+        URN (a search hit), the entity is not checked to exist."""
+        urn = urn or self.require(entity)
         rows = self.gms.store.entity(urn)
         by_name = {row.aspect: row.value for row in rows}
         records = []
@@ -142,6 +144,12 @@ class MetadataService:
                 record.properties.update(derived_properties(entity, rows, key_aspect))
             records.append(record)
         return records
+
+    def creation_time(self, urn: str) -> int:
+        """When the entity was first written (ms), from its key aspect; 0 if unknown."""
+        spec = self.gms.registry.entity(Urn.parse(urn).entity_type)
+        row = self.gms.store.get(urn, spec.key_aspect) if spec is not None else None
+        return int(((row.system_metadata.get("aspectCreated") or {}).get("time") or 0) if row is not None else 0)
 
     def changes(self, entity: MetadataEntity, scope: str | None = None) -> list[dict[str, Any]]:
         """CDAP change records of the entity's tags and properties, oldest first (see changes.py)."""

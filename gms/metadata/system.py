@@ -21,9 +21,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from gms.metadata.entity import URN_KEY, MetadataEntity
 from gms.store import StoredAspect
 from schemas.field_types import field_type
+from schemas.metadata_entity import URN_KEY, MetadataEntity
 
 DERIVED_KEYS = frozenset({"entity-name", "creation-time", "description", "schema", "type", "ttl",
                           "last-updated-time", "last-updated-by"})

@@ -21,10 +21,13 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.divergence import Divergence
+
+if TYPE_CHECKING:
+    from mcl_processor.search.cdap import Expr
 
 NAME_FIELD = "name"
 DESCRIPTION_FIELDS = ("editedDescription", "description")  # the first present is the shown description
@@ -88,12 +91,22 @@ class SearchIndex(ABC):
 
     @abstractmethod
     def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
-              include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
+              include_removed: bool = False, sort: str = "relevance", scope: str | None = None,
+              within: Expr | None = None) -> SearchResult:
         """One page of the entities matching `query` (see query_syntax).
 
         types: entity types to keep (None: all). scope: "USER" or "SYSTEM" restricts `key:value`
         and `tags:` to that scope's properties and tags. sort: one of SORTS (ties by URN).
+        within: CDAP terms every hit has (search/cdap.py), e.g. a caller's readable resources;
+        totals and facets count only such hits.
         Raises ValueError for a bad sort or scope."""
+
+    @abstractmethod
+    def select(self, expr: Expr, exclude: Expr | None = None, start: int = 0, count: int = 10,
+               sort: str = "name") -> SearchResult:
+        """One page of the live, not soft-deleted entities whose CDAP terms satisfy `expr` and
+        not `exclude` (see search/cdap.py: CDAP's search runs here); sort: one of SORTS but
+        relevance (ties by URN). The total counts every match; there are no facets."""
 
     @abstractmethod
     def autocomplete(self, prefix: str, limit: int = 10) -> list[Suggestion]:

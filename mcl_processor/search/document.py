@@ -21,7 +21,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from mcl_processor.annotations import REMOVED_FIELD, AspectAnnotations, SearchField, simple_id
-from mcl_processor.search import DESCRIPTION_FIELDS, NAME_FIELD, SCHEMA_FIELDS, TAG_FIELDS, USER_SCOPE_FIELDS
+from mcl_processor.search import DESCRIPTION_FIELDS, NAME_FIELD, SCHEMA_FIELDS, TAG_FIELDS, USER_SCOPE_FIELDS, cdap
 
 COLUMNS = ("name", "schema", "text", "keywords", "meta")
 NAME, SCHEMA, TEXT, KEYWORDS = range(4)
@@ -122,6 +122,7 @@ class _Parts:
         self.description: str | None = None
         self.description_rank = NO_RANK
         self.removed = False
+        self.cdap: set[str] = set()  # CDAP search terms (mcl_processor/search/cdap.py)
 
     def line(self, column: int, field: str, text: str) -> None:
         self.lines[column].append(text.replace("\n", " ") if "\n" in text else text)
@@ -130,6 +131,7 @@ class _Parts:
     def fragment(self, entries: list[tuple[str, str, str]] | None = None) -> Fragment:
         meta = [property_token(scope, key, lvalue) for key, lvalue, scope in entries or sorted(self.tokens)]
         meta += [name_token(n) for n in sorted(self.names)]
+        meta += sorted(self.cdap)
         return Fragment(
             tuple("\n".join(lines) for lines in self.lines),  # type: ignore[arg-type]
             tuple(_runs(fields) for fields in self.fields), " ".join(meta), self.title, self.title_rank,
@@ -266,6 +268,7 @@ class Analyzer:
         parts = _Parts()
         for spec, found in self.annotations.found(value):
             self.handlers[spec](found, parts)
+        parts.cdap = cdap.terms(self.annotations.aspect, value)
         return parts
 
 

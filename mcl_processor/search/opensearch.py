@@ -37,6 +37,7 @@ from mcl_processor.opensearch_indices import (
 )
 from mcl_processor.query_syntax import Query, parse, tokens
 from mcl_processor.search import SearchHit, SearchIndex, SearchResult, Suggestion, checked_options
+from mcl_processor.search.cdap import Expr
 from mcl_processor.search.document import Analyzer, FragmentPreparer
 from mcl_processor.search.matching import has_tokens, hit_matches
 from mcl_processor.search.opensearch_mapping import (
@@ -53,6 +54,7 @@ from mcl_processor.search.opensearch_query import (
     VISIBLE,
     any_column,
     search_body,
+    select_body,
     starting_with,
     starts,
     too_many_words,
@@ -197,7 +199,8 @@ class OpenSearchSearchIndex(SearchIndex):
         return ",".join(names) or None
 
     def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
-              include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
+              include_removed: bool = False, sort: str = "relevance", scope: str | None = None,
+              within: Expr | None = None) -> SearchResult:
         scope, start, count = checked_options(sort, scope, start, count)
         parsed = parse(query)
         if too_many_words(parsed):
@@ -205,7 +208,7 @@ class OpenSearchSearchIndex(SearchIndex):
         targets = self._targets(types)
         if parsed.matches_nothing or targets is None:
             return SearchResult(0, [], {})
-        body = search_body(parsed, include_removed, scope, sort, self.facets)
+        body = search_body(parsed, include_removed, scope, sort, self.facets, within)
         response, hits = search_page(self.client, targets, body, start, count)
         total = response["hits"]["total"]["value"]
         if total == 0:
@@ -213,6 +216,17 @@ class OpenSearchSearchIndex(SearchIndex):
         facets = {name: [(b["key"], b["doc_count"]) for b in agg["buckets"]]
                   for name, agg in sorted(response.get("aggregations", {}).items()) if agg["buckets"]}
         return SearchResult(total, [self._hit(hit["_source"], parsed) for hit in hits], facets)
+
+    def select(self, expr: Expr, exclude: Expr | None = None, start: int = 0, count: int = 10,
+               sort: str = "name") -> SearchResult:
+        checked_options(sort, None, start, count)
+        if sort == "relevance":
+            raise ValueError("a CDAP search sorts by name or urn")
+        response, hits = search_page(self.client, self.indices.pattern, select_body(expr, exclude, sort),
+                                     max(0, start), max(0, count))
+        return SearchResult(response["hits"]["total"]["value"],
+                            [SearchHit(h["_source"]["urn"], h["_source"]["entityType"], h["_source"].get("title"),
+                                       h["_source"].get("description")) for h in hits], {})
 
     @staticmethod
     def _hit(source: Mapping[str, Any], parsed: Query) -> SearchHit:

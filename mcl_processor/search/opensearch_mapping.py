@@ -10,6 +10,7 @@ of its aspects' fragments) in fields OpenSearch can query:
   (`key:value` entries of every scope) and `properties` (property and tag entries, for
   `key:val*`), each entry the JSON array [scope, key, lower-cased value], so a prefix of the
   encoding is a prefix of the value; `suggestions` ([lower-cased value, kind, value]);
+  `cdap`: the CDAP search terms of `search/cdap.py` (prefixes of a term are prefixes of its value);
 * `facets.<facet>`: one keyword field per facet the entity type's annotations declare;
 * `live` (some aspect has a value), `removed`, the shown `title` and `description`,
   `sortName`, `titleLength`;
@@ -26,6 +27,7 @@ from typing import Any
 import orjson
 
 from mcl_processor.annotations import Annotations
+from mcl_processor.search.cdap import TERM_PREFIX as CDAP_TERM
 from mcl_processor.search.document import COLUMNS, Analysis, Fragment, facet_name, merge
 
 TEXT_COLUMNS = COLUMNS[:4]  # name, schema, text, keywords (the fifth, meta, is the FTS encoding of filters)
@@ -81,6 +83,7 @@ def index_body(annotations: Annotations, entity_type: str) -> dict[str, Any]:
             "names": _KEYWORD,
             "filters": _KEYWORD,
             "properties": _KEYWORD,
+            "cdap": _KEYWORD,
             "suggestions": _KEYWORD,
             "facets": {"dynamic": "strict", "properties": facets},
             "aspects": {"type": "object", "enabled": False},
@@ -153,6 +156,7 @@ def entity_source(urn: str, entity_type: str, aspects: Mapping[str, Mapping[str,
         "names": sorted({lvalue for p in parts for lvalue, kind, _ in p.suggestions if kind == "name"}),
         "filters": sorted({entry(scope, key, lvalue) for a in analyses for key, lvalue, scope in a.filters}),
         "properties": sorted({entry(scope, key, lvalue) for p in parts for key, lvalue, scope in p.properties}),
+        "cdap": sorted({token for p in parts for token in p.meta.split() if token.startswith(CDAP_TERM)}),
         "suggestions": sorted({suggestion(*s) for p in parts for s in p.suggestions}),
         "facets": dict(facets),
     }

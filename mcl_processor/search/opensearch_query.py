@@ -18,6 +18,7 @@ from typing import Any
 
 from mcl_processor.query_syntax import Query, Term
 from mcl_processor.search import SCOPES
+from mcl_processor.search.cdap import All, Atom, Expr
 from mcl_processor.search.document import TAGS_KEY
 from mcl_processor.search.opensearch_mapping import column_field, entry, entry_prefix, facet_field
 
@@ -106,9 +107,10 @@ def ranked(terms: Sequence[Term]) -> dict[str, Any]:
 
 
 def search_body(parsed: Query, include_removed: bool, scope: str | None, sort: str,
-                facets: Sequence[str]) -> dict[str, Any]:
-    """The request body of a search (without from/size)."""
-    query: dict[str, Any] = {"bool": {"filter": filters(parsed, include_removed, scope)}}
+                facets: Sequence[str], within: Expr | None = None) -> dict[str, Any]:
+    """The request body of a search (without from/size); `within`: CDAP terms every hit has."""
+    query: dict[str, Any] = {"bool": {"filter": filters(parsed, include_removed, scope)
+                                      + ([cdap_query(within)] if within is not None else [])}}
     order = SORTS.get(sort, SORTS["urn"])
     if parsed.terms:
         query["bool"]["must"] = [ranked(parsed.terms)]
@@ -123,6 +125,26 @@ def search_body(parsed: Query, include_removed: bool, scope: str | None, sort: s
                                   "shard_size": FACET_SHARD_VALUES,
                                   "order": [{"_count": "desc"}, {"_key": "asc"}]}} for name in facets},
     }
+
+
+def cdap_query(expr: Expr) -> dict[str, Any]:
+    """The DSL of CDAP terms (search/cdap.py) over the `cdap` keyword field."""
+    if isinstance(expr, Atom):
+        kind = "prefix" if expr.prefix else "term"
+        return any_of([{kind: {"cdap": {"value": token}}} for token in expr.tokens()])
+    parts = [cdap_query(part) for part in expr.parts]
+    if isinstance(expr, All):
+        return {"bool": {"filter": parts}} if parts else {"match_all": {}}
+    return {"bool": {"should": parts, "minimum_should_match": 1}} if parts else {"match_none": {}}
+
+
+def select_body(expr: Expr, exclude: Expr | None, sort: str) -> dict[str, Any]:
+    """The request body of a CDAP search (without from/size)."""
+    query: dict[str, Any] = {"bool": {"filter": [*VISIBLE, cdap_query(expr)]}}
+    if exclude is not None:
+        query["bool"]["must_not"] = [cdap_query(exclude)]
+    return {"query": query, "sort": SORTS[sort], "track_total_hits": True,
+            "_source": ["urn", "entityType", "title", "description"]}
 
 
 def starting_with(prefix: str, limit: int = MAX_REGEX) -> str:

@@ -22,7 +22,7 @@ from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.query_syntax import Query, parse, tokens
-from mcl_processor.search import SCOPES, SearchHit, SearchIndex, SearchResult, Suggestion, checked_options
+from mcl_processor.search import SCOPES, SearchHit, SearchIndex, SearchResult, Suggestion, cdap, checked_options
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
     COLUMNS,
@@ -244,13 +244,15 @@ class SqliteSearchIndex(SearchIndex):
     # -- queries --------------------------------------------------------------------------
 
     def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
-              include_removed: bool = False, sort: str = "relevance", scope: str | None = None) -> SearchResult:
+              include_removed: bool = False, sort: str = "relevance", scope: str | None = None,
+              within: cdap.Expr | None = None) -> SearchResult:
         scope, start, count = checked_options(sort, scope, start, count)
         parsed = parse(query)
-        if parsed.matches_nothing or (types is not None and not types):
+        restriction = None if within is None else cdap.fts5(within)
+        if parsed.matches_nothing or (types is not None and not types) or (within is not None and restriction is None):
             return SearchResult(0, [], {})
         conn = self.db.reader()
-        hits = _Hits.of(conn, parsed, types, include_removed, scope)
+        hits = _Hits.of(conn, parsed, types, include_removed, scope, restriction)
         if parsed.terms and sort == "relevance":  # the total and facets are counted beside the ranking
             counted = self._aside.submit(self._total_and_facets, hits)
             found = self._hits(conn, _ranked(conn, parsed, hits, start, count), parsed)
@@ -259,14 +261,28 @@ class SqliteSearchIndex(SearchIndex):
         total = hits.count(conn)
         if total == 0:
             return SearchResult(0, [], {})
-        if sort.lstrip("-") == "name":
-            page = hits.sorted(conn, f"d.name COLLATE NOCASE{' DESC' if sort[0] == '-' else ''}", start, count)
-        elif total <= SORT_LIMIT:
-            page = hits.sorted(conn, "d.urn DESC" if sort == "-urn" else "d.urn", start, count)
-        else:
-            page = hits.walk(conn, "-urn" if sort == "-urn" else "urn", start, count, total)
+        page = hits.page(conn, sort, start, count, total)
         facets, sampled = hits.facets(conn, total)
         return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
+
+    def select(self, expr: cdap.Expr, exclude: cdap.Expr | None = None, start: int = 0, count: int = 10,
+               sort: str = "name") -> SearchResult:
+        _, start, count = checked_options(sort, None, start, count)
+        if sort == "relevance":
+            raise ValueError("a CDAP search sorts by name or urn")
+        wanted, unwanted = cdap.fts5(expr), None if exclude is None else cdap.fts5(exclude)
+        if wanted is None:
+            return SearchResult(0, [], {})
+        matching = f"meta : ({wanted})" if wanted else _any_of([everything_token()])
+        if unwanted:
+            matching = f"({matching}) NOT (meta : ({unwanted}))"
+        hits = _Hits("", "", matching, f" NOT {_any_of([removed_token()])}", "", [], False)
+        conn = self.db.reader()
+        total = hits.count(conn)
+        if total == 0:
+            return SearchResult(0, [], {})
+        page = hits.page(conn, sort, start, count, total)
+        return SearchResult(total, self._hits(conn, page, Query()), {})
 
     def _total_and_facets(self, hits: _Hits) -> tuple[int, tuple[dict[str, list[tuple[str, int]]], bool]]:
         conn = self.db.reader()  # this thread's own connection
@@ -380,9 +396,12 @@ class _Hits:
 
     @classmethod
     def of(cls, conn: sqlite3.Connection, parsed: Query, types: Sequence[str] | None, include_removed: bool,
-           scope: str | None) -> _Hits:
+           scope: str | None, restriction: str | None = None) -> _Hits:
+        """`restriction`: CDAP terms (search/cdap.py) every hit has, e.g. the caller's readable resources."""
         scopes = (scope,) if scope else SCOPES
         parts = [_any_of([type_token(t) for t in types])] if types is not None else []
+        if restriction:
+            parts.append(f"meta : ({restriction})")
         sql, params = [], []
         for key, flt in [(f.key, f) for f in parsed.filters] + [(TAGS_KEY, f) for f in parsed.tags]:
             values = _expand(conn, key, flt.value) if flt.prefix else [flt.value]
@@ -396,7 +415,7 @@ class _Hits:
         hidden = "" if include_removed else f" NOT {_any_of([removed_token()])}"
         exact = " OR ".join(_phrase(t.tokens, False) for t in parsed.terms if not t.prefix)
         prefix = " OR ".join(_phrase(t.tokens, True) for t in parsed.terms)
-        by_type_only = not (parsed.filters or parsed.tags or parsed.schema)
+        by_type_only = not (parsed.filters or parsed.tags or parsed.schema or restriction)
         return cls(exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only)
 
     def narrowed(self, expression: str) -> _Hits:
@@ -420,6 +439,14 @@ class _Hits:
             f"SELECT search_fts.rowid FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
             f" WHERE search_fts MATCH ?{self.sql} ORDER BY bm25(search_fts, {', '.join(map(str, BM25_WEIGHTS))}),"
             f" d.urn LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
+
+    def page(self, conn: sqlite3.Connection, sort: str, start: int, count: int, total: int) -> list[int]:
+        """A page in a sort of SORTS but relevance: by shown name (any case), or by URN."""
+        if sort.lstrip("-") == "name":
+            return self.sorted(conn, f"d.name COLLATE NOCASE{' DESC' if sort[0] == '-' else ''}", start, count)
+        if total <= SORT_LIMIT:
+            return self.sorted(conn, "d.urn DESC" if sort == "-urn" else "d.urn", start, count)
+        return self.walk(conn, "-urn" if sort == "-urn" else "urn", start, count, total)
 
     def sorted(self, conn: sqlite3.Connection, order: str, start: int, count: int) -> list[int]:
         tie = "d.urn DESC" if order.endswith("DESC") else "d.urn"

@@ -39,6 +39,7 @@ ORIGIN = "PROD"
 INSTANCE = "instance"
 URN_KEY = "urn"
 DATA_KEYS = ("dataset", "stream")
+ACCESS_ENTITY_TYPES = frozenset({"accessToken", "accessGrants"})
 _DETAIL_ENCODE = {"%": "%25", "/": "%2F", "=": "%3D", ",": "%2C", "(": "%28", ")": "%29"}
 
 #: What a URN does not say, read from the store: a program's type, "stream" for a stream.
@@ -227,6 +228,30 @@ def from_path(path: str, type_: str | None = None) -> MetadataEntity:
         raise EntityError(f"{path!r}: {rest[-1]!r} has no value after it (custom entities are key/value segments)")
     pairs += [(rest[i], rest[i + 1]) for i in range(0, len(rest), 2)]
     return MetadataEntity.of(pairs, type_ or ("program" if pairs[-1][0] == "program" else None))
+
+
+def resource_chain(urn: str) -> list[str]:
+    """The resources whose grants decide about `urn`, nearest first, ending with the instance."""
+    try:
+        parsed = Urn.parse(urn)
+    except UrnError:
+        return [urn, INSTANCE]  # whoever may read or write everything may learn it is malformed
+    kind, parts = parsed.entity_type, parsed.parts
+    if kind in ACCESS_ENTITY_TYPES:
+        return [INSTANCE]
+    if kind == "schemaField":
+        return resource_chain(parts[0])
+    if kind == "customEntity":
+        return [INSTANCE] if parts[0] == INSTANCE else resource_chain(parts[0])
+    if kind == "dataJob":
+        return [urn, *resource_chain(parts[0])]
+    if kind == "dataFlow" and len(parts) == 3 and parts[0] == "cdap":
+        app, _, version = parts[1].partition("@")
+        versions = [f"urn:li:dataFlow:(cdap,{app},{parts[2]})"] if version else []
+        return [urn, *versions, f"urn:li:container:{parts[2]}", INSTANCE]
+    if kind == "dataset" and len(parts) == 3 and parts[0] == PLATFORM and "." in parts[1]:
+        return [urn, f"urn:li:container:{parts[1].partition('.')[0]}", INSTANCE]
+    return [urn, INSTANCE]
 
 
 def parse_pairs(text: str, type_: str | None = None) -> MetadataEntity:
