@@ -16,6 +16,7 @@ from gms.cli_tail import parse_time, reports_errors
 from gms.faults import crash_point
 from mcl_processor.replay import TOPICS, Checkpoint, Filters, Replay, make_plan, remaining
 from mcl_processor.timeseries import staging_name
+from mcl_processor.workers import default_workers
 from schemas.registry import default_registry
 
 
@@ -101,7 +102,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         into = args.into
         target = live.staging(into, fresh=not resumed) if into and not (resumed and live.switched(into)) else None
         replay = Replay(log_, local.processor, local.gms.store, Filters(args.aspect, args.urn_like), target,
-                        args.batch_size)
+                        args.batch_size, default_workers())
         started, events = time.monotonic(), 0
         with _bar(topic) as bar:
             task = bar.add_task("replay", total=plan.total, completed=plan.total - remaining(plan, positions),

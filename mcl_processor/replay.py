@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -33,7 +34,7 @@ from ingest.subscribe import entity_type_of, like
 from mcl_processor.changes import AspectChange, TimeseriesPoint
 from mcl_processor.processor import MclProcessor
 from mcl_processor.timeseries import TimeseriesStore
-from mcl_processor.workers import Decoded, decode
+from mcl_processor.workers import Decoded, ahead, decode, decode_in_worker, pool
 
 BATCH = 5000
 CATCH_UP_ROUNDS = 3  # passes after the plan to follow what was appended meanwhile, before a switch
@@ -142,32 +143,50 @@ class Filters:
 class Replay:
     """Applies a plan's records to the read models of `processor` (or timeseries points to
     `target`, a staging model); `store` tells which entities were deleted, whose points a
-    replay must not bring back."""
+    replay must not bring back; `workers` processes decode ahead (0: none)."""
 
     def __init__(self, log_: EventLog, processor: MclProcessor, store: AspectStore, filters: Filters,
-                 target: TimeseriesStore | None = None, batch: int = BATCH):
+                 target: TimeseriesStore | None = None, batch: int = BATCH, workers: int = 0):
         self.log = log_
         self.processor = processor
         self.store = store
         self.filters = filters
         self.target = target
         self.batch = batch
+        self.workers = workers
         self._deleted: dict[str, bool] = {}
 
     def run(self, plan: Plan, positions: dict[int, int], progress: Callable[[dict[int, int], int], None]) -> int:
         """Replay from positions (partition -> next offset) to the plan's ends; after each batch
-        progress(positions, records read) is called. Returns the changes applied."""
+        progress(positions, records read) is called. Returns the changes applied. With
+        `workers`, worker processes decode the batches ahead while this one applies."""
         applied = 0
-        for part, end in plan.ends.items():
-            while positions[part] < end:
-                limit = min(self.batch, end - positions[part])
-                records = [r for r in self.log.read(plan.topic, part, positions[part], limit) if r.offset < end]
-                if not records:
-                    break  # retention removed the rest of the range meanwhile
-                applied += self.apply(records)
-                positions[part] = records[-1].offset + 1
-                progress(positions, len(records))
+        with ExitStack() as stack:
+            pooled = stack.enter_context(pool(self.processor.decoder, None, self.workers)) if self.workers else None
+            for part, end in plan.ends.items():
+                batches = self._batches(plan.topic, part, positions[part], end)
+                if pooled is None:
+                    decoded = ((records, self._decode(records)) for records in batches)
+                else:
+                    decoded = ahead(batches, lambda records: pooled.submit(
+                        decode_in_worker, [r.value for r in records if self.filters.keeps_key(r.key)]),
+                        lookahead=2 * self.workers)
+                for records, items in decoded:
+                    applied += self.apply(records, items)
+                    positions[part] = records[-1].offset + 1
+                    progress(positions, len(records))
         return applied
+
+    def _batches(self, topic: str, part: int, offset: int, end: int) -> Iterator[list[LogRecord]]:
+        while offset < end:
+            records = [r for r in self.log.read(topic, part, offset, min(self.batch, end - offset)) if r.offset < end]
+            if not records:
+                return  # retention removed the rest of the range meanwhile
+            yield records
+            offset = records[-1].offset + 1
+
+    def _decode(self, records: Sequence[LogRecord]) -> list[Decoded]:
+        return decode(self.processor.decoder, None, [r.value for r in records if self.filters.keeps_key(r.key)])
 
     def rebuild(self, plan: Plan, positions: dict[int, int], progress: Callable[[dict[int, int], int], None],
                 live: TimeseriesStore, into: str, aspects: Collection[str] | None) -> int:
@@ -186,9 +205,9 @@ class Replay:
         extend(plan, self.log, positions)
         return applied + self.run(plan, positions, progress)
 
-    def apply(self, records: Sequence[LogRecord]) -> int:
+    def apply(self, records: Sequence[LogRecord], decoded: Sequence[Decoded]) -> int:
+        """Apply a batch; `decoded`: its records that pass the key filter, decoded."""
         kept = [r for r in records if self.filters.keeps_key(r.key)]
-        decoded = decode(self.processor.decoder, None, [r.value for r in kept])
         pairs = [(r, item) for r, item in zip(kept, decoded, strict=True) if self.filters.keeps(item)]
         pairs = [(r, item) for r, item in pairs if not isinstance(item, TimeseriesPoint) or not self._gone(item.urn)]
         if self.target is None:

@@ -79,7 +79,8 @@ class EventCodec:
         writer = self._by_fingerprint.get(bytes(data[2:10]))
         if writer is None:
             raise EventDecodeError(f"unknown writer schema fingerprint {bytes(data[2:10]).hex()}")
-        reader = self._current[writer.type_name].schema
+        current = self._current[writer.type_name]
+        reader = None if writer is current else current.schema  # no resolution needed for the current one
         try:
             record = schemaless_reader(io.BytesIO(data[10:]), writer.schema, reader)
         except Exception as err:  # fastavro raises several types for truncated or corrupt bodies

@@ -67,12 +67,12 @@ class Live:
         return {urn: self.models.timeseries.query(urn, aspect, limit=10_000) for urn in URNS}
 
     def replay(self, topic: str = topics.MCL_TIMESERIES, into: str | None = None, batch: int = 100,
-               aspect: str | None = None) -> int:
+               aspect: str | None = None, workers: int = 0) -> int:
         plan = make_plan(self.gms.log, topic)
         positions = dict(plan.starts)
         live = self.models.timeseries
         replay = Replay(self.gms.log, self.processor, self.gms.store, Filters(aspect),
-                        live.staging(into, fresh=True) if into else None, batch)
+                        live.staging(into, fresh=True) if into else None, batch, workers)
         if into:
             return replay.rebuild(plan, positions, lambda *_: None, live, into, [aspect] if aspect else None)
         return replay.run(plan, positions, lambda *_: None)
@@ -120,8 +120,8 @@ class ReplayContract(ABC):
         live.write(*[proposal(urn, "datasetProperties", {"description": urn}) for urn in URNS])
         live.write(*profiles(0, 200))
         series, hits = live.series(), live.models.search.query("db").total
-        for _ in range(2):
-            assert live.replay() == 200
+        for workers in (0, 1):  # decoded here, or ahead in a worker process
+            assert live.replay(workers=workers) == 200
             live.replay(topics.MCL_VERSIONED)
             assert live.series() == series and live.models.search.query("db").total == hits
         live.replay(into="again")

@@ -1,0 +1,147 @@
+"""Replay rate: timeseries MCLs replayed into the timeseries read model, embedded and on Kafka + OpenSearch.
+
+    .venv/bin/python -m bench.replay [--points 100000]
+
+Appends `--points` datasetProfile MCLs (2,000 datasets) to the timeseries topic of a fresh
+embedded log and of fresh Kafka topics (4 partitions), then times what `lodestar replay --topic
+timeseries` does (mcl_processor.replay, batches of 5,000, a checkpoint per batch): read, decode
+(ahead, in a worker process per CPU but one), apply: into the live SQLite model (embedded) and
+into a staging OpenSearch model switched to at the end (`--into`, Kafka). Target: 20,000
+events/s. What the run made on Kafka and OpenSearch is deleted at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import orjson
+
+from bench.subscribe import drop_kafka
+from gms.service import Gms
+from gms.store.sqlite import SqliteAspectStore
+from ingest import topics
+from ingest.backends import Endpoints
+from ingest.eventlog import EventLog, LogMessage
+from ingest.eventlog.kafka import KafkaEventLog
+from mcl_processor.changes import ChangeBatch, TimeseriesPoint
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.lineage import LineageGraph
+from mcl_processor.opensearch_indices import client_for
+from mcl_processor.processor import MclProcessor
+from mcl_processor.readmodels import ReadModels
+from mcl_processor.replay import Checkpoint, Filters, Replay, make_plan
+from mcl_processor.search import SearchIndex
+from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
+from mcl_processor.workers import default_workers
+from schemas.events import MCL, default_codec
+
+TARGET = 20_000
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its finished children (worker processes), user + system."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+class TimeseriesModels(ReadModels):
+    """The timeseries model on OpenSearch alone (a timeseries replay touches no other model)."""
+
+    search: SearchIndex
+    lineage: LineageGraph
+
+    def __init__(self, timeseries: OpenSearchTimeseriesStore):
+        self.timeseries = timeseries
+
+    def apply(self, batch: ChangeBatch, points: list[TimeseriesPoint] = ()) -> None:  # type: ignore[override]
+        assert not batch, "a timeseries replay has no versioned changes"
+        self.timeseries.append(points)
+
+    def close(self) -> None:
+        self.timeseries.client.close()
+
+
+def points(count: int) -> list[LogMessage]:
+    codec = default_codec()
+    out = []
+    for i in range(count):
+        urn = f"urn:li:dataset:(urn:li:dataPlatform:hive,warehouse.sales_{i % 2000:05d},PROD)"
+        value = {"timestampMillis": 1_790_000_000_000 + i * 60_000, "rowCount": 1000 + i, "columnCount": 24,
+                 "sizeInBytes": 1_000_000 + i, "partitionSpec": {"partition": f"day={i // 2000}", "type": "PARTITION"}}
+        record = {"entityType": "dataset", "entityUrn": urn, "changeType": "UPSERT", "aspectName": "datasetProfile",
+                  "aspect": {"value": orjson.dumps(value), "contentType": "application/json"},
+                  "systemMetadata": {"lastObserved": value["timestampMillis"], "runId": "profiler"},
+                  "created": {"time": value["timestampMillis"], "actor": "urn:li:corpuser:profiler"}}
+        out.append(LogMessage(urn, codec.encode(MCL, record)))
+    return out
+
+
+def replayed(gms: Gms, models: ReadModels, checkpoint: Path, into: str | None) -> tuple[int, float, float]:
+    """(events, seconds, CPU seconds of this process and its workers) of a replay of the whole topic."""
+    processor = MclProcessor(gms.registry, gms.codec, models)
+    plan = make_plan(gms.log, topics.MCL_TIMESERIES)
+    positions = dict(plan.starts)
+    saved = Checkpoint(checkpoint)
+    live = models.timeseries
+    replay = Replay(gms.log, processor, gms.store, Filters(), live.staging(into, fresh=True) if into else None,
+                    workers=default_workers())
+    started, cpu = time.perf_counter(), cpu_seconds()
+    if into:
+        replay.rebuild(plan, positions, lambda at, _: saved.save(plan, at), live, into, None)
+    else:
+        replay.run(plan, positions, lambda at, _: saved.save(plan, at))
+    return plan.total, time.perf_counter() - started, cpu_seconds() - cpu
+
+
+def fill(log_: EventLog, messages: list[LogMessage]) -> None:
+    for start in range(0, len(messages), 10_000):
+        log_.append(topics.MCL_TIMESERIES, messages[start:start + 10_000])
+
+
+def report(name: str, count: int, seconds: float, cpu: float) -> None:
+    rate = count / seconds
+    print(f"{name:<42} {count:>7} events {seconds:6.2f} s {rate:>8,.0f} events/s ({rate / TARGET:.2f}x the target"
+          f" of {TARGET:,});  {count / cpu:>8,.0f} events per CPU-second of this process", flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--points", type=int, default=100_000)
+    args = parser.parse_args()
+    messages = points(args.points)
+    print(f"{len(messages)} timeseries MCLs of {sum(len(m.value) for m in messages) / len(messages):,.0f} bytes"
+          " on average", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        gms = Gms.embedded(Path(tmp))
+        models = SqliteReadModels.in_data_dir(Path(tmp))
+        try:
+            fill(gms.log, messages)
+            report("embedded: SQLite log -> SQLite model", *replayed(gms, models, Path(tmp) / "replay.json", None))
+        finally:
+            models.close()
+            gms.close()
+    endpoints = Endpoints.from_env()
+    name = f"bench_replay_{uuid.uuid4().hex[:8]}"
+    with tempfile.TemporaryDirectory() as tmp:
+        gms = Gms(SqliteAspectStore(Path(tmp) / "lodestar.db"),
+                  KafkaEventLog.from_endpoints(endpoints, prefix=name + "-", partitions=4))
+        timeseries = OpenSearchTimeseriesStore(client_for(endpoints), name)
+        models = TimeseriesModels(timeseries)
+        try:
+            fill(gms.log, messages)
+            report("kafka -> OpenSearch (--into, then switch)", *replayed(gms, models, Path(tmp) / "replay.json",
+                                                                         "rebuilt"))
+        finally:
+            timeseries.drop()
+            models.close()
+            gms.close()
+            drop_kafka(endpoints, name + "-")
+
+
+if __name__ == "__main__":
+    main()
