@@ -31,6 +31,23 @@ class OpenLineageError(ValueError):
     """An event that cannot be read; the message names the field."""
 
 
+def _object(value: Any, where: str) -> dict[str, Any]:
+    """`value` if it is an object; {} when absent."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise OpenLineageError(f"{where}: must be an object")
+    return value
+
+
+def _list(value: Any, where: str) -> list[Any]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise OpenLineageError(f"{where}: must be a list")
+    return value
+
+
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise OpenLineageError(f"{where}: must be a non-empty string")
@@ -61,58 +78,75 @@ def _mcp(urn: str, aspect: str, value: Any, **extra: Any) -> dict[str, Any]:
             "aspectName": aspect, "aspect": {"json": value}, **extra}
 
 
-def _datasets(event: dict[str, Any], key: str) -> list[tuple[str, dict[str, Any]]]:
-    items = event.get(key) or []
-    if not isinstance(items, list):
-        raise OpenLineageError(f"{key}: must be a list of datasets")
+def _datasets(event: dict[str, Any], key: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """(URN, where, facets) of each dataset of `inputs` or `outputs`."""
     out = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict):
-            raise OpenLineageError(f"{key}[{i}]: must be an object with namespace and name")
-        urn = dataset_urn(_text(item.get("namespace"), f"{key}[{i}].namespace"), _text(item.get("name"),
-                                                                                         f"{key}[{i}].name"))
-        out.append((urn, item.get("facets") or {}))
+    for i, item in enumerate(_list(event.get(key), key)):
+        where = f"{key}[{i}]"
+        item = _object(item, where)
+        urn = dataset_urn(_text(item.get("namespace"), f"{where}.namespace"), _text(item.get("name"), f"{where}.name"))
+        out.append((urn, where, _object(item.get("facets"), f"{where}.facets")))
     return out
 
 
-def _schema_fields(fields: list[dict[str, Any]], prefix: str = "") -> list[dict[str, Any]]:
+def _schema_fields(fields: Any, where: str, prefix: str = "") -> list[dict[str, Any]]:
     out = []
-    for field in fields:
-        path = f"{prefix}{field.get('name')}"
+    for i, field in enumerate(_list(fields, where)):
+        field = _object(field, f"{where}[{i}]")
+        path = f"{prefix}{_text(field.get('name'), f'{where}[{i}].name')}"
         native = str(field.get("type") or "string")
         kind = ("NumberType" if native.lower().startswith(_NUMBERS) else "BooleanType" if native.lower() == "boolean"
                 else "RecordType" if field.get("fields") else "StringType")
         item = {"fieldPath": path, "nativeDataType": native, "type": {"type": {f"com.linkedin.schema.{kind}": {}}}}
-        if field.get("description"):
+        if isinstance(field.get("description"), str):
             item["description"] = field["description"]
         out.append(item)
-        out.extend(_schema_fields(field.get("fields") or [], f"{path}/"))
+        out.extend(_schema_fields(field.get("fields"), f"{where}[{i}].fields", f"{path}/"))
     return out
 
 
-def _schema(urn: str, facet: dict[str, Any]) -> dict[str, Any]:
+def _schema(urn: str, facet: dict[str, Any], where: str) -> dict[str, Any]:
     platform = urn.split(",")[0].removeprefix("urn:li:dataset:(")
     return {"schemaName": urn, "platform": platform, "version": 0, "hash": "",
             "platformSchema": {"com.linkedin.schema.OtherSchema": {"rawSchema": ""}},
-            "fields": _schema_fields(facet.get("fields") or [])}
+            "fields": _schema_fields(facet.get("fields"), f"{where}.fields")}
 
 
-def field_operations(outputs: list[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+def _input_fields(spec: dict[str, Any], where: str) -> list[tuple[str, str, list[str]]]:
+    """(dataset URN, field, transformation kinds) of a columnLineage output field's inputs."""
+    out = []
+    for i, item in enumerate(_list(spec.get("inputFields"), f"{where}.inputFields")):
+        at = f"{where}.inputFields[{i}]"
+        item = _object(item, at)
+        kinds = []
+        for j, t in enumerate(_list(item.get("transformations"), f"{at}.transformations")):
+            t = _object(t, f"{at}.transformations[{j}]")
+            kinds.append(str(t.get("type") or "") + (f"/{t['subtype']}" if t.get("subtype") else ""))
+        out.append((dataset_urn(_text(item.get("namespace"), f"{at}.namespace"), _text(item.get("name"),
+                                                                                         f"{at}.name")),
+                    _text(item.get("field"), f"{at}.field"), kinds))
+    return out
+
+
+def field_operations(outputs: list[tuple[str, str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """The fieldOperations of the outputs' columnLineage facets (empty when there are none)."""
     reads: dict[str, set[str]] = {}
     transforms, writes = [], []
-    for output, facets in outputs:
-        lineage = (facets.get("columnLineage") or {}).get("fields") or {}
+    for output, where, facets in outputs:
+        at = f"{where}.facets.columnLineage.fields"
+        lineage = _object(_object(facets.get("columnLineage"), f"{where}.facets.columnLineage").get("fields"), at)
         inputs = []
         for out_field, spec in sorted(lineage.items()):
-            sources = [(dataset_urn(f["namespace"], f["name"]), f["field"]) for f in spec.get("inputFields") or []]
+            spec = _object(spec, f"{at}.{out_field}")
+            found = _input_fields(spec, f"{at}.{out_field}")
+            sources = [(source, field) for source, field, _ in found]
             if not sources:
                 continue
-            kinds = sorted({t.get("type", "") + (f"/{t['subtype']}" if t.get("subtype") else "")
-                            for f in spec.get("inputFields") or [] for t in f.get("transformations") or []} - {""})
+            kinds = sorted({k for _, _, ks in found for k in ks} - {""})
             name = f"transform {output} {out_field}"
             description = spec.get("transformationDescription") or ", ".join(kinds) or spec.get(
                 "transformationType") or ""
+            description = description if isinstance(description, str) else str(description)
             transforms.append({"name": name, "type": "TRANSFORM", "description": description,
                                "inputs": [{"origin": f"read {source}", "field": field} for source, field in sources],
                                "outputs": [out_field]})
@@ -132,16 +166,18 @@ def proposals(event: Any) -> list[dict[str, Any]]:
     if not isinstance(event, dict):
         raise OpenLineageError("body: must be an OpenLineage RunEvent object")
     event_type = event.get("eventType") or "OTHER"
-    if event_type not in EVENT_TYPES:
+    if not isinstance(event_type, str) or event_type not in EVENT_TYPES:
         raise OpenLineageError(f"eventType: {event_type!r} is not one of {', '.join(EVENT_TYPES)}")
     time_ms = _millis(event.get("eventTime"))
     run, job = event.get("run"), event.get("job")
     if not isinstance(run, dict) or not isinstance(job, dict):
         raise OpenLineageError("run and job: both are required objects")
+    facets = _object(run.get("facets"), "run.facets")
     run_urn = f"urn:li:dataProcessInstance:{encode_part(_text(run.get('runId'), 'run.runId'))}"
     job = job_urn(_text(job.get("namespace"), "job.namespace"), _text(job.get("name"), "job.name"))
     inputs, outputs = _datasets(event, "inputs"), _datasets(event, "outputs")
-    parent = ((run.get("facets") or {}).get("parent") or {}).get("run", {}).get("runId")
+    parent = _object(_object(facets.get("parent"), "run.facets.parent").get("run"), "run.facets.parent.run").get(
+        "runId")
     relationships: dict[str, Any] = {"parentTemplate": job, "upstreamInstances": []}
     if parent:
         relationships["parentInstance"] = f"urn:li:dataProcessInstance:{encode_part(str(parent))}"
@@ -153,12 +189,13 @@ def proposals(event: Any) -> list[dict[str, Any]]:
         _mcp(run_urn, "dataProcessInstanceRelationships", relationships),
     ]
     if inputs:
-        out.append(_mcp(run_urn, "dataProcessInstanceInput", {"inputs": [u for u, _ in inputs]}))
+        out.append(_mcp(run_urn, "dataProcessInstanceInput", {"inputs": [u for u, _, _ in inputs]}))
     if outputs:
-        out.append(_mcp(run_urn, "dataProcessInstanceOutput", {"outputs": [u for u, _ in outputs]}))
-    for urn, facets in inputs + outputs:
-        if isinstance(facets.get("schema"), dict):
-            out.append(_mcp(urn, "schemaMetadata", _schema(urn, facets["schema"])))
+        out.append(_mcp(run_urn, "dataProcessInstanceOutput", {"outputs": [u for u, _, _ in outputs]}))
+    for urn, where, dataset_facets in inputs + outputs:
+        if dataset_facets.get("schema") is not None:
+            schema = _object(dataset_facets["schema"], f"{where}.facets.schema")
+            out.append(_mcp(urn, "schemaMetadata", _schema(urn, schema, f"{where}.facets.schema")))
     operations = field_operations(outputs)
     if operations:
         out.append(_mcp(run_urn, "fieldOperations", {"operations": operations}))

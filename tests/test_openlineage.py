@@ -4,11 +4,14 @@ become runs, accesses, schemas and field operations that the lineage APIs answer
 
 from __future__ import annotations
 
+import json
 import uuid
 from datetime import UTC, datetime
 from urllib.parse import quote
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openlineage.client import OpenLineageClient
 from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.generated.column_lineage_dataset import (
@@ -18,9 +21,12 @@ from openlineage.client.generated.column_lineage_dataset import (
     Transformation,
 )
 from openlineage.client.generated.schema_dataset import SchemaDatasetFacet, SchemaDatasetFacetFields
+from openlineage.client.serde import Serde
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport
 
+from gms.service import Gms
 from ingest.openlineage import dataset_urn
+from mcl_processor.embedded import SqliteReadModels
 from tests.conftest import TOKEN
 
 PRODUCER = "https://example.com/lodestar-tests"
@@ -110,3 +116,48 @@ def test_a_bad_event_is_rejected_with_a_reason(server):
 
 def derived_run(server, run_id: str) -> dict:
     return server.client().call("GET", f"/v1/runs/{quote(f'urn:li:dataProcessInstance:{run_id}', safe='')}")
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=20)
+PATHS = [("eventType",), ("eventTime",), ("run",), ("run", "runId"), ("run", "facets"), ("run", "facets", "parent"),
+         ("job",), ("job", "name"), ("inputs",), ("outputs",), ("outputs", 0, "facets"),
+         ("outputs", 0, "facets", "columnLineage"), ("outputs", 0, "facets", "columnLineage", "fields", "total"),
+         ("outputs", 0, "facets", "columnLineage", "fields", "total", "inputFields", 0),
+         ("inputs", 0, "facets", "schema"), ("inputs", 0, "facets", "schema", "fields", 0)]
+
+
+@given(replacements=st.lists(st.tuples(st.sampled_from(PATHS), json_values), min_size=1, max_size=3))
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+def test_mangled_events_are_accepted_or_refused_with_a_reason_never_a_server_error(ol_server, replacements):
+    body = json.loads(Serde.to_json(event(RunState.COMPLETE, str(uuid.uuid4()), datetime(2024, 5, 3, tzinfo=UTC))))
+    for path, value in replacements:
+        target = body
+        for key in path[:-1]:
+            try:
+                target = target[key]
+            except (KeyError, IndexError, TypeError):
+                break
+        else:
+            if isinstance(target, dict) or (isinstance(target, list) and isinstance(path[-1], int)
+                                            and path[-1] < len(target)):
+                target[path[-1]] = value
+    status, answer = ol_server.client().request("POST", "/api/v1/lineage", body)
+    assert status in (201, 400), (status, answer)
+    if status == 400:
+        assert answer["message"], answer
+
+
+@pytest.fixture(scope="module")
+def ol_server(tmp_path_factory):
+    from tests.conftest import start_server  # one server for all the generated events
+
+    service = Gms.embedded(tmp_path_factory.mktemp("ol") / "data")
+    models = SqliteReadModels.in_data_dir(tmp_path_factory.mktemp("ol-models"), service.registry)
+    live, thread = start_server(service, models)
+    yield live
+    thread.stop()
+    models.close()
+    service.close()

@@ -130,7 +130,9 @@ def test_external_stream_writers_are_recorded_once_per_day(server):
     ("start=-5&end=100", "start: invalid time (-5 -> -5); it must be at least 0"),
     ("start=now-5x&end=now", "start: cannot parse 'now-5x'"),
     ("start=200&end=100", "start (200 -> 200) must not be after end (100 -> 100)"),
-    ("start=1&end=2&levels=0", "levels: invalid levels (0); it must be at least 1"),
+    ("start=1&end=2&levels=0", "levels: invalid levels (0); it must be between 1 and 100"),
+    ("start=1&end=99999999999999999999", "end: invalid time (99999999999999999999 -> 99999999999999999999); "
+                                         "it must be at most"),
     ("start=1&end=2&collapse=program", "collapse: invalid value 'program'"),
 ])
 def test_bad_parameters_are_400_with_a_reason(server, query, message):

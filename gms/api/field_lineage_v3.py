@@ -78,7 +78,10 @@ def fields(request: web.Request) -> Any:
     dataset = _dataset(request, "ds")
     prefix = request.query.get("prefix", "")
     found = {name: True for name in _lineage(request).fields(dataset, window)}
-    if request.query.get("includeCurrent", "false").lower() == "true":
+    include_current = request.query.get("includeCurrent", "false").lower()
+    if include_current not in ("true", "false"):
+        raise BadRequest(f"includeCurrent: {request.query['includeCurrent'][:100]!r} is neither true nor false")
+    if include_current == "true":
         schema = api_of(request).gms.store.get(dataset, "schemaMetadata")
         for item in ((schema.value or {}).get("fields", []) if schema is not None else []):
             found.setdefault(item["fieldPath"], False)

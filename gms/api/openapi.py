@@ -39,6 +39,52 @@ _CONDITIONAL = [
     )
 ]
 
+_WINDOW = [_q("start", "Seconds since the epoch, or now, now-1h, now-1d+4h", required=True),
+           _q("end", "Seconds since the epoch, or now[+-offset]", required=True)]
+_ARRAY = {"type": "array"}
+_FIELD_DIRECTION = _q("direction", required=True, enum=["incoming", "outgoing", "both"])
+_GRAPH_DIRECTION = _q("direction", required=True, enum=["backward", "forward", "incoming", "outgoing"])
+
+
+def _read(summary: str, parameters: list[dict[str, Any]], answer: dict[str, Any] = _OBJECT) -> dict[str, Any]:
+    return {"get": {"summary": summary, "parameters": parameters,
+                    "responses": {"200": _response("The answer", answer), "400": _response("Invalid parameter"),
+                                  "403": _response("The caller may not read it")}}}
+
+
+_DATASET_LINEAGE = _read("CDAP dataset or stream lineage over a time window", [
+    *_WINDOW, _q("levels", kind="integer", minimum=1, maximum=MAX_HOPS),
+    _q("collapse", "access, run or component (repeatable)", enum=["access", "run", "component"]),
+    _q("rollup", enum=["workflow"])])
+LINEAGE_OVER_TIME: dict[str, Any] = {
+    "/v3/namespaces/{ns}/datasets/{name}/lineage": _DATASET_LINEAGE,
+    "/v3/namespaces/{ns}/streams/{name}/lineage": _DATASET_LINEAGE,
+    "/v3/namespaces/{ns}/datasets/{name}/lineage/fields": _read(
+        "Fields with field lineage in the window", [*_WINDOW, _q("prefix"), _q("includeCurrent", kind="boolean")],
+        _ARRAY),
+    "/v3/namespaces/{ns}/datasets/{name}/lineage/fields/{field}": _read(
+        "Field lineage summary", [*_WINDOW, _FIELD_DIRECTION]),
+    "/v3/namespaces/{ns}/datasets/{name}/lineage/fields/{field}/operations": _read(
+        "Operations on a field's paths, grouped", [*_WINDOW, _FIELD_DIRECTION]),
+    "/v3/namespaces/{ns}/endpoints/{name}/fields/lineage": _read(
+        "Multi-level dataset-to-dataset field maps", [*_WINDOW, _q("level", kind="integer", minimum=1,
+                                                                   maximum=MAX_HOPS)], _ARRAY),
+    "/v3/namespaces/{ns}/endpoints/{name}/fields/{field}/lineage": _read(
+        "Detailed field lineage graph", [*_WINDOW, _GRAPH_DIRECTION]),
+    "/v3/namespaces/{ns}/endpoints/{name}/fields/{field}/lineage/simple": _read(
+        "Simple field lineage view", [*_WINDOW, _GRAPH_DIRECTION]),
+    "/v1/runs/{urn}": {"get": {"summary": "A run as the run-lineage tables derive it", "parameters": [_URN],
+                               "responses": {"200": _response("The run", _OBJECT), "400": _response("Not a run URN"),
+                                             "403": _response("The caller may not read it"),
+                                             "404": _response("No such run")}}},
+    "/api/v1/lineage": {"post": {
+        "summary": "OpenLineage RunEvent intake",
+        "requestBody": {"required": True, "content": {_JSON: {"schema": _OBJECT}}},
+        "responses": {"201": _response("The event's proposals, applied", _OBJECT),
+                      "400": _response("An unreadable event"), "403": _response("A proposal was refused"),
+                      "412": _response("A proposal's condition failed")}}},
+}
+
 DOCUMENT: dict[str, Any] = {
     "openapi": "3.0.3",
     "info": {"title": "Lodestar GMS", "version": "0.1.0",
@@ -149,6 +195,7 @@ DOCUMENT: dict[str, Any] = {
                            _q("end", kind="integer", minimum=-MAX_MILLIS, maximum=MAX_MILLIS),
                            _q("limit", kind="integer", minimum=1, maximum=MAX_POINTS)],
             "responses": {"200": _response("The points", _OBJECT), "400": _response("Invalid parameter")}}},
+        **LINEAGE_OVER_TIME,
         "/config": {"get": {"summary": "Server configuration (DataHub clients check noCode)", "security": [],
                             "responses": {"200": _response("Configuration", _OBJECT)}}},
         "/health": {"get": {"summary": "Liveness", "security": [],

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 import time
 
+from gms.api.limits import MAX_HOPS, MAX_MILLIS
 from mcl_processor.runs.model import Window
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_SECONDS = MAX_MILLIS // 1000
 _OFFSET = re.compile(r"([+-])(\d+)([smhd])")
 
 
@@ -34,6 +36,8 @@ def parse_time(name: str, text: str | None, now: int | None = None) -> int:
         seconds = _integer(name, text, "neither seconds since the epoch nor now[+-offset]")
     if seconds < 0:
         raise ParameterError(f"{name}: invalid time ({text} -> {seconds}); it must be at least 0")
+    if seconds > MAX_SECONDS:
+        raise ParameterError(f"{name}: invalid time ({text} -> {seconds}); it must be at most {MAX_SECONDS}")
     return seconds
 
 
@@ -51,8 +55,8 @@ def parse_levels(name: str, text: str | None, default: int) -> int:
     if text is None:
         return default
     levels = _integer(name, text, "not an integer")
-    if levels < 1:
-        raise ParameterError(f"{name}: invalid {name} ({levels}); it must be at least 1")
+    if not 1 <= levels <= MAX_HOPS:
+        raise ParameterError(f"{name}: invalid {name} ({levels}); it must be between 1 and {MAX_HOPS}")
     return levels
 
 
