@@ -22,6 +22,7 @@ from gms.store.sqlite import SqliteAspectStore
 from gms.validation import DEFAULT_MAX_ASPECT_BYTES, ProposalValidator, ValidProposal
 from gms.write_path import Result, WritePath
 from ingest import topics
+from ingest.emitters import ACTOR_HEADER
 from ingest.eventlog import EventLog, LogMessage, LogRecord
 from ingest.eventlog.sqlite import SqliteEventLog
 from ingest.proposal import Proposal, ProposalError
@@ -29,7 +30,6 @@ from schemas.events import FAILED_MCP, MCP, EventCodec, EventDecodeError, defaul
 from schemas.registry import EntityRegistry, default_registry
 
 log = logging.getLogger(__name__)
-ACTOR_HEADER = "X-Lodestar-Actor"
 UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
 MCP_GROUP = "gms-mcp-consumer"
 RETRY_AFTER = 1.0  # seconds before the MCP consumer reads again after a failed batch

@@ -1,0 +1,134 @@
+"""What the listener thread takes from the JVM for one write: the analyzed plan's JSON and the
+few facts the JSON leaves out (output path, file format, save mode, output column names, file
+relations' root paths, JDBC and DataSource V2 table names). Nothing here keeps a JVM object.
+
+Costs (py4j round trip ~0.05-0.2 ms): a JVM string over ~8 KB returned in one call costs a
+fixed ~44 ms (the JVM side writes it in 8 KB pieces without TCP_NODELAY), so the JSON is written
+into a StringWriter in the JVM and fetched in slices under that size; a plan so large that
+slices would take longer comes in one piece.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from spark_emitter.plan import Node, parse
+
+SLICE = 7000  # characters per fetch: under py4j's 8 KB write, ASCII JSON being 1 byte a character
+MAX_SLICES = 8  # beyond this one ~44 ms fetch of the whole string is cheaper
+SEP = "\u0001"
+FILE_WRITE = "InsertIntoHadoopFsRelationCommand"
+V2_WRITES = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic"})
+TABLE_WRITES = frozenset({"CreateDataSourceTableAsSelectCommand", "InsertIntoHiveTable",
+                          "CreateHiveTableAsSelectCommand", "OptimizedCreateHiveTableAsSelectCommand"})
+WRITES = frozenset({FILE_WRITE, *V2_WRITES, *TABLE_WRITES})
+QUERY_FIELD = frozenset({"CreateDataSourceTableAsSelectCommand", "CreateHiveTableAsSelectCommand",
+                         "OptimizedCreateHiveTableAsSelectCommand"})  # the query is a field, not a child
+NESTED_WRITE = "file source write"  # the inner file write of a CTAS, reported again by the CTAS itself
+
+
+@dataclass
+class Captured:
+    """One write action as the worker gets it."""
+
+    func: str
+    command: str
+    plan: list[dict[str, Any]]
+    end_ms: int
+    duration_ms: int
+    write: dict[str, Any] = field(default_factory=dict)
+    relations: dict[int, dict[str, Any]] = field(default_factory=dict)  # first output exprId -> facts
+    error: dict[str, str] | None = None
+
+
+class JvmReader:
+    """Reads plans from the JVM of one gateway (holds only the JSON mapper)."""
+
+    def __init__(self, jvm: Any):
+        self._jvm = jvm
+        self._mapper = getattr(jvm.org.json4s.jackson, "JsonMethods$").__getattr__("MODULE$").mapper()
+
+    def command(self, plan: Any) -> str:
+        return plan.getClass().getSimpleName()
+
+    def plan_json(self, plan: Any) -> list[dict[str, Any]]:
+        writer = self._jvm.java.io.StringWriter()
+        self._mapper.writeValue(writer, plan.jsonValue())
+        buffer = writer.getBuffer()
+        size = buffer.length()
+        if size > SLICE * MAX_SLICES:
+            return orjson.loads(buffer.toString())
+        return orjson.loads("".join(buffer.substring(a, min(size, a + SLICE)) for a in range(0, size, SLICE)))
+
+    def capture(self, func: str, plan: Any, command: str, end_ms: int, duration_ms: int) -> Captured:
+        nodes = self.plan_json(plan)
+        captured = Captured(func, command, nodes, end_ms, duration_ms)
+        if command == FILE_WRITE:
+            captured.write = {"path": plan.outputPath().toString(), "format": _format(plan.fileFormat()),
+                              "mode": plan.mode().toString(), "columns": plan.outputColumnNames().mkString(SEP)}
+        elif command in V2_WRITES:
+            captured.write = {"name": plan.table().name()}
+        captured.write["schema"] = plan.query().schema().json()
+        wanted = _relations_needing_facts(parse(nodes))
+        if wanted:
+            roots = [plan.query()] if command in QUERY_FIELD else [plan]
+            captured.relations = self._relation_facts(roots, wanted)
+        return captured
+
+    def _relation_facts(self, roots: list[Any], wanted: set[int]) -> dict[int, dict[str, Any]]:
+        facts: dict[int, dict[str, Any]] = {}
+        pending = list(roots)
+        while pending and len(facts) < len(wanted):
+            root = pending.pop(0)
+            leaves = root.collectLeaves()
+            for i in range(leaves.size()):
+                leaf = leaves.apply(i)
+                kind = leaf.getClass().getSimpleName()
+                if kind not in ("LogicalRelation", "DataSourceV2Relation") or leaf.output().isEmpty():
+                    continue
+                expr_id = leaf.output().head().exprId().id()
+                if expr_id in wanted and expr_id not in facts:
+                    facts[expr_id] = _leaf_facts(leaf, kind)
+            if len(facts) < len(wanted):
+                subqueries = root.subqueriesAll()
+                pending.extend(subqueries.apply(i) for i in range(subqueries.size()))
+        return facts
+
+
+def _format(file_format: Any) -> str:
+    try:
+        return file_format.shortName()
+    except Exception:  # a format that is not a registered data source has no short name
+        return file_format.toString().lower()
+
+
+def _leaf_facts(leaf: Any, kind: str) -> dict[str, Any]:
+    if kind == "DataSourceV2Relation":
+        return {"kind": "v2", "name": leaf.table().name()}
+    relation = leaf.relation()
+    relation_class = relation.getClass().getSimpleName()
+    if relation_class == "HadoopFsRelation":
+        return {"kind": "files", "paths": relation.location().rootPaths().mkString(SEP).split(SEP),
+                "format": _format(relation.fileFormat())}
+    if relation_class == "JDBCRelation":
+        options = relation.jdbcOptions()
+        return {"kind": "jdbc", "url": options.url(), "table": options.tableOrQuery()}
+    return {"kind": "other", "name": relation_class}
+
+
+def _relations_needing_facts(root: Node) -> set[int]:
+    """First output exprIds of the relations the JSON does not name: file, JDBC and V2 relations."""
+    wanted: set[int] = set()
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if (node.cls == "LogicalRelation" and "catalogTable" not in node.fields) or node.cls == "DataSourceV2Relation":
+            output = node.trees("output")
+            if output and output[0].expr_id is not None:
+                wanted.add(output[0].expr_id)
+        stack.extend(node.children)
+        stack.extend(tree for _, tree in node.nested_trees())  # expressions, and the subqueries in them
+    return wanted

@@ -1,0 +1,206 @@
+"""The listener: a Spark QueryExecutionListener implemented in Python over py4j's callback
+server. Its callback (on Spark's shared listener thread) only reads the write's plan from the
+JVM and queues it; a worker thread analyses it and emits the proposals."""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import logging
+import time
+import uuid
+from dataclasses import dataclass, fields
+from typing import Any
+
+from ingest.emitters import Emitter, KafkaEmitter, RestEmitter
+from ingest.proposal import Proposal
+from spark_emitter.capture import NESTED_WRITE, WRITES, Captured, JvmReader
+from spark_emitter.delivery import Counts, Delivery
+from spark_emitter.mcps import Action, App, action_proposals, application_ended, application_started
+from spark_emitter.urns import Naming
+from spark_emitter.writes import analyze
+
+log = logging.getLogger(__name__)
+PREFIX = "spark.lodestar."
+
+
+class ListenerError(RuntimeError):
+    """The listener cannot be attached (e.g. a Spark Connect session, or no destination)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    """`spark.lodestar.<name>` conf keys, or keyword arguments of `attach` (which win)."""
+
+    server: str | None = None  # GMS URL: emit over REST
+    token: str | None = None
+    kafka_bootstrap: str | None = None  # or append to the MCP topic (spark.lodestar.kafka.bootstrap)
+    kafka_prefix: str = ""
+    env: str = "PROD"
+    job: str | None = None  # the job's name; default: the app name
+    catalog_platform: str = "hive"
+    queue_size: int = 1000
+    actor: str = "urn:li:corpuser:spark"
+
+    @classmethod
+    def from_conf(cls, conf: Any, overrides: dict[str, Any]) -> Settings:
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            key = PREFIX + _camel(f.name).replace("kafkaBootstrap", "kafka.bootstrap").replace(
+                "kafkaPrefix", "kafka.prefix")
+            raw = overrides[f.name] if f.name in overrides else conf.get(key, None)
+            if raw is not None:
+                values[f.name] = int(raw) if f.type in ("int", int) else raw
+        unknown = set(overrides) - {f.name for f in fields(cls)}
+        if unknown:
+            raise ListenerError(f"unknown setting(s): {', '.join(sorted(unknown))}")
+        settings = cls(**values)
+        if not settings.server and not settings.kafka_bootstrap:
+            raise ListenerError("set spark.lodestar.server (REST) or spark.lodestar.kafka.bootstrap (Kafka)")
+        return settings
+
+    def connect(self) -> Emitter:
+        if self.server:
+            return RestEmitter(self.server, self.token)
+        return KafkaEmitter.connect(self.kafka_bootstrap, self.kafka_prefix, self.actor)
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@dataclass(frozen=True)
+class _Finished:
+    """A write action handed to the worker."""
+
+    captured: Captured
+    execution_id: int
+
+
+class LodestarListener:
+    """Attached to one SparkSession; see `attach`."""
+
+    def __init__(self, spark: Any, settings: Settings):
+        self._spark = spark
+        sc = spark.sparkContext
+        self.settings = settings
+        self.app = App(sc.applicationId, sc.appName, settings.job or sc.appName, settings.env, sc.sparkUser(),
+                       sc.startTime, (("master", sc.master), ("sparkVersion", spark.version)))
+        self.naming = Naming(sc.appName, settings.env, settings.catalog_platform)
+        self._reader = JvmReader(sc._jvm)
+        self._job_inputs: set[str] = set()
+        self._job_outputs: set[str] = set()
+        self._token = f"LodestarListener-{uuid.uuid4()}"
+        self._closed = False
+        self._delivery = Delivery(settings.connect, self._build, settings.queue_size)
+        self._delivery.offer(application_started(self.app))
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        ensure_callback_server_started(sc._gateway)
+        spark._jsparkSession.listenerManager().register(self)
+        atexit.register(self.close, 10.0)
+
+    # QueryExecutionListener (called by the JVM; must never raise)
+
+    def onSuccess(self, func: str, qe: Any, duration_ns: int) -> None:  # noqa: N802 (Java's name)
+        self._on_event(func, qe, duration_ns // 1_000_000, None)
+
+    def onFailure(self, func: str, qe: Any, exception: Any) -> None:  # noqa: N802
+        self._on_event(func, qe, 0, exception)
+
+    def equals(self, other: Any) -> bool:
+        return other is self
+
+    def hashCode(self) -> int:  # noqa: N802
+        return hash(self._token) & 0x7FFFFFFF
+
+    def toString(self) -> str:  # noqa: N802
+        return self._token
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+    def _on_event(self, func: str, qe: Any, duration_ms: int, exception: Any) -> None:
+        try:
+            if func == NESTED_WRITE or self._closed:
+                return
+            plan = qe.analyzed()
+            command = self._reader.command(plan)
+            if command not in WRITES:
+                return
+            end_ms = int(time.time() * 1000)
+            captured = self._reader.capture(func, plan, command, end_ms, duration_ms)
+            if exception is not None:
+                captured.error = _error(exception)
+            self._delivery.offer(_Finished(captured, qe.id()))
+        except Exception:
+            log.exception("Lodestar listener: could not read a finished action; it is not recorded")
+
+    # the worker's side
+
+    def _build(self, item: Any) -> list[Proposal]:
+        if not isinstance(item, _Finished):
+            return item  # proposals made on the caller's thread (application start and end)
+        captured = item.captured
+        lineage = analyze(captured, self.naming)
+        if lineage is not None:
+            self._job_inputs.update(s.urn for s in lineage.sources)
+            self._job_outputs.add(lineage.target.urn)
+        action = Action(item.execution_id, captured.func, captured.command, captured.end_ms - captured.duration_ms,
+                        captured.end_ms, captured.error)
+        return action_proposals(self.app, action, lineage, (sorted(self._job_inputs), sorted(self._job_outputs)))
+
+    # the user's side
+
+    @property
+    def counts(self) -> Counts:
+        """Events delivered, dropped (queue full) and failed (Lodestar unreachable or refusing)."""
+        return self._delivery.counts
+
+    def flush(self, timeout: float | None = 60.0) -> bool:
+        """Wait until every action finished so far is delivered (or failed); False on timeout."""
+        start = time.monotonic()
+        bus = self._spark.sparkContext._jsc.sc().listenerBus()
+        bus.waitUntilEmpty(int((timeout or 60.0) * 1000))  # Spark's queue: our callback has run for each
+        remaining = None if timeout is None else max(0.0, timeout - (time.monotonic() - start))
+        return self._delivery.flush(remaining)
+
+    def close(self, timeout: float | None = 60.0) -> bool:
+        """Flush, record the application's end, detach from the session and stop the worker."""
+        if self._closed:
+            return True
+        flushed = True
+        try:
+            flushed = self.flush(timeout)
+            manager = self._spark._jsparkSession.listenerManager()
+            for registered in manager.listListeners():
+                if registered.toString() == self._token:
+                    manager.unregister(registered)
+        except Exception as err:  # the session may be stopped already
+            log.debug("Lodestar listener: detaching: %s", err)
+        self._closed = True
+        atexit.unregister(self.close)
+        self._delivery.offer(application_ended(self.app, int(time.time() * 1000)))
+        return self._delivery.close(timeout) and flushed
+
+
+def _error(exception: Any) -> dict[str, str]:
+    """The failure's error class (Spark's condition, else the exception's class) and class name."""
+    class_name = exception.getClass().getName()
+    condition = None
+    with contextlib.suppress(Exception):  # not a SparkThrowable
+        condition = exception.getCondition()
+    return {"errorClass": condition or class_name, "exception": class_name}
+
+
+def attach(spark: Any, **settings: Any) -> LodestarListener:
+    """Record every write action of `spark` (a classic SparkSession) in Lodestar.
+
+    Settings come from `spark.lodestar.*` conf keys; keyword arguments override them: `server`,
+    `token`, `kafka_bootstrap`, `kafka_prefix`, `env`, `job`, `catalog_platform`, `queue_size`.
+    """
+    if not hasattr(spark, "_jsparkSession"):
+        raise ListenerError("Spark Connect sessions are not supported: the listener needs a classic SparkSession "
+                            "(one built without spark.remote / SPARK_REMOTE)")
+    return LodestarListener(spark, Settings.from_conf(spark.conf, settings))
