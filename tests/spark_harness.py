@@ -1,0 +1,116 @@
+"""A PySpark session with the Lodestar listener attached, against a real `lodestar serve`, and
+helpers to read back what was recorded."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from ingest.rest import LodestarError, RestClient
+from spark_emitter.urns import dataset_urn, field_urn
+
+WAIT = 60.0
+
+
+@contextmanager
+def spark_session(warehouse: Path, **conf: str) -> Iterator[Any]:
+    """A local SparkSession (one core, one shuffle partition, no UI), stopped afterwards."""
+    from pyspark.sql import SparkSession
+
+    builder = (SparkSession.builder.master("local[1]").appName("lodestar-test")
+               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+               .config("spark.sql.warehouse.dir", str(warehouse))
+               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}"))
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def files(path: Path) -> str:
+    """The dataset URN of files at a local path."""
+    return dataset_urn("file", str(path), "PROD")
+
+
+def local(name: str) -> str:
+    """The dataset URN of an in-memory DataFrame read through the temp view `name`."""
+    return dataset_urn("spark", f"lodestar-test.{name}", "PROD")
+
+
+def table(name: str) -> str:
+    return dataset_urn("hive", f"default.{name}", "PROD")
+
+
+def fine(target: str, column: str, upstreams: list[tuple[str, str]], operation: str) -> dict[str, Any]:
+    """A fineGrainedLineages entry: `column` of `target` from (dataset, field) upstreams."""
+    return {"upstreamType": "FIELD_SET", "upstreams": sorted(field_urn(d, f) for d, f in upstreams),
+            "downstreamType": "FIELD", "downstreams": [field_urn(target, column)], "transformOperation": operation}
+
+
+def control(label: str, upstreams: list[tuple[str, str]]) -> dict[str, Any]:
+    """A fineGrainedLineages entry of columns used only to filter, join or group."""
+    return {"upstreamType": "FIELD_SET", "upstreams": sorted(field_urn(d, f) for d, f in upstreams),
+            "downstreamType": "FIELD_SET", "transformOperation": label}
+
+
+class Recorded:
+    """Reads what Lodestar recorded."""
+
+    def __init__(self, client: RestClient):
+        self.client = client
+
+    def aspect(self, urn: str, aspect: str) -> Any:
+        try:
+            return self.client.aspect(urn, aspect)["value"]
+        except LodestarError as err:
+            if err.status == 404:
+                return None
+            raise
+
+    def lineage(self, urn: str) -> tuple[list[str], list[dict[str, Any]]]:
+        """(upstream datasets, fine-grained entries sorted) of a dataset."""
+        value = self.aspect(urn, "upstreamLineage")
+        assert value is not None, f"no upstreamLineage on {urn}"
+        entries = [{k: v for k, v in e.items() if v is not None} for e in value.get("fineGrainedLineages") or []]
+        return sorted(u["dataset"] for u in value["upstreams"]), sorted(entries, key=_entry_key)
+
+    def schema(self, urn: str) -> list[tuple[str, str]]:
+        value = self.aspect(urn, "schemaMetadata")
+        assert value is not None, f"no schemaMetadata on {urn}"
+        return [(f["fieldPath"], f["nativeDataType"]) for f in value["fields"]]
+
+    def runs_producing(self, target: str, count: int = 1) -> list[str]:
+        """The runs whose output is `target`, from the lineage graph once `count` are indexed."""
+        path = f"/v1/lineage?urn={quote(target, safe='')}&direction=upstream&maxHops=1"
+        return self._await(lambda: sorted(n["urn"] for n in self.client.call("GET", path)["nodes"]
+                                          if n["entityType"] == "dataProcessInstance"), count)
+
+    def run_events(self, run: str, count: int = 2) -> list[dict[str, Any]]:
+        """The run's events once `count` are indexed."""
+        path = f"/v1/timeseries/{quote(run, safe='')}/dataProcessInstanceRunEvent"
+        return self._await(lambda: self.client.call("GET", path)["points"], count)
+
+    @staticmethod
+    def _await(read: Any, count: int) -> list[Any]:
+        deadline = time.monotonic() + WAIT
+        while True:
+            found = read()
+            if len(found) >= count or time.monotonic() > deadline:
+                return found
+            time.sleep(0.05)
+
+
+def sorted_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return sorted(entries, key=_entry_key)
+
+
+def _entry_key(entry: dict[str, Any]) -> tuple:
+    return (entry.get("downstreams") or [""], entry.get("transformOperation") or "", entry.get("upstreams") or [])

@@ -1,0 +1,311 @@
+"""Real PySpark jobs with the listener attached, against a real `lodestar serve`: the recorded
+runs, datasets, schemas, dataset lineage and column lineage of each kind of plan.
+
+One SparkSession and one Lodestar serve the whole module (starting Spark costs seconds); every
+test writes targets of its own."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from spark_emitter import LodestarListener, attach
+from spark_emitter.urns import dataset_urn
+from tests.processes import TOKEN, ServeProcess
+from tests.spark_harness import Recorded, control, files, fine, local, sorted_entries, spark_session, table
+
+pytest.importorskip("pyspark")
+from pyspark.sql import Window  # noqa: E402
+from pyspark.sql import functions as F  # noqa: E402
+
+FLOW = "urn:li:dataFlow:(spark,lodestar-test,PROD)"
+JOB = f"urn:li:dataJob:({FLOW},nightly)"
+ORDERS, REGIONS = local("orders"), local("regions")
+
+
+@dataclass
+class Job:
+    spark: Any
+    listener: LodestarListener
+    root: Path
+    recorded: Recorded
+
+    def flush(self, actions: int) -> None:
+        """Wait until the listener delivered; `actions` writes must have been recorded since the last flush."""
+        before = self.listener.counts.delivered
+        assert self.listener.flush(60)
+        assert self.listener.counts.delivered - before == actions
+        assert self.listener.counts.failed == 0 and self.listener.counts.dropped == 0
+
+    @property
+    def app_run(self) -> str:
+        return f"urn:li:dataProcessInstance:{self.spark.sparkContext.applicationId}"
+
+
+@pytest.fixture(scope="module")
+def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
+    with ServeProcess(tmp_path_factory.mktemp("lodestar")) as lodestar:
+        root = tmp_path_factory.mktemp("spark")
+        with spark_session(root / "warehouse", **{"spark.lodestar.server": lodestar.url,
+                                                  "spark.lodestar.token": TOKEN, "spark.lodestar.job": "nightly"}) as spark:
+            listener = attach(spark)
+            spark.createDataFrame([(1, "ann", 10), (2, "bob", 20), (3, "cy", 5)], "k long, name string, v long") \
+                .createOrReplaceTempView("orders")
+            spark.createDataFrame([(1, "north"), (2, "south")], "k long, region string").createOrReplaceTempView("regions")
+            yield Job(spark, listener, root, Recorded(lodestar.client()))
+            listener.close(30)
+
+
+def test_seed_pipeline_read_parse_concat_create_id_write(job: Job) -> None:
+    """File -> Parser -> Name-Concatenator -> IdGenerator -> Store, as the field-lineage design draws it."""
+    source_path, target_path = job.root / "customers.csv", job.root / "store"
+    source_path.write_text("John,Smith,31,Santa Clara,CA\nJane,Doe,40,Austin,TX\n")
+
+    def create_id(name: str) -> str:
+        return name.replace(" ", "") + "007"
+
+    body = job.spark.read.schema("body string").option("sep", "\t").csv(str(source_path))
+    parts = F.split("body", ",")
+    parsed = body.select(parts[0].alias("first_name"), parts[1].alias("last_name"), parts[2].cast("int").alias("age"),
+                         parts[3].alias("city"), parts[4].alias("state"))
+    named = parsed.withColumn("name", F.concat_ws(" ", "first_name", "last_name")).drop("first_name", "last_name")
+    named.withColumn("id", F.udf(create_id, "string")("name")).select("id", "name", "age", "city", "state") \
+        .write.parquet(str(target_path))
+    job.flush(1)
+
+    source, target = files(source_path), files(target_path)
+    rec = job.recorded
+    assert rec.schema(source) == [("body", "string")]
+    assert rec.schema(target) == [("id", "string"), ("name", "string"), ("age", "integer"), ("city", "string"),
+                                  ("state", "string")]
+    assert rec.lineage(target) == ([source], sorted_entries([
+        fine(target, "id", [(source, "body")], "split,concat_ws,create_id"),
+        fine(target, "name", [(source, "body")], "split,concat_ws"),
+        fine(target, "age", [(source, "body")], "cast"),
+        fine(target, "city", [(source, "body")], "split"),
+        fine(target, "state", [(source, "body")], "split"),
+    ]))
+    (run,) = rec.runs_producing(target)
+    assert rec.aspect(run, "dataProcessInstanceInput") == {"inputs": [source]}
+    assert rec.aspect(run, "dataProcessInstanceOutput") == {"outputs": [target]}
+    assert rec.aspect(run, "dataProcessInstanceRelationships") == {
+        "parentTemplate": JOB, "parentInstance": job.app_run, "upstreamInstances": []}
+    properties = rec.aspect(run, "dataProcessInstanceProperties")
+    assert properties["customProperties"]["command"] == "InsertIntoHadoopFsRelationCommand"
+    assert properties["customProperties"]["target"] == target
+    started, ended = rec.run_events(run)
+    assert (started["status"], ended["status"], ended["result"]["type"]) == ("STARTED", "COMPLETE", "SUCCESS")
+    assert started["timestampMillis"] <= ended["timestampMillis"]
+    assert rec.aspect(FLOW, "dataFlowInfo")["name"] == "lodestar-test"
+    assert rec.aspect(JOB, "dataJobInfo") == {"name": "nightly", "type": {"string": "spark"}, "flowUrn": FLOW,
+                                              "customProperties": {}}
+    assert rec.aspect(job.app_run, "dataProcessInstanceRelationships")["parentTemplate"] == FLOW
+    # the field lineage read API walks it: id back to the file's body
+    walk = rec.client.call("GET", "/v1/lineage/fields?urn=" + _quote(f"urn:li:schemaField:({target},id)")
+                           + "&direction=upstream")
+    assert [(e["source"], e["type"]) for e in walk["edges"]] == [
+        (f"urn:li:schemaField:({source},body)", "split,concat_ws,create_id")]
+
+
+def test_join_group_by_sum_save_as_table_is_one_action(job: Job) -> None:
+    """saveAsTable reports three events (the nested file write, CTAS, SaveAsV1Table): one action is recorded."""
+    job.spark.table("orders").join(job.spark.table("regions"), "k").groupBy("region") \
+        .agg(F.sum("v").alias("total")).write.saveAsTable("region_totals")
+    job.flush(1)
+    target = table("region_totals")
+    assert job.recorded.schema(target) == [("region", "string"), ("total", "long")]
+    assert job.recorded.lineage(target) == ([ORDERS, REGIONS], sorted_entries([
+        fine(target, "region", [(REGIONS, "region")], "identity"),
+        fine(target, "total", [(ORDERS, "v")], "sum"),
+        control("join", [(ORDERS, "k"), (REGIONS, "k")]),
+        control("group by", [(REGIONS, "region")]),
+    ]))
+    assert job.recorded.schema(ORDERS) == [("k", "long"), ("name", "string"), ("v", "long")]
+    assert len(job.recorded.runs_producing(target)) == 1
+
+
+def test_a_table_written_by_one_job_is_the_table_another_reads(job: Job) -> None:
+    """CTAS, INSERT and insertInto name the catalog table as saveAsTable does; reading it is the same entity."""
+    job.spark.createDataFrame([("east", 7)], "region string, total long").write.saveAsTable("raw_totals")
+    job.spark.sql("CREATE TABLE doubled USING parquet AS SELECT region, total * 2 AS twice FROM raw_totals"
+                  " WHERE total > 1")
+    job.flush(2)
+    source, target = table("raw_totals"), table("doubled")
+    assert job.recorded.lineage(target) == ([source], sorted_entries([
+        fine(target, "region", [(source, "region")], "identity"),
+        fine(target, "twice", [(source, "total")], "multiply"),
+        control("filter", [(source, "total")]),
+    ]))
+    job.spark.sql("INSERT INTO doubled SELECT upper(region), total FROM raw_totals")
+    job.flush(1)
+    assert job.recorded.lineage(target)[1] == sorted_entries([
+        fine(target, "region", [(source, "region")], "upper"),
+        fine(target, "twice", [(source, "total")], "identity"),
+    ])
+    job.spark.table("orders").select("name", "v").write.insertInto("doubled")
+    job.flush(1)
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "region", [(ORDERS, "name")], "identity"),
+        fine(target, "twice", [(ORDERS, "v")], "identity"),
+    ]))
+    assert len(job.recorded.runs_producing(target, 3)) == 3
+
+
+def test_union_filter_write_json(job: Job) -> None:
+    """Union columns derive from every branch, by position."""
+    target_path = job.root / "union"
+    orders = job.spark.table("orders").select("k", "v")
+    regions = job.spark.table("regions").select("k", F.length("region").alias("v"))
+    orders.union(regions).filter("v > 1").write.json(str(target_path))
+    job.flush(1)
+    target = files(target_path)
+    assert job.recorded.lineage(target) == ([ORDERS, REGIONS], sorted_entries([
+        fine(target, "k", [(ORDERS, "k"), (REGIONS, "k")], "identity"),
+        fine(target, "v", [(ORDERS, "v")], "identity"),
+        fine(target, "v", [(REGIONS, "region")], "length,cast"),  # Spark widens length's int to the long of v
+        control("filter", [(ORDERS, "v"), (REGIONS, "region")]),
+    ]))
+
+
+def test_udf_inputs_are_its_arguments(job: Job) -> None:
+    def label(name: str, key: str) -> str:
+        return f"{name}-{key}"
+
+    target_path = job.root / "udf"
+    job.spark.table("orders").select(F.udf(label, "string")("name", F.col("k").cast("string")).alias("tag"), "v") \
+        .write.orc(str(target_path))
+    job.flush(1)
+    target = files(target_path)
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "tag", [(ORDERS, "k"), (ORDERS, "name")], "label"),
+        fine(target, "v", [(ORDERS, "v")], "identity"),
+    ]))
+
+
+def test_window_function_derives_from_partition_and_order_columns(job: Job) -> None:
+    target_path = job.root / "window"
+    window = Window.partitionBy("name").orderBy(F.desc("v"))
+    job.spark.table("orders").withColumn("rank", F.rank().over(window)).write.parquet(str(target_path))
+    job.flush(1)
+    target = files(target_path)
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "k", [(ORDERS, "k")], "identity"),
+        fine(target, "name", [(ORDERS, "name")], "identity"),
+        fine(target, "v", [(ORDERS, "v")], "identity"),
+        fine(target, "rank", [(ORDERS, "name"), (ORDERS, "v")], "rank"),
+    ]))
+
+
+def test_self_join(job: Job) -> None:
+    target_path = job.root / "self_join"
+    orders = job.spark.table("orders")
+    orders.alias("x").join(orders.alias("y"), F.col("x.k") == F.col("y.v")) \
+        .select(F.col("x.name").alias("left_name"), F.col("y.name").alias("right_name")).write.parquet(str(target_path))
+    job.flush(1)
+    target = files(target_path)
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "left_name", [(ORDERS, "name")], "identity"),
+        fine(target, "right_name", [(ORDERS, "name")], "identity"),
+        control("join", [(ORDERS, "k"), (ORDERS, "v")]),
+    ]))
+
+
+def test_select_star_passes_every_column_through(job: Job) -> None:
+    target_path = job.root / "star"
+    job.spark.sql("SELECT * FROM orders").write.csv(str(target_path))
+    job.flush(1)
+    target = files(target_path)
+    assert job.recorded.schema(target) == [("k", "long"), ("name", "string"), ("v", "long")]
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, column, [(ORDERS, column)], "identity") for column in ("k", "name", "v")]))
+
+
+def test_subquery_explode_cube_distinct_sort(job: Job) -> None:
+    spark = job.spark
+    paths = {name: job.root / name for name in ("subquery", "explode", "cube", "distinct")}
+    spark.sql("SELECT k, (SELECT max(v) FROM orders) AS top FROM regions WHERE k IN (SELECT k FROM orders)") \
+        .write.parquet(str(paths["subquery"]))
+    spark.table("orders").select("k", F.explode(F.array("v", "k")).alias("item")).write.parquet(str(paths["explode"]))
+    spark.table("orders").cube("name").agg(F.sum("v").alias("total")).write.parquet(str(paths["cube"]))
+    spark.table("orders").select(F.lower("name").alias("name")).distinct().orderBy("name") \
+        .write.text(str(paths["distinct"]))
+    job.flush(4)
+    target = {name: files(path) for name, path in paths.items()}
+    assert job.recorded.lineage(target["subquery"]) == ([ORDERS, REGIONS], sorted_entries([
+        fine(target["subquery"], "k", [(REGIONS, "k")], "identity"),
+        fine(target["subquery"], "top", [(ORDERS, "v")], "max"),
+        control("filter", [(ORDERS, "k"), (REGIONS, "k")]),
+    ]))
+    assert job.recorded.lineage(target["explode"]) == ([ORDERS], sorted_entries([
+        fine(target["explode"], "k", [(ORDERS, "k")], "identity"),
+        fine(target["explode"], "item", [(ORDERS, "k"), (ORDERS, "v")], "explode"),
+    ]))
+    assert job.recorded.lineage(target["cube"]) == ([ORDERS], sorted_entries([
+        fine(target["cube"], "name", [(ORDERS, "name")], "identity"),
+        fine(target["cube"], "total", [(ORDERS, "v")], "sum"),
+        control("group by", [(ORDERS, "name")]),
+    ]))
+    assert job.recorded.lineage(target["distinct"]) == ([ORDERS], [
+        fine(target["distinct"], "name", [(ORDERS, "name")], "lower")])
+
+
+def test_jdbc_source_and_datasource_v2_writes(job: Job) -> None:
+    url = "jdbc:derby:memory:lodestar;create=true"
+    job.spark.table("regions").write.jdbc(url, "REGIONS", properties={"driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"})
+    jdbc = job.spark.read.jdbc(url, "REGIONS", properties={"driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"})
+    jdbc.write.format("noop").mode("append").save()
+    job.spark.table("orders").write.format("noop").mode("overwrite").save()
+    job.flush(2)  # the JDBC write is not a file, table or V2 write: not recorded
+    source, target = dataset_urn("derby", "REGIONS", "PROD"), dataset_urn("spark", "noop-table", "PROD")
+    assert job.recorded.schema(source) == [("K", "long"), ("REGION", "string")]
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, column, [(ORDERS, column)], "identity") for column in ("k", "name", "v")]))
+    assert len(job.recorded.runs_producing(target, 2)) == 2
+
+
+def test_failed_write_records_a_failed_run_without_lineage(job: Job) -> None:
+    def explode_on(value: int) -> int:
+        raise ValueError(f"cannot take {value}")
+
+    target_path = job.root / "failed"
+    with pytest.raises(Exception, match="cannot take"):
+        job.spark.table("orders").select(F.udf(explode_on, "long")("v").alias("x")).write.parquet(str(target_path))
+    job.flush(1)
+    target = files(target_path)
+    (run,) = job.recorded.runs_producing(target)
+    started, ended = job.recorded.run_events(run)
+    assert (started["status"], ended["status"]) == ("STARTED", "COMPLETE")
+    assert ended["result"] == {"type": "FAILURE", "nativeResultType": "TASK_WRITE_FAILED"}
+    properties = job.recorded.aspect(run, "dataProcessInstanceProperties")["customProperties"]
+    assert (properties["errorClass"], properties["exception"]) == ("TASK_WRITE_FAILED", "org.apache.spark.SparkException")
+    assert job.recorded.aspect(run, "dataProcessInstanceInput") == {"inputs": [ORDERS]}
+    assert job.recorded.aspect(target, "upstreamLineage") is None
+    assert job.recorded.aspect(target, "schemaMetadata") is None
+
+
+def test_job_with_two_writes_has_two_runs_under_one_application_run(job: Job) -> None:
+    first_path, second_path = job.root / "big", job.root / "big_names"
+    big = job.spark.table("orders").filter("v >= 10")
+    big.write.parquet(str(first_path))
+    big.select(F.initcap("name").alias("who")).write.json(str(second_path))
+    job.flush(2)
+    first, second = files(first_path), files(second_path)
+    (first_run,) = job.recorded.runs_producing(first)
+    (second_run,) = job.recorded.runs_producing(second)
+    assert first_run != second_run
+    for run in (first_run, second_run):
+        assert job.recorded.aspect(run, "dataProcessInstanceRelationships")["parentInstance"] == job.app_run
+    assert job.recorded.lineage(second) == ([ORDERS], [
+        fine(second, "who", [(ORDERS, "name")], "init_cap"), control("filter", [(ORDERS, "v")])])
+    io = job.recorded.aspect(JOB, "dataJobInputOutput")
+    assert {first, second} <= set(io["outputDatasets"]) and ORDERS in io["inputDatasets"]
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text, safe="")
