@@ -40,6 +40,7 @@ class Settings:
     job: str | None = None  # the job's name; default: the app name
     catalog_platform: str = "hive"
     queue_size: int = 1000
+    timeout: float = 10.0  # seconds a REST request may take
     actor: str = "urn:li:corpuser:spark"
 
     @classmethod
@@ -50,7 +51,12 @@ class Settings:
                 "kafkaPrefix", "kafka.prefix")
             raw = overrides[f.name] if f.name in overrides else conf.get(key, None)
             if raw is not None:
-                values[f.name] = int(raw) if f.type in ("int", int) else raw
+                kind = {"int": int, "float": float}.get(str(f.type), str)
+                try:
+                    values[f.name] = kind(raw)
+                except ValueError:
+                    article = "an" if kind is int else "a"
+                    raise ListenerError(f"{key}: {raw!r} is not {article} {kind.__name__}") from None
         unknown = set(overrides) - {f.name for f in fields(cls)}
         if unknown:
             raise ListenerError(f"unknown setting(s): {', '.join(sorted(unknown))}")
@@ -61,7 +67,7 @@ class Settings:
 
     def connect(self) -> Emitter:
         if self.server:
-            return RestEmitter(self.server, self.token)
+            return RestEmitter(self.server, self.token, self.timeout)
         return KafkaEmitter.connect(self.kafka_bootstrap, self.kafka_prefix, self.actor)
 
 
@@ -107,7 +113,7 @@ class LodestarListener:
         self._on_event(func, qe, duration_ns // 1_000_000, None)
 
     def onFailure(self, func: str, qe: Any, exception: Any) -> None:  # noqa: N802
-        self._on_event(func, qe, 0, exception)
+        self._on_event(func, qe, None, exception)
 
     def equals(self, other: Any) -> bool:
         return other is self
@@ -121,7 +127,7 @@ class LodestarListener:
     class Java:
         implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
 
-    def _on_event(self, func: str, qe: Any, duration_ms: int, exception: Any) -> None:
+    def _on_event(self, func: str, qe: Any, duration_ms: int | None, exception: Any) -> None:
         try:
             if func == NESTED_WRITE or self._closed:
                 return
@@ -130,6 +136,8 @@ class LodestarListener:
             if command not in WRITES:
                 return
             end_ms = int(time.time() * 1000)
+            if duration_ms is None:  # a failure: the action started when its analysis did
+                duration_ms = max(0, end_ms - qe.tracker().phases().apply("analysis").startTimeMs())
             captured = self._reader.capture(func, plan, command, end_ms, duration_ms)
             if exception is not None:
                 captured.error = _error(exception)
@@ -198,7 +206,8 @@ def attach(spark: Any, **settings: Any) -> LodestarListener:
     """Record every write action of `spark` (a classic SparkSession) in Lodestar.
 
     Settings come from `spark.lodestar.*` conf keys; keyword arguments override them: `server`,
-    `token`, `kafka_bootstrap`, `kafka_prefix`, `env`, `job`, `catalog_platform`, `queue_size`.
+    `token`, `kafka_bootstrap`, `kafka_prefix`, `env`, `job`, `catalog_platform`, `queue_size`,
+    `timeout`.
     """
     if not hasattr(spark, "_jsparkSession"):
         raise ListenerError("Spark Connect sessions are not supported: the listener needs a classic SparkSession "

@@ -12,15 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import Window
+from pyspark.sql import functions as F
 
 from spark_emitter import LodestarListener, attach
 from spark_emitter.urns import dataset_urn
 from tests.processes import TOKEN, ServeProcess
 from tests.spark_harness import Recorded, control, files, fine, local, sorted_entries, spark_session, table
-
-pytest.importorskip("pyspark")
-from pyspark.sql import Window  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
 
 FLOW = "urn:li:dataFlow:(spark,lodestar-test,PROD)"
 JOB = f"urn:li:dataJob:({FLOW},nightly)"
@@ -33,13 +31,14 @@ class Job:
     listener: LodestarListener
     root: Path
     recorded: Recorded
+    delivered: int = 0
 
     def flush(self, actions: int) -> None:
         """Wait until the listener delivered; `actions` writes must have been recorded since the last flush."""
-        before = self.listener.counts.delivered
         assert self.listener.flush(60)
-        assert self.listener.counts.delivered - before == actions
+        assert self.listener.counts.delivered - self.delivered == actions
         assert self.listener.counts.failed == 0 and self.listener.counts.dropped == 0
+        self.delivered = self.listener.counts.delivered
 
     @property
     def app_run(self) -> str:
@@ -50,13 +49,16 @@ class Job:
 def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
     with ServeProcess(tmp_path_factory.mktemp("lodestar")) as lodestar:
         root = tmp_path_factory.mktemp("spark")
-        with spark_session(root / "warehouse", **{"spark.lodestar.server": lodestar.url,
-                                                  "spark.lodestar.token": TOKEN, "spark.lodestar.job": "nightly"}) as spark:
+        conf = {"spark.lodestar.server": lodestar.url, "spark.lodestar.token": TOKEN, "spark.lodestar.job": "nightly"}
+        with spark_session(root / "warehouse", **conf) as spark:
             listener = attach(spark)
             spark.createDataFrame([(1, "ann", 10), (2, "bob", 20), (3, "cy", 5)], "k long, name string, v long") \
                 .createOrReplaceTempView("orders")
-            spark.createDataFrame([(1, "north"), (2, "south")], "k long, region string").createOrReplaceTempView("regions")
-            yield Job(spark, listener, root, Recorded(lodestar.client()))
+            spark.createDataFrame([(1, "north"), (2, "south")], "k long, region string") \
+                .createOrReplaceTempView("regions")
+            job = Job(spark, listener, root, Recorded(lodestar.client()))
+            job.flush(1)  # the application's start
+            yield job
             listener.close(30)
 
 
@@ -101,9 +103,32 @@ def test_seed_pipeline_read_parse_concat_create_id_write(job: Job) -> None:
     assert (started["status"], ended["status"], ended["result"]["type"]) == ("STARTED", "COMPLETE", "SUCCESS")
     assert started["timestampMillis"] <= ended["timestampMillis"]
     assert rec.aspect(FLOW, "dataFlowInfo")["name"] == "lodestar-test"
-    assert rec.aspect(JOB, "dataJobInfo") == {"name": "nightly", "type": {"string": "spark"}, "flowUrn": FLOW,
-                                              "customProperties": {}}
+    assert rec.aspect(JOB, "dataJobInfo") == {"name": "nightly", "type": {"string": "spark"}, "flowUrn": FLOW}
     assert rec.aspect(job.app_run, "dataProcessInstanceRelationships")["parentTemplate"] == FLOW
+    read = f"read {source_path}"
+
+    def op(name: str, description: str, inputs: list[tuple[str, str]], outputs: list[str]) -> dict[str, Any]:
+        return {"name": name, "description": description, "type": "TRANSFORM", "source": None, "destination": None,
+                "inputs": [{"origin": o, "field": f} for o, f in inputs], "outputs": outputs}
+
+    operations = rec.aspect(run, "fieldOperations")["operations"]
+    assert sorted(operations, key=lambda o: o["name"]) == sorted([
+        {"name": read, "description": f"read {source}", "type": "READ", "source": source, "destination": None,
+         "inputs": [], "outputs": ["body"]},
+        op("split first_name", "first_name = split(body)", [(read, "body")], ["first_name"]),
+        op("split last_name", "last_name = split(body)", [(read, "body")], ["last_name"]),
+        op("cast age", "age = cast(body)", [(read, "body")], ["age"]),
+        op("split city", "city = split(body)", [(read, "body")], ["city"]),
+        op("split state", "state = split(body)", [(read, "body")], ["state"]),
+        op("concat_ws name", "name = concat_ws(first_name, last_name)",
+           [("split first_name", "first_name"), ("split last_name", "last_name")], ["name"]),
+        op("create_id id", "id = create_id(name)", [("concat_ws name", "name")], ["id"]),
+        {"name": f"write {target_path}", "description": f"write {target}", "type": "WRITE", "source": None,
+         "destination": target, "outputs": [], "inputs": [
+             {"origin": "create_id id", "field": "id"}, {"origin": "concat_ws name", "field": "name"},
+             {"origin": "cast age", "field": "age"}, {"origin": "split city", "field": "city"},
+             {"origin": "split state", "field": "state"}]},
+    ], key=lambda o: o["name"])
     # the field lineage read API walks it: id back to the file's body
     walk = rec.client.call("GET", "/v1/lineage/fields?urn=" + _quote(f"urn:li:schemaField:({target},id)")
                            + "&direction=upstream")
@@ -254,14 +279,14 @@ def test_subquery_explode_cube_distinct_sort(job: Job) -> None:
 
 
 def test_jdbc_source_and_datasource_v2_writes(job: Job) -> None:
-    url = "jdbc:derby:memory:lodestar;create=true"
-    job.spark.table("regions").write.jdbc(url, "REGIONS", properties={"driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"})
-    jdbc = job.spark.read.jdbc(url, "REGIONS", properties={"driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"})
+    url, driver = "jdbc:derby:memory:lodestar;create=true", {"driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"}
+    job.spark.table("regions").write.jdbc(url, "REGIONS", properties=driver)
+    jdbc = job.spark.read.jdbc(url, "REGIONS", properties=driver)
     jdbc.write.format("noop").mode("append").save()
     job.spark.table("orders").write.format("noop").mode("overwrite").save()
     job.flush(2)  # the JDBC write is not a file, table or V2 write: not recorded
     source, target = dataset_urn("derby", "REGIONS", "PROD"), dataset_urn("spark", "noop-table", "PROD")
-    assert job.recorded.schema(source) == [("K", "long"), ("REGION", "string")]
+    assert job.recorded.schema(source) == [("k", "long"), ("region", "string")]
     assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
         fine(target, column, [(ORDERS, column)], "identity") for column in ("k", "name", "v")]))
     assert len(job.recorded.runs_producing(target, 2)) == 2
@@ -279,9 +304,10 @@ def test_failed_write_records_a_failed_run_without_lineage(job: Job) -> None:
     (run,) = job.recorded.runs_producing(target)
     started, ended = job.recorded.run_events(run)
     assert (started["status"], ended["status"]) == ("STARTED", "COMPLETE")
-    assert ended["result"] == {"type": "FAILURE", "nativeResultType": "TASK_WRITE_FAILED"}
+    assert ended["result"] == {"type": "FAILURE", "nativeResultType": "PYTHON_EXCEPTION"}
     properties = job.recorded.aspect(run, "dataProcessInstanceProperties")["customProperties"]
-    assert (properties["errorClass"], properties["exception"]) == ("TASK_WRITE_FAILED", "org.apache.spark.SparkException")
+    assert properties["errorClass"] == "PYTHON_EXCEPTION"
+    assert properties["exception"] == "org.apache.spark.api.python.PythonException"
     assert job.recorded.aspect(run, "dataProcessInstanceInput") == {"inputs": [ORDERS]}
     assert job.recorded.aspect(target, "upstreamLineage") is None
     assert job.recorded.aspect(target, "schemaMetadata") is None
@@ -299,8 +325,8 @@ def test_job_with_two_writes_has_two_runs_under_one_application_run(job: Job) ->
     assert first_run != second_run
     for run in (first_run, second_run):
         assert job.recorded.aspect(run, "dataProcessInstanceRelationships")["parentInstance"] == job.app_run
-    assert job.recorded.lineage(second) == ([ORDERS], [
-        fine(second, "who", [(ORDERS, "name")], "init_cap"), control("filter", [(ORDERS, "v")])])
+    assert job.recorded.lineage(second) == ([ORDERS], sorted_entries([
+        fine(second, "who", [(ORDERS, "name")], "init_cap"), control("filter", [(ORDERS, "v")])]))
     io = job.recorded.aspect(JOB, "dataJobInputOutput")
     assert {first, second} <= set(io["outputDatasets"]) and ORDERS in io["inputDatasets"]
 
