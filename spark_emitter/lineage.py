@@ -35,7 +35,7 @@ _PASS_THROUGH = {"SubqueryAlias", "View", "Sort", "Distinct", "Deduplicate", "De
                  "GlobalLimit", "LocalLimit", "Limit", "Offset", "Tail", "Sample", "Repartition",
                  "RepartitionByExpression", "RebalancePartitions", "ResolvedHint", "WithCTE", "Subquery",
                  "CollectMetrics", "EventTimeWatermark", "Intersect", "Except", "ReturnAnswer"}
-_LOCAL_RELATIONS = {"LocalRelation", "LogicalRDD", "Range", "ExternalRDD"}
+LOCAL_RELATIONS = {"LocalRelation", "LogicalRDD", "Range", "ExternalRDD"}
 
 
 @dataclass(eq=False)
@@ -217,7 +217,7 @@ class Analyzer:
 
     def _relation(self, node: Node, view: str | None) -> list[tuple[int, Ref]]:
         columns = [a for a in node.trees("output") if a.expr_id is not None]
-        dataset = self.resolve(node, view if node.cls in _LOCAL_RELATIONS else None)
+        dataset = self.resolve(node, view if node.cls in LOCAL_RELATIONS else None)
         if dataset is None:
             return []
         read = self._reads.get(dataset.urn)

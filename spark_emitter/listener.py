@@ -9,6 +9,7 @@ import contextlib
 import logging
 import time
 import uuid
+from collections import deque
 from dataclasses import dataclass, fields
 from typing import Any
 
@@ -99,6 +100,7 @@ class LodestarListener:
         self._job_outputs: set[str] = set()
         self._token = f"LodestarListener-{uuid.uuid4()}"
         self._closed = False
+        self.callback_ms: deque[float] = deque(maxlen=10_000)  # time on Spark's listener thread per write
         self._delivery = Delivery(settings.connect, self._build, settings.queue_size)
         self._delivery.offer(application_started(self.app))
         from pyspark.java_gateway import ensure_callback_server_started
@@ -128,6 +130,7 @@ class LodestarListener:
         implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
 
     def _on_event(self, func: str, qe: Any, duration_ms: int | None, exception: Any) -> None:
+        started = time.perf_counter()
         try:
             if func == NESTED_WRITE or self._closed:
                 return
@@ -142,6 +145,7 @@ class LodestarListener:
             if exception is not None:
                 captured.error = _error(exception)
             self._delivery.offer(_Finished(captured, qe.id()))
+            self.callback_ms.append((time.perf_counter() - started) * 1000)
         except Exception:
             log.exception("Lodestar listener: could not read a finished action; it is not recorded")
 

@@ -103,9 +103,5 @@ def subquery_plans(expr: Node) -> Iterator[Node]:
         plan = expr.tree("plan")
         if plan is not None:
             yield plan
-    for child in expr.children:
+    for child in expr.children:  # an IN subquery's ListQuery is one of its children
         yield from subquery_plans(child)
-    if expr.cls == "InSubquery":
-        query = expr.tree("query")
-        if query is not None:
-            yield from subquery_plans(query)

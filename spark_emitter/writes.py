@@ -7,11 +7,9 @@ from typing import Any
 import orjson
 
 from spark_emitter.capture import FILE_WRITE, QUERY_FIELD, SEP, V2_WRITES, Captured
-from spark_emitter.lineage import Analyzer, WriteLineage
+from spark_emitter.lineage import LOCAL_RELATIONS, Analyzer, WriteLineage
 from spark_emitter.plan import Node, parse
 from spark_emitter.urns import Dataset, Naming
-
-_LOCAL = {"LocalRelation", "LogicalRDD", "Range", "ExternalRDD"}
 
 
 def analyze(captured: Captured, naming: Naming) -> WriteLineage | None:
@@ -54,7 +52,7 @@ class _Resolver:
         schema = tuple((a.get("name"), _type_name(a.get("dataType"))) for a in output)
         facts = self.facts.get(output[0].expr_id, {}) if output else {}
         properties: dict[str, str] = {}
-        if node.cls in _LOCAL:
+        if node.cls in LOCAL_RELATIONS:
             platform, name = self.naming.local([c for c, _ in schema], view)
         elif node.cls == "LogicalRelation" and node.get("catalogTable"):
             platform, name = self.naming.table(_identifier(node.get("catalogTable")))

@@ -1,0 +1,77 @@
+"""The Spark listener's cost: time on Spark's listener thread per write action (median, p95) and
+the whole job's wall time without and with the listener, in one run.
+
+    .venv/bin/python -m bench.spark_listener [--actions 200]
+
+The job: `--actions` small write actions (a join of two in-memory tables, a filter, a
+concat and a sum, written as parquet), on local[2], against a `lodestar serve` on the embedded
+stores. First a warm-up of 20 actions (JIT, Python workers), then the job without the listener,
+then with it (the job's time ends when its last write returns; the flush that follows, until
+Lodestar has applied everything, is reported apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_emitter import attach
+from tests.processes import TOKEN, ServeProcess
+
+WARM_UP = 20
+
+
+def job(spark: SparkSession, out: Path, actions: int, tag: str) -> float:
+    """Seconds for `actions` writes."""
+    orders, regions = spark.table("orders"), spark.table("regions")
+    started = time.perf_counter()
+    for i in range(actions):
+        orders.join(regions, "k").filter(F.col("v") > i % 3) \
+            .select(F.concat_ws("-", "name", "region").alias("label"), "v") \
+            .groupBy("label").agg(F.sum("v").alias("total")) \
+            .write.mode("overwrite").parquet(str(out / f"{tag}-{i}"))
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--actions", type=int, default=200)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp, ServeProcess(Path(tmp) / "lodestar") as lodestar:
+        out = Path(tmp) / "out"
+        spark = (SparkSession.builder.master("local[2]").appName("bench-spark-listener")
+                 .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2").getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        try:
+            spark.createDataFrame([(i, f"n{i % 7}", i * 3) for i in range(50)], "k long, name string, v long") \
+                .createOrReplaceTempView("orders")
+            spark.createDataFrame([(i, f"r{i % 3}") for i in range(50)], "k long, region string") \
+                .createOrReplaceTempView("regions")
+            job(spark, out, WARM_UP, "warm")
+            without = job(spark, out, args.actions, "plain")
+            listener = attach(spark, server=lodestar.url, token=TOKEN, queue_size=args.actions + 10)
+            with_listener = job(spark, out, args.actions, "listened")
+            flush_started = time.perf_counter()
+            assert listener.close(300), "the listener did not deliver within 300 s"
+            flush = time.perf_counter() - flush_started
+            costs = sorted(listener.callback_ms)
+        finally:
+            spark.stop()
+    p95 = costs[min(len(costs) - 1, int(len(costs) * 0.95))]
+    print(f"job: {args.actions} write actions (join, filter, concat, sum -> parquet), local[2],"
+          " lodestar serve (SQLite)")
+    print(f"listener callback per action: median {statistics.median(costs):.1f} ms, p95 {p95:.1f} ms"
+          f" ({len(costs)} actions; counts {listener.counts})")
+    print(f"job time without listener: {without:.2f} s ({without / args.actions * 1000:.1f} ms/action)")
+    print(f"job time with listener:    {with_listener:.2f} s ({with_listener / args.actions * 1000:.1f} ms/action)")
+    print(f"overhead: {(with_listener / without - 1) * 100:+.1f} %   (flush and close afterwards: {flush:.2f} s)")
+
+
+if __name__ == "__main__":
+    main()
