@@ -1,5 +1,5 @@
 """What the listener thread takes from the JVM for one write: the analyzed plan's JSON and the
-few facts the JSON leaves out (output path, file format, save mode, output column names, file
+few facts the JSON leaves out (output path, file format, output column names, file
 relations' root paths, JDBC and DataSource V2 table names). Nothing here keeps a JVM object.
 
 Costs (py4j round trip ~0.05-0.2 ms): a JVM string over ~8 KB returned in one call costs a
@@ -52,7 +52,8 @@ class JvmReader:
         self._mapper = getattr(jvm.org.json4s.jackson, "JsonMethods$").__getattr__("MODULE$").mapper()
 
     def command(self, plan: Any) -> str:
-        return plan.getClass().getSimpleName()
+        """The plan node's name (its class's simple name): one round trip."""
+        return plan.nodeName()
 
     def plan_json(self, plan: Any) -> list[dict[str, Any]]:
         writer = self._jvm.java.io.StringWriter()
@@ -68,7 +69,7 @@ class JvmReader:
         captured = Captured(func, command, nodes, end_ms, duration_ms)
         if command == FILE_WRITE:
             captured.write = {"path": plan.outputPath().toString(), "format": _format(plan.fileFormat()),
-                              "mode": plan.mode().toString(), "columns": plan.outputColumnNames().mkString(SEP)}
+                              "columns": plan.outputColumnNames().mkString(SEP)}
         elif command in V2_WRITES:
             captured.write = {"name": plan.table().name()}
         captured.write["schema"] = plan.query().schema().json()
