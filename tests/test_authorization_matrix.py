@@ -114,6 +114,11 @@ def matrix() -> list[Call]:
         Call("admin", "DELETE", "/v1/access/grants", "/v1/access/grants?principal=outsider&resource=sales"),
         Call("admin", "DELETE", "/v1/access/tokens/{id}", "/v1/access/tokens/" + "0" * 64),
         Call("admin", "DELETE", "/v1/access/principals/{name}", "/v1/access/principals/newcomer"),
+        Call("admin", "POST", "/v1/webhooks", "/v1/webhooks", {"url": "http://127.0.0.1:9/hook"}),
+        Call("admin", "GET", "/v1/webhooks", "/v1/webhooks"),
+        Call("admin", "GET", "/v1/webhooks/{id}", "/v1/webhooks/0"),
+        Call("admin", "GET", "/v1/webhooks/{id}/dead-letters", "/v1/webhooks/0/dead-letters"),
+        Call("admin", "DELETE", "/v1/webhooks/{id}", "/v1/webhooks/0"),
     ]
 
 

@@ -13,9 +13,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from gms.webhook_delivery import WebhookDispatcher
-from tests.builders import dataset_urn, mcp
+from gms.access import SUPERUSER
+from gms.service import Gms
+from gms.store.sqlite import SqliteAspectStore
+from gms.webhook_delivery import WebhookDispatcher, signature
+from gms.webhooks import Webhooks
+from ingest.eventlog.kafka import KafkaEventLog
+from tests.backends import unique_name
+from tests.builders import dataset_urn, mcp, proposal
 from tests.conftest import LiveServer, free_port
+from tests.test_subscribe import drop_kafka_names
 
 WAIT = 20.0
 ORDERS, ITEMS = dataset_urn("db.orders"), dataset_urn("db.items")
@@ -54,6 +61,13 @@ class Receiver:
             assert self.lock.wait_for(lambda: len(self.requests) >= count, WAIT), \
                 f"{len(self.requests)} of {count} requests arrived"
             return [(headers, json.loads(body)) for headers, body in self.requests]
+
+    def settled(self, seconds: float = 0.5) -> int:
+        """How many requests came, once none came for `seconds`."""
+        with self.lock:
+            while self.lock.wait(seconds):
+                pass
+            return len(self.requests)
 
     def close(self) -> None:
         self.server.shutdown()
@@ -103,6 +117,7 @@ def test_matching_changes_are_posted_signed_to_each_webhook(server, receiver, di
             mcp(ITEMS, "datasetProperties", {"description": "for items"}))
     propose(server, mcp(ITEMS, "globalTags", {"tags": []}))  # for both
     requests = receiver.wait_for(5)
+    assert receiver.settled() == 5
     got = sorted((h["X-Lodestar-Webhook"], b["change"]["entityUrn"], b["change"]["aspectName"]) for h, b in requests)
     assert got == sorted([(tags["id"], ORDERS, "globalTags"), (tags["id"], ITEMS, "globalTags"),
                           (items["id"], ITEMS, "datasetKey"), (items["id"], ITEMS, "datasetProperties"),
@@ -175,3 +190,27 @@ def test_bad_registrations_are_refused_with_a_reason(server, body, message):
     status, answer = server.client().request("POST", "/v1/webhooks", body)
     assert status == 400 and message in answer["message"]
     assert server.client().call("GET", "/v1/webhooks")["webhooks"] == []
+
+
+def test_delivery_from_the_kafka_log(tmp_path, kafka_bootstrap, receiver):
+    prefix = unique_name("webhooks") + "-"
+    gms = Gms(SqliteAspectStore(tmp_path / "lodestar.db"),
+              KafkaEventLog(kafka_bootstrap, prefix, session_timeout_ms=6000, timeout=WAIT))
+    try:
+        hook = Webhooks(gms).register(SUPERUSER, {"url": receiver.url, "secret": "k", "aspects": ["globalTags"]})
+        dispatcher = WebhookDispatcher(gms, attempts=2, backoff=0.05)
+        thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
+        thread.start()
+        try:
+            gms.apply([proposal(ORDERS, "datasetProperties", {"description": "not sent"}),
+                       proposal(ORDERS, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]})], SUPERUSER)
+            ((headers, body),) = receiver.wait_for(1)
+            assert receiver.settled() == 1  # the properties did not pass the filter
+        finally:
+            dispatcher.stop()
+            thread.join(WAIT)
+        assert headers["X-Lodestar-Webhook"] == hook.id and body["change"]["aspectName"] == "globalTags"
+        assert headers["X-Lodestar-Signature"] == signature("k", receiver.requests[0][1])
+    finally:
+        gms.close()
+        drop_kafka_names(kafka_bootstrap, prefix)
