@@ -30,7 +30,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -226,6 +226,12 @@ class _Reader:
 
 
 class _Base:
+    """Options (keywords): entity_types, aspects, change_types (empty: any), urn_pattern (SQL
+    LIKE); start ("committed", "earliest", "latest", a datetime or epoch milliseconds); topics
+    (default both MCL topics); auto_commit and commit_interval (seconds); max_records and
+    poll_timeout of each poll; handle_signals (SIGINT/SIGTERM stop the iteration when it runs in
+    the main thread); codec (default: every known MCL writer schema)."""
+
     def __init__(self, log_: EventLog, group: str, *, entity_types: Iterable[str] = (), aspects: Iterable[str] = (),
                  change_types: Iterable[str] = (), urn_pattern: str | None = None, start: Start = "committed",
                  topics: Sequence[str] = MCL_TOPICS, auto_commit: bool = True, commit_interval: float = 1.0,
@@ -283,7 +289,7 @@ class Subscription(_Base):
                 self.commit()
             self._stop.clear()
 
-    def run(self, callback: Any) -> None:
+    def run(self, callback: Callable[[Change], object]) -> None:
         """Call callback(change) for each change until stopped."""
         for change in self:
             callback(change)
@@ -382,7 +388,7 @@ class AsyncSubscription(_Base):
 
 
 def subscribe(log_: EventLog, group: str, **options: Any) -> Subscription:
-    """A blocking subscription of `group` (options: see _Base: filters, start, topics, commits)."""
+    """A blocking subscription of consumer group `group` on `log_` (options: see _Base)."""
     return Subscription(log_, group, **options)
 
 
