@@ -19,9 +19,8 @@ round the MCP group has committed before any fault; aspects first written later 
 Faults. A GMS and an MCL processor die mid-run; the survivors take their partitions over after
 the session timeout (6 s here). Versions the dead GMS stored but whose MCLs it had not published
 wait in its outbox, which only a store with its producer id publishes: it is restarted on its
-data directory. That restart publishes them at once, except those behind an outbox entry whose
-write was still in flight at the SIGKILL, which wait until it settles (`settle_after`, 30 s, see
-gms.store.cassandra): hence the killed case's longer wait for the MCLs.
+data directory. That restart publishes them at once: an outbox entry whose write was still in
+flight at the SIGKILL is fenced (see gms.store.cassandra), so nothing waits for it.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def assert_refused_without_trace(hostile: Hostile, response: requests.Response, 
 
 
 def test_fuzzing_every_operation_of_the_openapi_document_gives_no_5xx(hostile: Hostile):
-    report = fuzz(hostile.url, TOKEN, examples=8)
+    report = fuzz(hostile.url, TOKEN, examples=8, seed=0)  # the same cases each run (bench/ varies them)
     assert report.cases > 300 and report.statuses[401] < report.cases / 2  # most of them past authentication
     assert report.server_errors == 0 and not report.failures, "\n\n".join(report.failures[:5])
     assert hostile.consistent()
@@ -112,13 +112,18 @@ def mangled_mcps(draw: st.DrawFn) -> Any:
 
 
 @given(items=st.lists(mangled_mcps(), min_size=1, max_size=5), async_=st.booleans())
-@settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_mangled_proposals_get_4xx_or_apply_and_nothing_half(hostile_server: Hostile, items: list[Any],
                                                              async_: bool):
     before = hostile_server.mcls()
     response = hostile_server.post("/v1/proposals", {"proposals": items, "async": async_})
     assert response.status_code in (200, 202, 207, 400, 412, 413), response.text[:500]
-    results = response.json()["results"]
+    body = response.json()
+    if "results" not in body:  # refused as a whole (e.g. Infinity is not JSON)
+        assert response.status_code == 400 and body["error"] and body["message"]
+        assert hostile_server.mcls() == before
+        return
+    results = body["results"]
     assert len(results) == len(items)
     for result in results:
         assert result["status"] in ("applied", "noop", "dropped", "failed", "queued")
@@ -139,7 +144,7 @@ def hostile_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile
 
 @given(query=hostile_text, types=st.sampled_from(["", "dataset", "nonsense,dataset", "'"]),
        sort=st.sampled_from(["relevance", "name", "-urn", "'; --", ""]), scope=st.sampled_from(["", "user", "X"]))
-@settings(max_examples=150, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=150, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
 def test_search_and_autocomplete_with_injection_attempts_answer_200_or_400(hostile_server: Hostile, query: str,
                                                                             types: str, sort: str, scope: str):
     params = {"query": query, "types": types, "sort": sort, **({"scope": scope} if scope else {})}

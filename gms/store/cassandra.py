@@ -34,15 +34,20 @@ same id is detected when it reserves). For each event the store writes its point
 then the conditional batch; a batch that did not apply removes its pointers. (Before several
 versions of one entity, the pointers of the ids they will take are written together, and an
 id is taken within `settle_after / 10` seconds of its pointer or not at all; the pointers of
-ids not taken are removed when the batch ends.) The relay
+ids not taken are removed when the batch ends; `settle_after` also bounds how long the relay
+waits for this process's own writes in flight.) The relay
 (`pending_outbox`) reads the producer's pointers in id order, which is one partition, not a
 scan of every entity, and reads each event from its entity's partition. Ids are handed out
 before their batch is applied, so the relay only goes up to the lowest id still being written
 in this process (it waits for the writes begun before it was called, so a caller's own events
 are published when its apply returns). Pointers left by an earlier process or by a write whose
 outcome is unknown (a timeout) are confirmed with a SERIAL read, which completes a batch still
-in progress; a missing event is given up when its pointer is older than `settle_after` (more
-than Cassandra's CAS timeouts), and until then nothing after it is published. Acknowledging
+in progress; where the event is missing, the relay fences it: a row without payload at the
+event's place, inserted IF NOT EXISTS (with a TTL). An event's row is itself inserted IF NOT
+EXISTS in its conditional batch, so Paxos orders the two: either the batch was applied first
+(the fence is not, and the event is read and published) or the fence was, and the batch, should
+it still arrive, is not applied at all. So the relay never waits for a write that may or may not
+land, and nothing after it is held back (a restarted GMS publishes at once). Acknowledging
 deletes the events, then the pointers up to the largest id as one range. A hard delete
 (`purge`) removes the entity's versions but not its pending events.
 

@@ -23,6 +23,7 @@ from gms.store.cassandra_schema import OUTBOX, SERIAL, Runner, applied, partitio
 
 _NO_LIMIT = 2**31 - 1
 REMEMBERED = 100_000  # events kept in memory for the relay, at most
+FENCE_TTL = 86_400  # seconds a fence outlives the write it stopped (Cassandra gives up on a write in seconds)
 
 
 class ProducerInUse(RuntimeError):
@@ -92,7 +93,7 @@ class OutboxIds:
 class Reserved:
     """Outbox ids reserved for the events of one entity, their pointers already written. They
     are taken in order, and only within `use_within` seconds of the reservation (so each event's
-    batch is still sent soon after its pointer, as `settle_after` assumes); once a take fails,
+    batch is still sent soon after its pointer); once a take fails,
     none is taken any more, so the entity's later events get higher ids than its earlier ones."""
 
     def __init__(self, urn: str, ids: list[int], use_within: float):
@@ -148,10 +149,13 @@ class CassandraOutbox:
                                                " WHERE producer = ? AND id > ? AND id <= ?")
         self._unpoint_span = prepare(session, f"DELETE FROM {ks}.outbox_pending"
                                               " WHERE producer = ? AND id >= ? AND id <= ?")
-        self._pointers = prepare(session, f"SELECT id, urn, writetime(urn) AS written FROM {ks}.outbox_pending"
+        self._pointers = prepare(session, f"SELECT id, urn FROM {ks}.outbox_pending"
                                           " WHERE producer = ? AND id > ? AND id < ? LIMIT ?")
+        # IF NOT EXISTS: an event's row is written only where no fence stands (see pending)
         self._add = prepare(session, f"INSERT INTO {ks}.aspects (urn, kind, name, seq, topic, msg_key, payload)"
-                                     f" VALUES (?, '{OUTBOX}', ?, ?, ?, ?, ?)")
+                                     f" VALUES (?, '{OUTBOX}', ?, ?, ?, ?, ?) IF NOT EXISTS")
+        self._fence = prepare(session, f"INSERT INTO {ks}.aspects (urn, kind, name, seq) VALUES (?, '{OUTBOX}', ?, ?)"
+                                       f" IF NOT EXISTS USING TTL {FENCE_TTL}")
         message = f"SELECT topic, msg_key, payload FROM {ks}.aspects WHERE urn = ? AND kind = '{OUTBOX}'" \
                   " AND name = ? AND seq = ?"
         self._message, self._message_serial = prepare(session, message), prepare(session, message, SERIAL)
@@ -210,8 +214,9 @@ class CassandraOutbox:
         """Events without a version, each in the partition of its key."""
         for key, group in groupby(messages, key=lambda m: m.key):
             with self.writing(key, list(group)) as staged:
-                self._db.execute(partition_batch(staged.rows))
-                staged.applied = True
+                staged.applied = applied(self._db.execute(partition_batch(staged.rows)))
+                if not staged.applied:  # only a fence stops it, and the relay fences no write of this process
+                    raise RuntimeError(f"events of {key} found their outbox ids fenced")
 
     def pending(self, limit: int) -> list[tuple[int, OutboxMessage]]:
         """Pending events in id order, up to the first id whose write has not settled."""
@@ -225,13 +230,12 @@ class CassandraOutbox:
                 break
             dead = []
             for pointer, message in zip(pointers, self._fetch(pointers), strict=True):
+                if message is None and self.ids.uncertain(pointer.id):
+                    message = self._settle(pointer)
                 if message is not None:
                     found.append((pointer.id, message))
-                elif self.ids.uncertain(pointer.id) and time.time() - pointer.written / 1e6 < self.settle_after:
-                    floor = pointer.id  # its batch may still be applied: nothing after it goes first
-                    break
                 else:
-                    dead.append(pointer.id)  # its batch did not apply
+                    dead.append(pointer.id)  # its batch did not apply, and never will
             self._run_all([(self._unpoint, (self.producer, i)) for i in dead])
             if floor <= pointers[-1].id or len(pointers) < want:
                 break
@@ -248,9 +252,20 @@ class CassandraOutbox:
             (self._message_serial if self.ids.uncertain(p.id) else self._message, (p.urn, self.producer, p.id))
             for p in (pointers[i] for i in unknown)])
         for i, result in zip(unknown, results, strict=True):
-            if row := result.one():
+            if (row := result.one()) and row.payload is not None:  # (a fence has no payload)
                 found[i] = OutboxMessage(row.topic, row.msg_key, row.payload)
         return found
+
+    def _settle(self, pointer: Any) -> OutboxMessage | None:
+        """The event of a pointer whose batch may still be on its way (written by an earlier
+        process, or timed out): a fence row is put where the event would be, with IF NOT EXISTS.
+        Paxos orders it with that batch, whose event row is conditional too: if the fence is
+        applied, the batch never will be (None); otherwise the batch was applied first and its
+        event is read. So the relay never waits for a write that may or may not land."""
+        if applied(self._db.execute(self._fence, (pointer.urn, self.producer, pointer.id))):
+            return None
+        row = self._db.execute(self._message_serial, (pointer.urn, self.producer, pointer.id)).one()
+        return OutboxMessage(row.topic, row.msg_key, row.payload) if row and row.payload is not None else None
 
     def ack(self, ids: Sequence[int]) -> None:
         """Remove every pending event up to the largest id: the rows (one range per entity:
