@@ -15,8 +15,8 @@ with the MCL processor), its whole process group SIGKILLed at random moments spr
 and started again on the same data directory. Client threads own disjoint entities and send the
 next step of each in batches over REST. A batch whose response was lost to a kill is uncertain:
 it is sent again as it was, and a step that then fails its condition with the aspect at exactly
-version k was applied by the lost attempt (no one else writes that aspect); any other failure is
-a lost or doubled proposal and fails the run.
+version k (deleted, for a DELETE) was applied by the lost attempt (no one else writes that aspect);
+any other failure is a lost or doubled proposal and fails the run; the histories are checked after.
 """
 
 from __future__ import annotations
@@ -294,8 +294,11 @@ class Driver(threading.Thread):
         if result["status"] == "applied":
             return True
         wanted = step.headers.get("If-Version-Match")
-        if uncertain and wanted is not None and result.get("error") == "precondition_failed" \
-                and str(result.get("actual")) == str(int(wanted) + 1 if wanted != "-1" else 1):
+        # what the aspect is at if the lost attempt made this step's version (a deleted one reads as -1)
+        made = "-1" if step.change_type == "DELETE" else str(int(wanted) + 1 if wanted != "-1" else 1) \
+            if wanted is not None else None
+        if uncertain and made is not None and result.get("error") == "precondition_failed" \
+                and str(result.get("actual")) == made:
             self.by_lost_attempt += 1
             return True
         self.failures.append(f"{step.entity_urn} {step.aspect_name} {step.change_type} {step.headers}: {result}")
