@@ -342,6 +342,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+    except Exception as err:  # a backend that stops answering mid-command: one line, not a traceback
+        from gms.api.guards import is_backend_error
+
+        if not is_backend_error(err):
+            raise
+        print(f"lodestar: error: a backend did not answer: {type(err).__name__}: {err}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":
