@@ -342,7 +342,9 @@ def run_embedded(root: Path, entities: int, kills: int, clients: int = 4, batch:
     failures = [f for d in drivers for f in d.failures]
     assert not failures, f"{len(failures)} proposal(s) not settled, e.g. {failures[:5]}\n{server.tail()}"
     client = RestClient(server.url, TOKEN, timeout=300)
-    assert client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]
+    deadline = time.monotonic() + 600
+    while not client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]:
+        assert time.monotonic() < deadline, "the MCL processor did not catch up within 600 s"  # (each call waits 30 s)
     assert server.stop() == 0, server.tail()
     verdict = verify_embedded(data_dir, work)
     return RunReport(work.mcps, done_kills, seconds, sum(d.resent for d in drivers),
