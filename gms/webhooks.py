@@ -88,7 +88,10 @@ class Webhooks:
         if unknown:
             raise WebhookError(f"unknown field(s) {', '.join(unknown)}")
         url = body.get("url")
-        parsed = urlparse(url) if isinstance(url, str) else None
+        try:
+            parsed = urlparse(url) if isinstance(url, str) else None
+        except ValueError:  # e.g. an unclosed [IPv6 address
+            parsed = None
         if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise WebhookError(f"url: {url!r} is not an http(s) URL")
         registry = self.gms.registry

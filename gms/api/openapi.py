@@ -9,6 +9,7 @@ from typing import Any
 from aiohttp import web
 
 from gms.api.limits import MAX_COUNT, MAX_HOPS, MAX_MILLIS, MAX_POINTS, MAX_START, MAX_VERSION
+from gms.api.webhooks import OPENAPI_PATHS as WEBHOOK_PATHS
 
 _JSON = "application/json"
 _URN = {"name": "urn", "in": "path", "required": True, "schema": {"type": "string"},
@@ -196,6 +197,7 @@ DOCUMENT: dict[str, Any] = {
                            _q("limit", kind="integer", minimum=1, maximum=MAX_POINTS)],
             "responses": {"200": _response("The points", _OBJECT), "400": _response("Invalid parameter")}}},
         **LINEAGE_OVER_TIME,
+        **WEBHOOK_PATHS,
         "/config": {"get": {"summary": "Server configuration (DataHub clients check noCode)", "security": [],
                             "responses": {"200": _response("Configuration", _OBJECT)}}},
         "/health": {"get": {"summary": "Liveness", "security": [],

@@ -56,6 +56,30 @@ async def dead_letters(request: web.Request) -> web.Response:
         "deadLetters": hooks.dead_letters(timeseries, request.match_info["id"])})
 
 
+_JSON = "application/json"
+_ANSWER = {"description": "The answer", "content": {_JSON: {"schema": {"type": "object"}}}}
+_REFUSED = {"403": {"description": "The caller has no ADMIN privilege on the instance"},
+            "404": {"description": "No such webhook"}}
+_NAMES = {"type": "array", "items": {"type": "string"}}
+OPENAPI_PATHS: dict[str, Any] = {  # for /openapi.json
+    "/v1/webhooks": {
+        "post": {"summary": "Register a webhook (changes logged from now on, matching its filters, are POSTed to url)",
+                 "requestBody": {"required": True, "content": {_JSON: {"schema": {
+                     "type": "object", "required": ["url"], "properties": {
+                         "url": {"type": "string"}, "secret": {"type": "string"}, "entityTypes": _NAMES,
+                         "aspects": _NAMES, "changeTypes": _NAMES, "urnPattern": {"type": "string"},
+                         "description": {"type": "string"}}}}}},
+                 "responses": {"201": _ANSWER, **_REFUSED}},
+        "get": {"summary": "The registered webhooks (without secrets)", "responses": {"200": _ANSWER, **_REFUSED}}},
+    "/v1/webhooks/{id}": {
+        "get": {"summary": "One webhook (without its secret)", "responses": {"200": _ANSWER, **_REFUSED}},
+        "delete": {"summary": "Remove a webhook", "responses": {"200": _ANSWER, **_REFUSED}}},
+    "/v1/webhooks/{id}/dead-letters": {
+        "get": {"summary": "Changes the webhook's URL did not accept after the last retry",
+                "responses": {"200": _ANSWER, **_REFUSED}}},
+}
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_post("/v1/webhooks", register)
     app.router.add_get("/v1/webhooks", list_webhooks)
