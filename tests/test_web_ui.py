@@ -16,6 +16,7 @@ from tests.access_fixtures import principal_with_grants
 from tests.processes import TOKEN, ServeProcess
 
 CHROMIUM = "/usr/bin/chromium"
+expect.set_options(timeout=15_000)  # pages answer slower on a loaded machine; a real failure still fails
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "ui"
 PURCHASES = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchases,PROD)"
 STORE_ID = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD),id)"
