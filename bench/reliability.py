@@ -126,13 +126,16 @@ def soak(seconds: float) -> tuple[int, int, int, int]:
         for feeder in feeders:
             feeder.start()
         samples: list[int] = []
-        while time.monotonic() - started < seconds:
-            time.sleep(10)  # the sampling interval
-            samples.append(group_rss(server.proc.pid))
-        stop.set()
-        for feeder in feeders:
-            feeder.join(120)
-        server.stop()
+        try:
+            while time.monotonic() - started < seconds:
+                time.sleep(10)  # the sampling interval
+                samples.append(group_rss(server.proc.pid))
+            stop.set()
+            for feeder in feeders:
+                feeder.join(120)
+            server.stop()
+        finally:
+            server.close()
         start = samples[min(2, len(samples) - 1)]
         return accepted[0], start, samples[-1], max(samples)
 

@@ -223,6 +223,11 @@ class Server:
         self.proc.terminate()
         return self.proc.wait(60)
 
+    def close(self) -> None:
+        """SIGKILL whatever of the group is left (after a failure; stop() ends it cleanly)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+
     def tail(self, lines: int = 40) -> str:
         return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
 
@@ -321,31 +326,34 @@ def run_embedded(root: Path, entities: int, kills: int, clients: int = 4, batch:
         with lock:
             sent["mcps"] += n
 
-    urns = list(work.steps)
-    drivers = [Driver(server, work, urns[c::clients], batch, progress) for c in range(clients)]
-    started = time.monotonic()
-    for driver in drivers:
-        driver.start()
-    interval = work.mcps / (kills + 1)
-    done_kills = 0
-    while done_kills < kills and any(d.is_alive() for d in drivers):
-        target = interval * (done_kills + rng.uniform(0.5, 1.5))
-        while sent["mcps"] < target and any(d.is_alive() for d in drivers):
-            time.sleep(0.01)  # polling the drivers' progress
-        server.kill()
-        done_kills += 1
-        note(f"kill {done_kills} after {sent['mcps']} MCPs sent")
-        server.start()
-    for driver in drivers:
-        driver.join()
-    seconds = time.monotonic() - started
-    failures = [f for d in drivers for f in d.failures]
-    assert not failures, f"{len(failures)} proposal(s) not settled, e.g. {failures[:5]}\n{server.tail()}"
-    client = RestClient(server.url, TOKEN, timeout=300)
-    deadline = time.monotonic() + 600
-    while not client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]:
-        assert time.monotonic() < deadline, "the MCL processor did not catch up within 600 s"  # (each call waits 30 s)
-    assert server.stop() == 0, server.tail()
+    try:
+        urns = list(work.steps)
+        drivers = [Driver(server, work, urns[c::clients], batch, progress) for c in range(clients)]
+        started = time.monotonic()
+        for driver in drivers:
+            driver.start()
+        interval = work.mcps / (kills + 1)
+        done_kills = 0
+        while done_kills < kills and any(d.is_alive() for d in drivers):
+            target = interval * (done_kills + rng.uniform(0.5, 1.5))
+            while sent["mcps"] < target and any(d.is_alive() for d in drivers):
+                time.sleep(0.01)  # polling the drivers' progress
+            server.kill()
+            done_kills += 1
+            note(f"kill {done_kills} after {sent['mcps']} MCPs sent")
+            server.start()
+        for driver in drivers:
+            driver.join()
+        seconds = time.monotonic() - started
+        failures = [f for d in drivers for f in d.failures]
+        assert not failures, f"{len(failures)} proposal(s) not settled, e.g. {failures[:5]}\n{server.tail()}"
+        client = RestClient(server.url, TOKEN, timeout=300)
+        deadline = time.monotonic() + 600
+        while not client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]:
+            assert time.monotonic() < deadline, "the MCL processor did not catch up within 600 s"  # 30 s a call
+        assert server.stop() == 0, server.tail()
+    finally:
+        server.close()
     verdict = verify_embedded(data_dir, work)
     return RunReport(work.mcps, done_kills, seconds, sum(d.resent for d in drivers),
                      sum(d.by_lost_attempt for d in drivers), verdict)
