@@ -213,6 +213,15 @@ def test_set_and_remove_a_user_property_and_a_refused_tag(page: Page, server: Se
     assert stored["value"]["tags"] == ["sales"] and "steward" not in stored["value"]["properties"]
 
 
+def test_an_application_lists_its_programs(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote('urn:li:dataFlow:(cdap,PurchaseHistory,default)', safe='')}")
+    programs = page.locator("section", has=page.get_by_role("heading", name="Programs"))
+    expect(programs.locator("li a")).to_have_text(["PurchaseFlow", "PurchaseHistoryBuilder", "PurchaseHistoryService"])
+    programs.get_by_role("link", name="PurchaseHistoryBuilder").click()
+    expect(page.locator("h1")).to_have_text("PurchaseHistoryBuilder")
+    expect(page.locator(".card", has_text="Reads")).to_contain_text("purchases")
+
+
 def test_readers_see_no_edit_controls_and_writers_only_where_granted(browser: Browser, server: ServeProcess) -> None:
     reader = principal_with_grants(server, "reader", [("instance", ["READ"])])
     writer = principal_with_grants(server, "writer",

@@ -62,7 +62,8 @@ export async function entityPage(main, urn) {
         metadataSections(urn, md, globalTags(entity), rights, () => entityPage(main, urn)),
         type === "dataset" && schemaSection(urn, entity),
         type === "dataProcessInstance" && runSection(urn, entity),
-        type === "dataJob" && jobSection(entity)),
+        type === "dataJob" && jobSection(entity),
+        type === "dataFlow" && programsSection(urn)),
       h("div", { class: "entity-side" }, historySection(urn, entity), allMetadataSection(entity))),
   );
 }
@@ -191,6 +192,15 @@ function jobSection(entity) {
   return h("section", { class: "card" }, h("h2", {}, "Program"),
     h("p", {}, "Type: ", typeof info.type === "object" ? Object.values(info.type)[0] : info.type || ""),
     urnList("Reads", io.inputDatasets), urnList("Writes", io.outputDatasets));
+}
+
+function programsSection(urn) {
+  const list = h("ul", {}, h("li", { class: "hint" }, "Loading…"));
+  api.search(`dataFlow:"${urn}"`, { types: "dataJob", count: 100, sort: "name" })
+    .then((data) => replace(list, data.results.length ? data.results.map((hit) => h("li", {}, entityLink(hit.urn, hit.name),
+      hit.description && h("span", { class: "hint" }, ` ${hit.description}`))) : h("li", { class: "hint" }, "No programs")))
+    .catch((err) => replace(list, errorBox(err)));
+  return h("section", { class: "card" }, h("h2", {}, "Programs"), list);
 }
 
 function historySection(urn, entity) {

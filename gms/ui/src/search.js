@@ -200,13 +200,19 @@ export function searchPage(main, query) {
     try {
       const data = await api.autocomplete(text);
       if (run !== suggestionRun) return;
+      const chosen = items[active];  // a refreshed list keeps the suggestion the arrow keys chose
       items = data.suggestions;
-      active = -1;
       replace(suggestions, items.map((s, i) =>
         h("li", { id: `suggestion-${i}`, role: "option", onmousedown: (e) => (e.preventDefault(), pick(i)) },
           s.text, h("span", { class: "kind" }, s.kind))));
       suggestions.hidden = items.length === 0;
       input.setAttribute("aria-expanded", String(!suggestions.hidden));
+      const kept = chosen ? items.findIndex((s) => s.text === chosen.text && s.kind === chosen.kind) : -1;
+      if (kept >= 0) highlight(kept);
+      else {
+        active = -1;
+        input.removeAttribute("aria-activedescendant");
+      }
       announce("suggestions", text);
     } catch {
       closeSuggestions();
