@@ -56,7 +56,8 @@ def term(scope: str, key: str, token: str) -> str:
     or `k` and 8 hex digits of the key's hash, then the token with every character but a-w, y,
     z and digits written `x` and 6 hex digits, so that the term of a prefix is a prefix."""
     keyed = "a" if not key else _key_code(key)
-    return f"{TERM_PREFIX}{SCOPE_LETTER[scope]}{keyed}{''.join(map(_char, token))}"
+    written = token if _PLAIN_TOKEN.fullmatch(token) else "".join(map(_char, token))
+    return f"{TERM_PREFIX}{SCOPE_LETTER[scope]}{keyed}{written}"
 
 
 @cache
@@ -69,6 +70,7 @@ def _char(ch: str) -> str:
 
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwyz0123456789")
+_PLAIN_TOKEN = re.compile("[a-wyz0-9]*")
 
 
 # -- index side -----------------------------------------------------------------------------
