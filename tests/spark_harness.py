@@ -17,18 +17,21 @@ WAIT = 60.0
 
 
 @contextmanager
-def spark_session(warehouse: Path, **conf: str) -> Iterator[Any]:
-    """A local SparkSession (one core, one shuffle partition, no UI), stopped afterwards."""
+def spark_session(warehouse: Path, **lodestar_conf: str) -> Iterator[Any]:
+    """A local SparkSession (one core, one shuffle partition, no UI), stopped afterwards. Its
+    `spark.lodestar.*` settings are exactly `lodestar_conf`: none leaks from a session before."""
     from pyspark.sql import SparkSession
 
-    builder = (SparkSession.builder.master("local[1]").appName("lodestar-test")
-               .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
-               .config("spark.sql.warehouse.dir", str(warehouse))
-               .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}"))
-    for key, value in conf.items():
-        builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    spark = (SparkSession.builder.master("local[1]").appName("lodestar-test")
+             .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "1")
+             .config("spark.sql.warehouse.dir", str(warehouse))
+             .config("spark.driver.extraJavaOptions", f"-Dderby.system.home={warehouse}").getOrCreate())
     spark.sparkContext.setLogLevel("ERROR")
+    for key, _ in spark.sparkContext.getConf().getAll():
+        if key.startswith("spark.lodestar."):
+            spark.conf.unset(key)
+    for key, value in lodestar_conf.items():
+        spark.conf.set(key, value)
     try:
         yield spark
     finally:

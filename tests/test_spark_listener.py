@@ -26,7 +26,7 @@ from tests.test_event_log import _drop_kafka_names
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    with spark_session(tmp_path_factory.mktemp("warehouse"), **{"spark.lodestar.env": "DEV"}) as session:
+    with spark_session(tmp_path_factory.mktemp("warehouse")) as session:
         yield session
 
 
@@ -64,13 +64,14 @@ def test_lodestar_slow_a_full_queue_drops_and_counts(spark: Any, tmp_path: Path)
 def test_settings_from_spark_conf_close_records_the_end_and_detaches(
         spark: Any, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     with ServeProcess(tmp_path_factory.mktemp("lodestar")) as lodestar:
-        spark.conf.set("spark.lodestar.server", lodestar.url)
-        spark.conf.set("spark.lodestar.token", TOKEN)
+        conf = {"spark.lodestar.server": lodestar.url, "spark.lodestar.token": TOKEN, "spark.lodestar.env": "DEV"}
+        for key, value in conf.items():
+            spark.conf.set(key, value)
         try:
             listener = attach(spark)
         finally:
-            spark.conf.unset("spark.lodestar.server")
-            spark.conf.unset("spark.lodestar.token")
+            for key in conf:
+                spark.conf.unset(key)
         _write(spark, tmp_path / "recorded")
         assert listener.close(30)
         assert listener.counts.delivered == 3  # application start, the write, application end
@@ -79,7 +80,7 @@ def test_settings_from_spark_conf_close_records_the_end_and_detaches(
         _write(spark, tmp_path / "after_close")  # not recorded
 
         recorded = Recorded(lodestar.client())
-        target = files(tmp_path / "recorded").replace(",PROD)", ",DEV)")  # spark.lodestar.env of the session
+        target = files(tmp_path / "recorded").replace(",PROD)", ",DEV)")  # spark.lodestar.env
         assert recorded.schema(target) == [("k", "long"), ("s", "string")]
         assert recorded.aspect(files(tmp_path / "after_close").replace(",PROD)", ",DEV)"), "schemaMetadata") is None
         app_run = f"urn:li:dataProcessInstance:{spark.sparkContext.applicationId}"
@@ -99,11 +100,11 @@ def test_kafka_appends_the_proposals_to_the_mcp_topic(spark: Any, tmp_path: Path
         for partition in range(log.partitions(topics.MCP)):
             for record in log.read(topics.MCP, partition, 0, 10_000):
                 proposals.append(Proposal.from_record(default_codec().decode(record.value)[1]))
-        target = files(tmp_path / "kafka").replace(",PROD)", ",DEV)")
+        target = files(tmp_path / "kafka")
         lineage = [p for p in proposals if p.entity_urn == target and p.aspect_name == "upstreamLineage"]
         assert len(lineage) == 1
         assert [u["dataset"] for u in lineage[0].value["upstreams"]] == [
-            f"urn:li:dataset:(urn:li:dataPlatform:spark,lodestar-test.local_{_digest('k,s')},DEV)"]
+            f"urn:li:dataset:(urn:li:dataPlatform:spark,lodestar-test.local_{_digest('k,s')},PROD)"]
         assert all(p.headers["X-Lodestar-Actor"] == "urn:li:corpuser:spark" for p in proposals)
     finally:
         listener.close(5)
