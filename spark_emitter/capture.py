@@ -48,7 +48,7 @@ class JvmReader:
     """Reads plans from the JVM of one gateway (holds only the JSON mapper)."""
 
     def __init__(self, jvm: Any):
-        self._jvm = jvm
+        self._string_writer = jvm.java.io.StringWriter  # looked up once: each lookup is a round trip
         self._mapper = getattr(jvm.org.json4s.jackson, "JsonMethods$").__getattr__("MODULE$").mapper()
 
     def command(self, plan: Any) -> str:
@@ -56,7 +56,7 @@ class JvmReader:
         return plan.nodeName()
 
     def plan_json(self, plan: Any) -> list[dict[str, Any]]:
-        writer = self._jvm.java.io.StringWriter()
+        writer = self._string_writer()
         self._mapper.writeValue(writer, plan.jsonValue())
         buffer = writer.getBuffer()
         size = buffer.length()
@@ -88,9 +88,12 @@ class JvmReader:
             for i in range(leaves.size()):
                 leaf = leaves.apply(i)
                 kind = leaf.getClass().getSimpleName()
-                if kind not in ("LogicalRelation", "DataSourceV2Relation") or leaf.output().isEmpty():
+                if kind not in ("LogicalRelation", "DataSourceV2Relation"):
                     continue
-                expr_id = leaf.output().head().exprId().id()
+                output = leaf.output()
+                if output.isEmpty():
+                    continue
+                expr_id = output.head().exprId().id()
                 if expr_id in wanted and expr_id not in facts:
                     facts[expr_id] = _leaf_facts(leaf, kind)
             if len(facts) < len(wanted):
