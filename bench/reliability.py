@@ -82,8 +82,9 @@ def fuzz_embedded(examples: int):
         return report, consistent
 
 
-def group_rss(leader: int) -> int:
-    """Resident bytes of every process in the process group of `leader`."""
+def group_rss(leader: int, field: str = "VmRSS") -> int:
+    """Resident bytes of every process in the process group of `leader` (`field` of
+    /proc/PID/status: VmRSS for all, RssAnon for the heap without the database's mapped pages)."""
     total = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -93,14 +94,14 @@ def group_rss(leader: int) -> int:
             if int(fields[2]) != leader:  # pgrp
                 continue
             total += int(next(line.split()[1] for line in (entry / "status").read_text().splitlines()
-                              if line.startswith("VmRSS:"))) * 1024
+                              if line.startswith(field + ":"))) * 1024
         except (OSError, StopIteration, IndexError, ValueError):
             continue  # the process ended meanwhile
     return total
 
 
-def soak(seconds: float) -> tuple[int, int, int, int]:
-    """(MCPs accepted, RSS at start, RSS at the end, peak RSS) of a soak at full rate."""
+def soak(seconds: float) -> tuple[int, list[tuple[int, int]]]:
+    """(MCPs accepted, (RSS, anonymous RSS) every 10 s) of a soak at full rate."""
     with tempfile.TemporaryDirectory(prefix="lodestar-soak-") as root:
         server = Server(Path(root) / "data", Path(root) / "serve.out")
         server.start()
@@ -125,19 +126,18 @@ def soak(seconds: float) -> tuple[int, int, int, int]:
         started = time.monotonic()
         for feeder in feeders:
             feeder.start()
-        samples: list[int] = []
+        samples: list[tuple[int, int]] = []
         try:
             while time.monotonic() - started < seconds:
                 time.sleep(10)  # the sampling interval
-                samples.append(group_rss(server.proc.pid))
+                samples.append((group_rss(server.proc.pid), group_rss(server.proc.pid, "RssAnon")))
             stop.set()
             for feeder in feeders:
                 feeder.join(120)
             server.stop()
         finally:
             server.close()
-        start = samples[min(2, len(samples) - 1)]
-        return accepted[0], start, samples[-1], max(samples)
+        return accepted[0], samples
 
 
 def _crash_lines(label: str, report: RunReport) -> None:
@@ -171,10 +171,13 @@ def main() -> None:
     statuses = ", ".join(f"{status}: {n}" for status, n in sorted(report.statuses.items()))
     print(f"{'fuzzing (schemathesis)':<26} cases tried {report.cases:,}   5xx seen {report.server_errors}   "
           f"other check failures {len(report.failures)}   read models equal the store: {consistent}   ({statuses})")
-    accepted, start, end, peak = soak(args.soak_seconds)
+    accepted, samples = soak(args.soak_seconds)
+    start, end = samples[min(2, len(samples) - 1)], samples[-1]  # start: after the first 30 s
     print(f"{'soak at full rate':<26} {args.soak_seconds:.0f} s, {accepted:,} MCPs accepted "
-          f"({accepted / args.soak_seconds:,.0f} MCP/s)   RSS start {start / 2**20:,.0f} MiB   "
-          f"end {end / 2**20:,.0f} MiB   peak {peak / 2**20:,.0f} MiB   (all processes of lodestar serve --workers 2)")
+          f"({accepted / args.soak_seconds:,.0f} MCP/s), all processes of lodestar serve --workers 2:   "
+          f"RSS start {start[0] / 2**20:,.0f} MiB end {end[0] / 2**20:,.0f} MiB   of which anonymous (heap) "
+          f"start {start[1] / 2**20:,.0f} MiB end {end[1] / 2**20:,.0f} MiB "
+          f"peak {max(a for _, a in samples) / 2**20:,.0f} MiB")
 
 
 if __name__ == "__main__":
