@@ -106,6 +106,7 @@ class LodestarListener:
         from pyspark.java_gateway import ensure_callback_server_started
 
         ensure_callback_server_started(sc._gateway)
+        _check_callback_server(sc._gateway)
         spark._jsparkSession.listenerManager().register(self)
         atexit.register(self.close, 10.0)
 
@@ -195,6 +196,16 @@ class LodestarListener:
         atexit.unregister(self.close)
         self._delivery.offer(application_ended(self.app, int(time.time() * 1000)))
         return self._delivery.close(timeout) and flushed
+
+
+def _check_callback_server(gateway: Any) -> None:
+    """py4j's callback server waits for connections with select(), which only takes file
+    descriptors below 1024: a socket numbered higher ends its thread, and the first event would
+    then block Spark's listener thread for good. Refuse to attach instead."""
+    fileno = gateway._callback_server.server_socket.fileno()
+    if fileno >= 1024:
+        raise ListenerError(f"py4j's callback server got file descriptor {fileno}; it can only serve descriptors "
+                            "below 1024 (select): attach the listener before the process opens that many files")
 
 
 def _error(exception: Any) -> dict[str, str]:
