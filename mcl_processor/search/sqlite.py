@@ -4,8 +4,9 @@ Tables: `search_docs` (one row per entity: shown name and description, flags, fa
 `search_versions` (per entity and aspect: the version reflected and the aspect's fragment,
 NULL for a deleted aspect), `search_properties` (property and tag values, for prefix
 filters), `search_suggestions` (names, field names and tags, for autocomplete) and
-`search_fts` (the merged documents; rowid = document id) and `search_names` (each shown
-document's names with its type and soft-delete tokens; rowid = `names_rowid`, so that
+`search_fts` (the merged documents, without CDAP terms; rowid = document id), `search_terms`
+(each document's CDAP terms, for CDAP's search; rowid = document id) and `search_names` (each
+shown document's names with its type and soft-delete tokens; rowid = `names_rowid`, so that
 FTS5's rowid order is the shorter-name order of the name tiers).
 """
 
@@ -66,9 +67,11 @@ CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5(
     name, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS search_terms USING fts5(meta, detail = column);
 """
 FTS_OPTIONS = (("hashsize", 16 * 1024 * 1024),)  # large batches flush their pending text less often
-_TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_names", "search_docs")
+_TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_names", "search_terms",
+           "search_docs")
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
@@ -200,21 +203,25 @@ class SqliteSearchIndex(SearchIndex):
         fragments = self._fragments(conn, [doc_id for doc_id in touched if doc_id not in created])
         fragments.update((doc_id, sorted(parts, key=lambda part: part[0])) for doc_id, parts in new_parts.items())
         stale_names = self._names_rowids(conn, [doc_id for doc_id in touched if doc_id not in created])
-        updates, fts_rows, name_rows = [], [], []
+        updates, fts_rows, name_rows, term_rows = [], [], [], []
         for doc_id, entity_type in touched.items():
             if doc_id not in fragments:
                 updates.append((None, None, 0, 0, None, doc_id))
                 continue
             doc = merge(entity_type, [fragment for _, fragment in fragments[doc_id]])
             updates.append((doc.name, doc.description, 1, int(doc.removed), orjson.dumps(doc.facets), doc_id))
-            fts_rows.append((doc_id, *doc.columns))
+            meta, terms = _split_terms(doc.columns[4], doc.removed)
+            fts_rows.append((doc_id, *doc.columns[:4], meta))
             name_rows.append((names_rowid(doc_id, doc.name), doc.columns[0], doc.name_meta))
+            term_rows.append((doc_id, terms))
         conn.executemany("UPDATE search_docs SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
         conn.executemany("DELETE FROM search_fts WHERE rowid = ?", [(i,) for i in touched if i not in created])
+        conn.executemany("DELETE FROM search_terms WHERE rowid = ?", [(i,) for i in touched if i not in created])
         conn.executemany("DELETE FROM search_names WHERE rowid = ?", [(rowid,) for rowid in stale_names])
         conn.executemany(f"INSERT INTO search_fts (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
         conn.executemany("INSERT INTO search_names (rowid, name, meta) VALUES (?, ?, ?)", name_rows)
+        conn.executemany("INSERT INTO search_terms (rowid, meta) VALUES (?, ?)", term_rows)
 
     @staticmethod
     def _names_rowids(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> list[int]:
@@ -230,7 +237,8 @@ class SqliteSearchIndex(SearchIndex):
         doc_ids = list(self._ids(conn, list(urns)).values())
         self._forget_rows(conn, list(self._versions(conn, doc_ids)))
         conn.executemany("DELETE FROM search_names WHERE rowid = ?", [(r,) for r in self._names_rowids(conn, doc_ids)])
-        for table, column in (("search_versions", "doc_id"), ("search_fts", "rowid"), ("search_docs", "id")):
+        for table, column in (("search_versions", "doc_id"), ("search_fts", "rowid"), ("search_terms", "rowid"),
+                              ("search_docs", "id")):
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(doc_id,) for doc_id in doc_ids])
 
     def preparer(self) -> FragmentPreparer:
@@ -276,7 +284,7 @@ class SqliteSearchIndex(SearchIndex):
         matching = f"meta : ({wanted})" if wanted else _any_of([everything_token()])
         if unwanted:
             matching = f"({matching}) NOT (meta : ({unwanted}))"
-        hits = _Hits("", "", matching, f" NOT {_any_of([removed_token()])}", "", [], False)
+        hits = _Hits("", "", matching, f" NOT {_any_of([removed_token()])}", "", [], False, table="search_terms")
         conn = self.db.reader()
         total = hits.count(conn)
         if total == 0:
@@ -367,6 +375,19 @@ def _any_of(words: Sequence[str]) -> str:
     return "meta : (" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
+def _split_terms(meta: str, removed: bool) -> tuple[str, str]:
+    """A document's meta tokens for `search_fts`, and its CDAP terms (search/cdap.py) for
+    `search_terms` with the tokens of every document and of the soft-deleted state. The terms
+    are most of the tokens and are only ever matched whole or as prefixes, so they stay out of
+    `search_fts` and its prefix indexes (which tripled their cost of indexing)."""
+    tokens = meta.split()
+    terms = [t for t in tokens if t.startswith(cdap.TERM_PREFIX)]
+    terms.append(everything_token())
+    if removed:
+        terms.append(removed_token())
+    return " ".join(t for t in tokens if not t.startswith(cdap.TERM_PREFIX)), " ".join(terms)
+
+
 def names_rowid(doc_id: int, name: str | None) -> int:
     """A document's `search_names` rowid: the length of its shown name above its id, so that
     rowid order is shorter-name order (doc_id = rowid & DOC_ID_MASK)."""
@@ -380,7 +401,7 @@ class _Hits:
     `by_type_only`: the filters are of entity types at most, so `search_names` can evaluate them."""
 
     def __init__(self, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str],
-                 by_type_only: bool):
+                 by_type_only: bool, table: str = "search_fts"):
         self.exact = exact
         self.prefix = prefix
         self.filters = filters  # positive filters, "" when none
@@ -388,6 +409,7 @@ class _Hits:
         self.sql = sql
         self.params = params
         self.by_type_only = by_type_only
+        self.table = table  # search_fts, or search_terms for expressions of CDAP terms only
         self.expression = self._with_filters(f"{TEXT_COLUMNS} : ({prefix})" if prefix else "")
 
     def _with_filters(self, expression: str) -> str:
@@ -400,9 +422,10 @@ class _Hits:
         """`restriction`: CDAP terms (search/cdap.py) every hit has, e.g. the caller's readable resources."""
         scopes = (scope,) if scope else SCOPES
         parts = [_any_of([type_token(t) for t in types])] if types is not None else []
-        if restriction:
-            parts.append(f"meta : ({restriction})")
         sql, params = [], []
+        if restriction:
+            sql.append(" AND rowid IN (SELECT rowid FROM search_terms WHERE search_terms MATCH ?)")
+            params.append(f"meta : ({restriction})")
         for key, flt in [(f.key, f) for f in parsed.filters] + [(TAGS_KEY, f) for f in parsed.tags]:
             values = _expand(conn, key, flt.value) if flt.prefix else [flt.value]
             if values is not None:
@@ -419,12 +442,13 @@ class _Hits:
         return cls(exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only)
 
     def narrowed(self, expression: str) -> _Hits:
-        narrowed = _Hits(self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only)
+        narrowed = _Hits(self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only,
+                         self.table)
         narrowed.expression = narrowed._with_filters(expression)
         return narrowed
 
     def _select(self, what: str = "rowid") -> str:
-        return f"SELECT {what} FROM search_fts WHERE search_fts MATCH ?{self.sql}"
+        return f"SELECT {what} FROM {self.table} WHERE {self.table} MATCH ?{self.sql}"
 
     def count(self, conn: sqlite3.Connection, cap: int | None = None) -> int:
         """How many hits; with a cap, at most cap (the index stops looking there)."""
