@@ -12,6 +12,7 @@ runs sharing one set of servers never see each other's data.
 from __future__ import annotations
 
 import socket
+import time
 import uuid
 from urllib.parse import urlparse
 
@@ -44,7 +45,27 @@ def endpoints() -> Endpoints:
 def kafka_bootstrap(endpoints: Endpoints) -> str:
     host, _, port = endpoints.kafka_bootstrap.split(",")[0].rpartition(":")
     _require(host, int(port), "Kafka")
+    _await_group_coordinator(endpoints.kafka_bootstrap)
     return endpoints.kafka_bootstrap
+
+
+def _await_group_coordinator(bootstrap: str, timeout: float = 120.0) -> None:
+    """A broker that just started answers before its group coordinator has loaded the offsets
+    topic; consumer groups formed meanwhile stall. Wait until it describes a group."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            admin.describe_consumer_groups(["lodestar-test-readiness"], request_timeout=10)[
+                "lodestar-test-readiness"].result()
+            return
+        except KafkaException as err:
+            if time.monotonic() > deadline:
+                pytest.fail(f"Kafka's group coordinator is not ready after {timeout:g}s: {err}", pytrace=False)
+            time.sleep(0.2)  # the broker says no at once while it loads: ask again shortly
 
 
 @pytest.fixture(scope="session")
