@@ -39,4 +39,5 @@ class SqliteReadModels(ReadModels):
         return ModelPreparer(SEARCH, self.search.preparer())
 
     def close(self) -> None:
+        self.search.close()
         self.db.close()

@@ -245,6 +245,10 @@ class SqliteSearchIndex(SearchIndex):
         """Computes, in any process, the fragments `apply` reads from `AspectChange.prepared[MODEL]`."""
         return FragmentPreparer({name: analyzer.annotations for name, analyzer in self.analyzers.items()})
 
+    def close(self) -> None:
+        """Stop the threads that count totals and facets beside the ranking."""
+        self._aside.shutdown()
+
     def clear(self) -> None:
         for table in _TABLES:
             self.db.writer.execute(f"DELETE FROM {table}")
