@@ -12,7 +12,9 @@
 #   deploy/servers.sh reset   [...]                               stop and wipe data (downloads kept)
 #   deploy/servers.sh logs    SERVER [N]                          last N lines of the server's log
 #
-# With no server named, the command applies to all three.
+# With no server named, the command applies to all three. LODESTAR_SERVERS_RUN (default
+# $LODESTAR_SERVERS_HOME/run) names the run dir: each command acts only on the servers of its own,
+# so a second set (other ports) can be started, stopped and wiped beside the default one.
 set -euo pipefail
 
 DEPLOY_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -100,7 +102,7 @@ cmd_fetch() {
   require_java
   local s
   for s in "${SERVERS[@]}"; do
-    "${s}_fetch"
+    fetch_locked "$s"
     info "$s: $("${s}_version") ready in $DIST_ROOT"
   done
 }
@@ -122,7 +124,7 @@ cmd_start() {
   done
   for s in "${SERVERS[@]}"; do
     [[ " ${running[*]} " == *" $s "* ]] && continue
-    "${s}_fetch"
+    fetch_locked "$s"
   done
   for s in "${SERVERS[@]}"; do
     if [[ " ${running[*]} " == *" $s "* ]]; then
@@ -203,15 +205,30 @@ cmd_logs() {
   tail -n "${2:-50}" "$log"
 }
 
-# One servers.sh at a time per LODESTAR_SERVERS_HOME (e.g. parallel test jobs calling start).
+# One servers.sh at a time per run dir (e.g. parallel test jobs calling start); the default run
+# dir's lock is LODESTAR_SERVERS_HOME/.lock.
 take_lock() {
   command -v flock >/dev/null || return 0
-  mkdir -p "$SERVERS_HOME"
-  exec 9>"$SERVERS_HOME/.lock"
+  local lock="$SERVERS_HOME/.lock"
+  [[ "$RUN_ROOT" == "$DEFAULT_RUN_ROOT" ]] || lock="$RUN_ROOT/.lock"
+  mkdir -p "$(dirname "$lock")"
+  exec 9>"$lock"
   if ! flock -n 9; then
-    info "waiting for another servers.sh using $SERVERS_HOME"
-    flock -w 900 9 || die "another servers.sh still holds $SERVERS_HOME/.lock after 900s"
+    info "waiting for another servers.sh using $lock"
+    flock -w 900 9 || die "another servers.sh still holds $lock after 900s"
   fi
+}
+
+# fetch_locked SERVER: SERVER's fetch, one at a time per LODESTAR_SERVERS_HOME (the downloads are
+# shared by every run dir).
+fetch_locked() {
+  if command -v flock >/dev/null; then
+    mkdir -p "$SERVERS_HOME"
+    exec 8>"$SERVERS_HOME/.fetch.lock"
+    flock -w 900 8 || die "another servers.sh still fetches into $SERVERS_HOME after 900s"
+  fi
+  "${1}_fetch"
+  exec 8>&-
 }
 
 main() {

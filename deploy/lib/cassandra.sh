@@ -53,7 +53,8 @@ cassandra_launch() {
     nolock=(setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock)
   fi
 
-  launch cassandra "$log" "${nolock[@]}" "$JAVA_BIN" "-Dlodestar.server=cassandra" "-Dlodestar.home=$SERVERS_HOME" \
+  local -a markers; mapfile -t markers < <(server_markers cassandra)
+  launch cassandra "$log" "${nolock[@]}" "$JAVA_BIN" "${markers[@]}" \
     "-Xms$CASSANDRA_HEAP" "-Xmx$CASSANDRA_HEAP" \
     "${opts[@]}" \
     "-javaagent:$jamm" \

@@ -8,7 +8,11 @@ SERVERS_HOME="${LODESTAR_SERVERS_HOME:-${HOME:?HOME is not set}/.cache/lodestar-
 SERVERS_M2="${LODESTAR_SERVERS_M2:-$SERVERS_HOME/m2}"
 DIST_ROOT="$SERVERS_HOME/dist"     # unpacked/copied server jars, one folder per name-version
 BUILD_ROOT="$SERVERS_HOME/build"   # copies of deploy/maven/*/pom.xml and Maven logs
-RUN_ROOT="$SERVERS_HOME/run"       # per-server conf/, data/, logs/ and pid file
+# Per-server conf/, data/, logs/ and pid file. Another run dir (LODESTAR_SERVERS_RUN, with other
+# ports) is a second, private set of servers on the same downloads: every command acts only on
+# the servers of its own run dir.
+DEFAULT_RUN_ROOT="$SERVERS_HOME/run"
+RUN_ROOT="$(realpath -m -- "${LODESTAR_SERVERS_RUN:-$DEFAULT_RUN_ROOT}")"
 BIND_HOST="127.0.0.1"
 
 _ts() { date +%H:%M:%S; }
@@ -102,14 +106,31 @@ check_ports_free() {
 
 pid_file() { printf '%s/%s.pid' "$(run_dir "$1")" "$1"; }
 
-# _is_server PID SERVER: true when PID is our SERVER. Every process we launch carries
-# LODESTAR_DEV_SERVER=SERVER in its environment (also while bin/opensearch is still running its helper
-# JVMs), and the server JVM carries -Dlodestar.server=SERVER, so a recycled pid is never mistaken
-# for the server.
+# The markers a launched SERVER carries on its java command line: which server, which downloads,
+# which run dir. Every process we launch also carries LODESTAR_DEV_SERVER=SERVER and
+# LODESTAR_DEV_RUN=<its run dir> in its environment (also while bin/opensearch is still running
+# its helper JVMs). A recycled pid, or a server of another run dir, is never mistaken for ours.
+server_markers() {
+  printf '%s\n' "-Dlodestar.server=$1" "-Dlodestar.home=$SERVERS_HOME" "-Dlodestar.run=$(run_dir "$1")"
+}
+
+# _of_this_run CMDLINE_FILE SERVER: true when the java command line in CMDLINE_FILE is SERVER's
+# of our run dir. A server started before run dirs had a marker (no -Dlodestar.run) belongs to
+# the default run dir of its LODESTAR_SERVERS_HOME.
+_of_this_run() {
+  grep -qzxF -- "-Dlodestar.server=$2" "$1" 2>/dev/null || return 1
+  grep -qzxF -- "-Dlodestar.run=$(run_dir "$2")" "$1" 2>/dev/null && return 0
+  [[ "$RUN_ROOT" == "$DEFAULT_RUN_ROOT" ]] &&
+    grep -qzxF -- "-Dlodestar.home=$SERVERS_HOME" "$1" 2>/dev/null &&
+    ! grep -qz -- "^-Dlodestar.run=" "$1" 2>/dev/null
+}
+
+# _is_server PID SERVER: true when PID is SERVER of our run dir.
 _is_server() {
   [[ -r "/proc/$1/cmdline" ]] || return 1
-  grep -qzxF -- "-Dlodestar.server=$2" "/proc/$1/cmdline" 2>/dev/null && return 0
-  grep -qzxF -- "LODESTAR_DEV_SERVER=$2" "/proc/$1/environ" 2>/dev/null
+  _of_this_run "/proc/$1/cmdline" "$2" && return 0
+  grep -qzxF -- "LODESTAR_DEV_SERVER=$2" "/proc/$1/environ" 2>/dev/null &&
+    grep -qzxF -- "LODESTAR_DEV_RUN=$(run_dir "$2")" "/proc/$1/environ" 2>/dev/null
 }
 
 # server_pid SERVER: prints the pid of our running SERVER (from its pid file) and returns 0, or 1.
@@ -123,15 +144,15 @@ server_pid() {
   printf '%s' "$pid"
 }
 
-# find_server_pid SERVER: like server_pid, but falls back to scanning /proc for our marker
-# (covers a pid file lost or not yet written).
+# find_server_pid SERVER: like server_pid, but falls back to scanning /proc for the markers of
+# our run dir (covers a pid file lost or not yet written).
 find_server_pid() {
   server_pid "$1" && return 0
   local f pid
   while IFS= read -r f; do
     pid="${f#/proc/}"
     pid="${pid%/cmdline}"
-    if grep -qzxF -- "-Dlodestar.home=$SERVERS_HOME" "$f" 2>/dev/null; then
+    if _of_this_run "$f" "$1"; then
       printf '%s' "$pid"
       return 0
     fi
@@ -171,7 +192,7 @@ rotate_log() {
 launch() {
   local server="$1" log="$2"; shift 2
   # 9>&-: the server must not inherit (and keep holding) servers.sh's lock.
-  LODESTAR_DEV_SERVER="$server" setsid "$@" </dev/null >>"$log" 2>&1 9>&- &
+  LODESTAR_DEV_SERVER="$server" LODESTAR_DEV_RUN="$(run_dir "$server")" setsid "$@" </dev/null >>"$log" 2>&1 9>&- &
   local pid=$!
   printf '%s\n' "$pid" >"$(pid_file "$server")"
 }

@@ -56,8 +56,8 @@ kafka_launch() {
     fi
     echo "$cid" >"$run/cluster.id"
   fi
-  launch kafka "$log" "$JAVA_BIN" "-Dlodestar.server=kafka" "-Dlodestar.home=$SERVERS_HOME" \
-    "${KAFKA_JVM_ARGS[@]}" kafka.Kafka "$run/conf/server.properties"
+  local -a markers; mapfile -t markers < <(server_markers kafka)
+  launch kafka "$log" "$JAVA_BIN" "${markers[@]}" "${KAFKA_JVM_ARGS[@]}" kafka.Kafka "$run/conf/server.properties"
 }
 
 # Healthy = the broker answers a Metadata (v4) request over PLAINTEXT with itself as a broker.

@@ -33,8 +33,15 @@ _world_traversable() {
 
 # Where OpenSearch's conf/, data/, logs/ live, and which distribution folder it runs from.
 _opensearch_separate_base() { ((EUID == 0)) && ! _world_traversable "$SERVERS_HOME"; }
+# (Another run dir than the default one gets its own folder there, named by its path's checksum.)
 opensearch_run_dir() {
-  if _opensearch_separate_base; then echo "$OPENSEARCH_ROOT_BASE/run"; else echo "$RUN_ROOT/opensearch"; fi
+  if ! _opensearch_separate_base; then
+    echo "$RUN_ROOT/opensearch"
+  elif [[ "$RUN_ROOT" == "$DEFAULT_RUN_ROOT" ]]; then
+    echo "$OPENSEARCH_ROOT_BASE/run"
+  else
+    echo "$OPENSEARCH_ROOT_BASE/run-$(cksum <<<"$RUN_ROOT" | cut -d' ' -f1)"
+  fi
 }
 _opensearch_home() {
   if _opensearch_separate_base; then echo "$OPENSEARCH_ROOT_BASE/opensearch-$OPENSEARCH_VERSION"; else echo "$OPENSEARCH_DIST"; fi
@@ -131,8 +138,8 @@ opensearch_launch() {
   # bin/opensearch runs a few helper JVMs, then execs the node: the pid stays the node's.
   launch opensearch "$log" "${as_user[@]}" env -i \
     PATH="/usr/local/bin:/usr/bin:/bin" HOME="$run" LANG=C.UTF-8 LODESTAR_DEV_SERVER=opensearch \
-    OPENSEARCH_JAVA_HOME="$JAVA_HOME_DIR" OPENSEARCH_PATH_CONF="$run/conf" \
-    OPENSEARCH_JAVA_OPTS="-Dlodestar.server=opensearch -Dlodestar.home=$SERVERS_HOME" \
+    LODESTAR_DEV_RUN="$run" OPENSEARCH_JAVA_HOME="$JAVA_HOME_DIR" OPENSEARCH_PATH_CONF="$run/conf" \
+    OPENSEARCH_JAVA_OPTS="$(server_markers opensearch | tr '\n' ' ')" \
     "$home/bin/opensearch"
 }
 
