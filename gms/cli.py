@@ -6,6 +6,7 @@ Errors are one line on stderr and a non-zero exit; never a traceback.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import logging
 import os
@@ -333,6 +334,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack on stderr
     configure_logging(getattr(logging, os.environ.get("LODESTAR_LOG_LEVEL", "WARNING").upper(), logging.WARNING))
     args = build_parser().parse_args(argv)
     try:

@@ -14,7 +14,7 @@ from mcl_processor.runs import RunLineageStore
 from mcl_processor.search import SearchIndex
 from mcl_processor.timeseries import TimeseriesStore
 
-Preparer = Callable[[Sequence[tuple[str, str | None]]], list[Mapping[str, Any] | None]]
+Preparer = Callable[[Sequence[tuple[str, Any]]], list[Mapping[str, Any] | None]]
 
 
 class ReadModelsUnavailable(Exception):
@@ -52,7 +52,7 @@ class ReadModels(ABC):
 
     def preparer(self) -> Preparer | None:
         """A picklable function that computes ahead, in any process, what `apply` would compute
-        per change from (aspect, value JSON) pairs, for `AspectChange.prepared` (restore runs it
+        per change from (aspect, parsed value) pairs, for `AspectChange.prepared` (restore runs it
         in worker processes while it writes); None when there is nothing worth preparing."""
         return None
 
@@ -72,11 +72,11 @@ class ModelPreparer:
     """One model's preparer in the form `ReadModels.preparer` gives: each item's prepared value
     keyed by the model's name, as `AspectChange.prepared` holds it."""
 
-    def __init__(self, model: str, prepare: Callable[[Sequence[tuple[str, str | None]]], list[Any]]):
+    def __init__(self, model: str, prepare: Callable[[Sequence[tuple[str, Any]]], list[Any]]):
         self.model = model
         self.prepare = prepare
 
-    def __call__(self, items: Sequence[tuple[str, str | None]]) -> list[Mapping[str, Any] | None]:
+    def __call__(self, items: Sequence[tuple[str, Any]]) -> list[Mapping[str, Any] | None]:
         return [None if value is None else {self.model: value} for value in self.prepare(items)]
 
 

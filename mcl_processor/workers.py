@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
+import orjson
+
 from mcl_processor.changes import AspectChange, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.readmodels import Preparer
@@ -66,7 +68,7 @@ def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[byte
             out.append(err)
     if preparer is not None:
         changes = [item for item in out if isinstance(item, AspectChange) and not item.deleted]
-        for change, prepared in zip(changes, preparer([(c.aspect, c.value_json) for c in changes]), strict=True):
+        for change, prepared in zip(changes, preparer([(c.aspect, c.value) for c in changes]), strict=True):
             change.prepared = prepared
     return out
 
@@ -77,8 +79,10 @@ def decode_in_worker(values: Sequence[bytes]) -> list[Decoded]:
 
 
 def prepare_in_worker(items: Sequence[tuple[str, str | None]]) -> list[Any]:
+    """What the worker's preparer makes of (aspect, value JSON) pairs."""
     assert _preparer is not None
-    return _preparer(items)
+    return _preparer([(aspect, None if value_json is None else orjson.loads(value_json))
+                      for aspect, value_json in items])
 
 
 def ahead(items: Iterator[T], start: Callable[[T], Future[Any]], lookahead: int) -> Iterator[tuple[T, Any]]:

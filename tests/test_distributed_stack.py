@@ -326,9 +326,30 @@ class Stack:
             dead = [p for p in self.processes if p.died]
             assert not dead, f"waiting for {what}: {dead[0].name} exited {dead[0].proc.returncode}:\n" \
                 + self.outputs(40, dead[0].output)
-            assert time.monotonic() < deadline, f"{what}: not within {timeout:g}s"
+            assert time.monotonic() < deadline, f"{what}: not within {timeout:g}s\n{self.diagnosis()}"
             time.sleep(pause)  # polling a condition, with a deadline
             pause = min(pause * 2, 0.25)
+
+    def diagnosis(self) -> str:
+        """Where things stand, for a failed wait: each consumer group's members, partitions and
+        lag; each running process's thread stacks (SIGUSR1) follow in the outputs printed at close."""
+        lines = []
+        for group, topics_ in ((MCP_GROUP, (topics.MCP,)), (MCL_GROUP, MCL_TOPICS)):
+            name = self.log.group_name(group)
+            description = self.admin.describe_consumer_groups([name], request_timeout=10)[name].result()
+            lines.append(f"group {group}: {description.state}")
+            lines += [f"  member {member.client_id}@{member.host}: "
+                      + " ".join(sorted(f"{tp.topic.removeprefix(self.prefix)}[{tp.partition}]"
+                                        for tp in member.assignment.topic_partitions))
+                      for member in description.members]
+            lines += [f"  {topic}[{p}]: committed {self.log.committed(group, topic, p)}"
+                      f" of {self.log.end_offset(topic, p)}"
+                      for topic in topics_ for p in range(self.log.partitions(topic))]
+        for process in self.processes:
+            if process.running:
+                assert process.proc is not None
+                process.proc.send_signal(signal.SIGUSR1)
+        return "\n".join(lines)
 
     def await_healthy(self, *processes: Lodestar) -> None:
         for process in processes:
@@ -389,7 +410,7 @@ class Stack:
                 process.terminate()
             for process in self.processes:
                 process.exit_status(10)
-            print(self.outputs())
+            print(self.outputs(150))
         finally:
             try:
                 if self.models is not None:

@@ -273,19 +273,19 @@ class Analyzer:
 
 
 class FragmentPreparer:
-    """Computes the encoded fragments of (aspect, value JSON) pairs away from the database; it
+    """Computes the encoded fragments of (aspect, parsed value) pairs away from the database; it
     carries only annotations, so it can be sent to worker processes."""
 
     def __init__(self, annotations: Mapping[str, AspectAnnotations]):
         self.annotations = dict(annotations)
         self._analyzers: dict[str, Analyzer] = {}
 
-    def __call__(self, items: Sequence[tuple[str, str | None]]) -> list[bytes | None]:
+    def __call__(self, items: Sequence[tuple[str, Any]]) -> list[bytes | None]:
         if not self._analyzers:
             self._analyzers = {name: Analyzer(a) for name, a in self.annotations.items()}
-        return [None if value_json is None or aspect not in self._analyzers
-                else self.encode(self._analyzers[aspect], orjson.loads(value_json))
-                for aspect, value_json in items]
+        return [None if value is None or aspect not in self._analyzers
+                else self.encode(self._analyzers[aspect], value)
+                for aspect, value in items]
 
     @staticmethod
     def encode(analyzer: Analyzer, value: Any) -> Any:

@@ -137,8 +137,9 @@ class SqliteSearchIndex(SearchIndex):
             suggestions.extend((lvalue, kind, doc_id, change.aspect, value)
                                for lvalue, kind, value in fragment.suggestions)
         conn.executemany("INSERT OR REPLACE INTO search_versions VALUES (?, ?, ?, ?)", versions)
-        conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)", properties)
-        conn.executemany("INSERT OR IGNORE INTO search_suggestions VALUES (?, ?, ?, ?, ?)", suggestions)
+        # in key order: each B-tree page is visited once per batch instead of once per row
+        conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)", sorted(properties))
+        conn.executemany("INSERT OR IGNORE INTO search_suggestions VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
         self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created, new_parts)
 
     def _doc_ids(self, conn: sqlite3.Connection, types: dict[str, str]) -> tuple[dict[str, int], set[int]]:
