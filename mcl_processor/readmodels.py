@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
+from mcl_processor import upstream_tags
 from mcl_processor.changes import ChangeBatch, TimeseriesPoint
 from mcl_processor.lineage import LineageGraph
 from mcl_processor.runs import RunLineageStore
@@ -42,7 +43,8 @@ class ReadModels(ABC):
         with self.transaction(), collector_paused():
             if batch:
                 self.search.apply(batch)
-                self.lineage.apply(batch)
+                moved = self.lineage.apply(batch)
+                upstream_tags.refresh(self.search, self.lineage, batch, moved)
                 self.runs.apply(batch)
                 if batch.resets:
                     self.timeseries.remove_entities(batch.resets)

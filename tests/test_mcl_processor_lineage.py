@@ -140,6 +140,30 @@ class LineageGraphContract:
             field(RAW, "body"), field(CLEAN, "id"), field(CLEAN, "name"), field(AGG, "id")}
         assert hops(graph.lineage.query(field(AGG, "id"), "upstream", 5)) == {field(AGG, "id"): 0}  # not dataset edges
 
+    def test_field_edge_changes_are_reported_and_fields_reached_transitively(self, graph):
+        body, clean_id, clean_name, agg_id = FIELDS
+        assert graph.lineage.fields_reached([body, agg_id], "downstream") == {body: {clean_id, clean_name, agg_id},
+                                                                           agg_id: set()}
+        assert graph.lineage.fields_reached([agg_id], "upstream") == {agg_id: {clean_id, body}}
+        replaced = AspectChange(AGG, "dataset", "upstreamLineage", 2, upstreams(CLEAN))  # without its field edge
+        assert graph.lineage.apply(ChangeBatch(changes=(replaced,))) == {agg_id}
+        added = AspectChange(REPORT, "dataset", "upstreamLineage", 2, upstreams(
+            AGG, fine=[fine([field(CLEAN, "name")], [field(REPORT, "name")])]))
+        assert graph.lineage.apply(ChangeBatch(changes=(added,))) == {field(REPORT, "name")}
+        assert graph.lineage.apply(ChangeBatch(resets=(JOB,))) == {clean_id, clean_name}
+        assert graph.lineage.apply(ChangeBatch(changes=(AspectChange(RUN, "dataProcessInstance", "status", 1,
+                                                                     {"removed": True}),))) == set()
+        assert graph.lineage.fields_reached([field(REPORT, "name")], "upstream") == {
+            field(REPORT, "name"): {clean_name}}
+
+    def test_fields_derived_from_a_tagged_field_are_found_by_their_upstream_tags(self, graph):
+        body, clean_id, clean_name, agg_id = FIELDS
+        graph.write(proposal(body, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}))
+        assert sorted(h.urn for h in graph.search.query("upstreamTags:pii", count=10).hits) == sorted(
+            [clean_id, clean_name, agg_id])
+        graph.write(proposal(clean_id, "status", {"removed": True}))  # the chain to AGG breaks there
+        assert sorted(h.urn for h in graph.search.query("upstreamTags:pii", count=10).hits) == [clean_name]
+
     def test_deleting_an_aspect_removes_exactly_its_edges(self, graph):
         graph.write(proposal(REPORT, "upstreamLineage", change="DELETE"))
         assert hops(graph.lineage.query(REPORT, "upstream", 10)) == {REPORT: 0}

@@ -19,6 +19,7 @@ from opensearchpy import OpenSearch
 from mcl_processor import opensearch_indices
 from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch
+from mcl_processor.processor import TOPICS
 from mcl_processor.search import sqlite as search_sqlite
 from mcl_processor.search.opensearch_mapping import index_body
 from mcl_processor.sqlite_db import FILE_NAME
@@ -27,6 +28,17 @@ from tests.backends import unique_name
 from tests.builders import dataset_urn, proposal
 from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite, sqlite_models
 from tests.test_mcl_processor import Indexed, schema
+from tests.upstream_tags_example import (
+    DERIVED,
+    KEY,
+    LOYALTY_RUN,
+    PII,
+    SEGMENT,
+    SPEND_RUN,
+    UID,
+    loyalty_operations,
+    spend_operations,
+)
 
 ORDERS = dataset_urn("shop.orders")
 ARCHIVE = dataset_urn("shop.orders_archive")
@@ -239,6 +251,48 @@ class SearchIndexContract:
         harness.processor.restore(harness.gms.store)
         assert harness.processor.check(harness.gms.store).ok
         assert urns(harness, "orders") == [ORDERS]
+        harness.close()
+
+    def test_upstream_tags_find_the_fields_derived_from_a_tagged_field(self, models_factory, tmp_path):
+        harness = Indexed(tmp_path / "data", models_factory)
+        harness.write(proposal(UID, "globalTags", PII), proposal(SPEND_RUN, "fieldOperations", spend_operations()),
+                      proposal(LOYALTY_RUN, "fieldOperations", loyalty_operations()))
+        assert urns(harness, "upstreamTags:pii") == urns(harness, "UPSTREAMTAGS:PII") == DERIVED  # transitively
+        assert urns(harness, "upstreamTags:p*") == DERIVED == urns(harness, "upstreamTags:pii", types=["schemaField"])
+        assert sorted(h.name for h in harness.search.query("upstreamTags:pii").hits) == ["customer_key", "segment"]
+        assert urns(harness, "tags:pii") == [UID]  # the tagged field itself is not derived from it
+        assert urns(harness, "upstreamTags:pii", scope="USER") == [] and urns(harness, "upstreamTags:other") == []
+        assert harness.processor.check(harness.gms.store).ok  # fields known only from lineage are no divergence
+        assert UID in harness.search.urns() and KEY not in harness.search.urns()
+        harness.write(proposal(UID, "globalTags", change="DELETE"))
+        assert urns(harness, "upstreamTags:pii") == []
+        harness.write(proposal(UID, "userScopeMetadata", {"tags": ["PII"], "properties": {}}))  # CDAP's field tag
+        assert urns(harness, "upstreamTags:pii") == DERIVED
+        harness.write(proposal(KEY, "globalTags", {"tags": [{"tag": "urn:li:tag:hashed"}]}))
+        assert urns(harness, "upstreamTags:hashed") == [SEGMENT] and urns(harness, "tags:hashed") == [KEY]
+        assert urns(harness, "upstreamTags:pii") == DERIVED  # KEY's own document keeps its upstream tags
+        harness.write(proposal(LOYALTY_RUN, "fieldOperations", change="DELETE"))  # the lineage goes
+        assert urns(harness, "upstreamTags:pii") == [KEY] and urns(harness, "upstreamTags:hashed") == []
+        harness.write(proposal(UID, "status", {"removed": True}))  # a soft-deleted field passes on nothing
+        assert urns(harness, "upstreamTags:pii", include_removed=True) == []
+        assert harness.processor.check(harness.gms.store).ok
+        harness.close()
+
+    def test_upstream_tags_do_not_depend_on_order_and_are_restored(self, models_factory, tmp_path):
+        harness = Indexed(tmp_path / "data", models_factory)
+        harness.write(proposal(LOYALTY_RUN, "fieldOperations", loyalty_operations()))  # downstream lineage first
+        harness.write(proposal(UID, "globalTags", PII))  # then the tag, before the hop that reaches it
+        assert urns(harness, "upstreamTags:pii") == []
+        harness.write(proposal(SPEND_RUN, "fieldOperations", spend_operations()))
+        assert urns(harness, "upstreamTags:pii") == DERIVED
+        for topic in TOPICS:  # every MCL again, as a replay from offset 0 delivers them
+            harness.processor.process(harness.gms.log.read(topic, limit=10_000))
+        assert urns(harness, "upstreamTags:pii") == DERIVED
+        harness.models.clear()
+        assert urns(harness, "upstreamTags:pii") == []
+        harness.processor.restore(harness.gms.store, workers=0)
+        assert urns(harness, "upstreamTags:pii") == DERIVED
+        assert harness.processor.check(harness.gms.store).ok
         harness.close()
 
     def test_concurrent_writers_lose_no_aspect(self, models_factory, tmp_path):

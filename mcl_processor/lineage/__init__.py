@@ -9,7 +9,7 @@ Soft-deleted entities are left out of the walk.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,6 +18,7 @@ from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.divergence import Divergence
 
 DIRECTIONS = ("upstream", "downstream", "both")
+FIELD_REACH = 50  # hops `fields_reached` follows
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +39,17 @@ class LineageResult:
 
 class LineageGraph(ABC):
     @abstractmethod
-    def apply(self, batch: ChangeBatch) -> None:
-        """Apply a batch inside the read models' current transaction."""
+    def apply(self, batch: ChangeBatch) -> set[str]:
+        """Apply a batch inside the read models' current transaction. Returns the destinations of
+        the field edges it added or removed: the fields whose upstream fields may have changed
+        (an adapter without a transaction adds those of the batch's changes it had applied
+        already, so that a batch replayed after a crash derives them again)."""
+
+    @abstractmethod
+    def fields_reached(self, urns: Collection[str], direction: str) -> dict[str, set[str]]:
+        """Per field URN, the other fields its field edges lead to ("downstream") or come from
+        ("upstream"), transitively up to FIELD_REACH hops, soft-deleted fields left out, as the
+        writer left the graph (inside a transaction: with what it wrote so far)."""
 
     @abstractmethod
     def query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:

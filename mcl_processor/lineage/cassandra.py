@@ -51,7 +51,7 @@ from ingest.backends import Endpoints, cassandra_session
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
-from mcl_processor.lineage import LineageGraph, LineageResult
+from mcl_processor.lineage import FIELD_REACH, LineageGraph, LineageResult
 from mcl_processor.lineage.cassandra_tables import (
     BUCKETS,
     DEFAULT_REPLICATION,
@@ -69,7 +69,10 @@ from mcl_processor.lineage.contributions import (
     Owner,
     contribution,
     divergences,
+    field_destinations,
+    fields_reached,
     fresh,
+    moves_fields,
 )
 from mcl_processor.lineage.walk import RoundReader, walk
 
@@ -150,19 +153,26 @@ class CassandraLineageGraph(LineageGraph):
 
     # -- writes ---------------------------------------------------------------------------
 
-    def apply(self, batch: ChangeBatch) -> None:
-        """Apply a batch in the steps of the module docstring (no transaction is needed)."""
-        if batch.resets:
-            self._reset(batch.resets)
+    def apply(self, batch: ChangeBatch) -> set[str]:
+        """Apply a batch in the steps of the module docstring (no transaction is needed). The
+        fields it returns include the destinations of the field edges of changes already
+        applied at their version (by an attempt that died before the caller derived from them)."""
+        moved = self._reset(batch.resets) if batch.resets else set()
         changes = [c for c in batch.changes if self.annotations.traced(c.aspect)]
         if not changes:
-            return
+            return moved
         versions = self._versions(sorted({c.urn for c in changes}))
         applied = fresh(changes, {key: v[0] for key, v in versions.items()}, batch.replace_equal)
+        done = set() if batch.replace_equal else {  # (with replace_equal, those are applied again below)
+            (c.urn, c.aspect) for c in changes if versions.get((c.urn, c.aspect), (None,))[0] == c.version}
+        moved |= field_destinations(contribution(self.annotations, c) for c in changes
+                                    if (c.urn, c.aspect) in done and moves_fields(self.annotations, c.aspect))
         if not applied:
-            return
+            return moved
         recorded = self._contributions([(c.urn, c.aspect) for c in applied])
         contributions = {(c.urn, c.aspect): contribution(self.annotations, c) for c in applied}
+        moved |= field_destinations(contributions.values())
+        moved |= {row[2] for rows in recorded.values() for row in rows if row[0] == FIELD}
         made = {owner: c.facts() - {(REMOVED,)} for owner, c in contributions.items()}
         dropped = [(owner, row) for owner, rows in recorded.items() for row in rows - made[owner]]
         cql = self.cql
@@ -177,8 +187,10 @@ class CassandraLineageGraph(LineageGraph):
         crash_point("lineage-before-versions")
         self._write([(cql.write_version, (c.urn, c.aspect, c.version, not c.deleted,
                                           contributions[(c.urn, c.aspect)].removed)) for c in applied])
+        return moved
 
-    def _reset(self, urns: Sequence[str]) -> None:
+    def _reset(self, urns: Sequence[str]) -> set[str]:
+        """Forget these entities; returns the destinations of the field edges they had."""
         cql = self.cql
         recorded = self._contributions_of(urns)
         self._write([(delete, _edge_key(owner, row)) for owner, rows in recorded.items() for row in rows
@@ -186,6 +198,7 @@ class CassandraLineageGraph(LineageGraph):
         self._write([(cql.delete_contributions, (urn,)) for urn in urns]
                     + [(cql.unlist_entity, (bucket(urn), urn)) for urn in urns])
         self._write([(cql.delete_versions, (urn,)) for urn in urns])
+        return {row[2] for rows in recorded.values() for row in rows if row[0] == FIELD}
 
     def _versions(self, urns: Sequence[str]) -> dict[Owner, tuple[int, bool, bool]]:
         """(version, live, removed) of every aspect of these entities."""
@@ -216,6 +229,9 @@ class CassandraLineageGraph(LineageGraph):
 
     def field_query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:
         return walk(urn, direction, max_hops, self._reader(self.cql.edges[FIELD]))
+
+    def fields_reached(self, urns: Collection[str], direction: str) -> dict[str, set[str]]:
+        return fields_reached(lambda root, side: self.field_query(root, side, FIELD_REACH), urns, direction)
 
     def _reader(self, edges: Mapping[str, PreparedStatement]) -> RoundReader:
         def read(expand: Mapping[str, Sequence[str]],

@@ -13,8 +13,19 @@ from gms.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
-from mcl_processor.lineage import LineageGraph, LineageResult
-from mcl_processor.lineage.contributions import ENTITY, FIELD, REMOVED, Fact, contribution, divergences, fresh
+from mcl_processor.lineage import FIELD_REACH, LineageGraph, LineageResult
+from mcl_processor.lineage.contributions import (
+    ENTITY,
+    FIELD,
+    REMOVED,
+    Fact,
+    contribution,
+    divergences,
+    field_destinations,
+    fields_reached,
+    fresh,
+    moves_fields,
+)
 from mcl_processor.lineage.walk import walk
 from mcl_processor.sqlite_db import Database
 
@@ -42,20 +53,24 @@ class SqliteLineageGraph(LineageGraph):
         self.annotations = annotations
         db.writer.executescript(_SCHEMA)
 
-    def apply(self, batch: ChangeBatch) -> None:
+    def apply(self, batch: ChangeBatch) -> set[str]:
         conn = self.db.writer
+        moved: set[str] = set()
         if batch.resets:
             resets = [(urn,) for urn in batch.resets]
+            moved |= self._destinations(conn, "owner = ?", resets)
             for table in _EDGE_TABLES:
                 conn.executemany(f"DELETE FROM {table} WHERE owner = ?", resets)
             conn.executemany("DELETE FROM lineage_removed WHERE urn = ?", resets)
             conn.executemany("DELETE FROM lineage_versions WHERE urn = ?", resets)
         changes = [c for c in batch.changes if self.annotations.traced(c.aspect)]
         if not changes:
-            return
+            return moved
         current = self._versions(conn, [c.urn for c in changes])
         applied = fresh(changes, current, batch.replace_equal)
         replaced = [(c.urn, c.aspect) for c in applied if (c.urn, c.aspect) in current]
+        moved |= self._destinations(conn, "owner = ? AND via = ?",
+                                    [key for key in replaced if moves_fields(self.annotations, key[1])])
         for table in _EDGE_TABLES:
             conn.executemany(f"DELETE FROM {table} WHERE owner = ? AND via = ?", replaced)
         conn.executemany("DELETE FROM lineage_removed WHERE urn = ? AND aspect = ?", replaced)
@@ -68,6 +83,16 @@ class SqliteLineageGraph(LineageGraph):
         crash_point("lineage-before-versions")  # a crash here rolls the whole batch back
         conn.executemany("INSERT OR REPLACE INTO lineage_versions VALUES (?, ?, ?, ?)",
                          [(c.urn, c.aspect, c.version, int(not c.deleted)) for c in applied])
+        return moved | field_destinations(contributions)
+
+    @staticmethod
+    def _destinations(conn: sqlite3.Connection, where: str, owners: Sequence[tuple[str, ...]]) -> set[str]:
+        """The destinations of the field edges of these owners (`where` selects one's rows)."""
+        found: set[str] = set()
+        for owner in owners:
+            found.update(row[0] for row in conn.execute(
+                f"SELECT destination FROM lineage_field_edges WHERE {where}", owner))
+        return found
 
     @staticmethod
     def _versions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], int]:
@@ -91,8 +116,13 @@ class SqliteLineageGraph(LineageGraph):
     def field_query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:
         return self._walk("lineage_field_edges", urn, direction, max_hops)
 
-    def _walk(self, table: str, root: str, direction: str, max_hops: int) -> LineageResult:
-        conn = self.db.reader()
+    def fields_reached(self, urns: Collection[str], direction: str) -> dict[str, set[str]]:
+        return fields_reached(lambda root, side: self._walk("lineage_field_edges", root, side, FIELD_REACH,
+                                                            self.db.writer), urns, direction)
+
+    def _walk(self, table: str, root: str, direction: str, max_hops: int,
+              conn: sqlite3.Connection | None = None) -> LineageResult:
+        conn = conn or self.db.reader()
 
         def read(expand: Mapping[str, Sequence[str]],
                  status: Collection[str]) -> tuple[dict[str, list[Edge]], set[str]]:

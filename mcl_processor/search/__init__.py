@@ -19,10 +19,11 @@ Facets are counted over every hit, or, past a sample size, over a sample scaled 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.divergence import Divergence
 
@@ -85,9 +86,24 @@ class Suggestion:
 
 
 class SearchIndex(ABC):
+    annotations: Annotations
+
     @abstractmethod
     def apply(self, batch: ChangeBatch) -> None:
         """Apply a batch inside the read models' current transaction."""
+
+    @abstractmethod
+    def field_tags(self, urns: Collection[str]) -> dict[str, set[str]]:
+        """The tags the aspects of these entities carry (what `tags:` finds: lower-cased, without
+        `urn:li:tag:`), by URN (entities without any left out), as the writer left them (inside
+        a transaction: with what it wrote so far)."""
+
+    @abstractmethod
+    def set_upstream_tags(self, tags: Mapping[str, Collection[str]]) -> None:
+        """Write each field's upstream tags (lower-cased; none: an empty collection) as the derived
+        part of its document (`document.upstream_tags_analysis`), where it differs. A field
+        without a document gets one; a document left with nothing is dropped. Derived parts are
+        no aspects: `compare` and `urns` ignore them."""
 
     @abstractmethod
     def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
@@ -115,11 +131,13 @@ class SearchIndex(ABC):
 
     @abstractmethod
     def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
-        """Differences between what the index holds for these entities and their latest aspects."""
+        """Differences between what the index holds for these entities and their latest aspects
+        (derived parts aside)."""
 
     @abstractmethod
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
-        """URNs of the entities the index holds a live document for, in order, after `after`."""
+        """URNs of the entities the index holds a document with some aspect for (not only derived
+        parts), in order, after `after`."""
 
     @abstractmethod
     def clear(self) -> None:

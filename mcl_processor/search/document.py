@@ -15,13 +15,14 @@ so it evaluates them together with the text query; that encoding is the fragment
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import orjson
 
-from mcl_processor.annotations import REMOVED_FIELD, AspectAnnotations, SearchField, simple_id
+from mcl_processor.annotations import REMOVED_FIELD, Annotations, AspectAnnotations, SearchField, simple_id
 from mcl_processor.search import DESCRIPTION_FIELDS, NAME_FIELD, SCHEMA_FIELDS, TAG_FIELDS, USER_SCOPE_FIELDS, cdap
+from schemas.urns import Urn, UrnError
 
 COLUMNS = ("name", "schema", "text", "keywords", "meta")
 NAME, SCHEMA, TEXT, KEYWORDS = range(4)
@@ -31,6 +32,10 @@ KEYS_FACET = "keys"  # the keys of properties maps annotated as facets (USER and
 _TEXT_TYPES = frozenset({"TEXT", "TEXT_PARTIAL"})
 _UNTEXTED_TYPES = frozenset({"BOOLEAN", "COUNT"})  # filterable, but not found by free text
 NO_RANK = 1e9
+DERIVED_PREFIX = "~"  # the names of a document's derived parts (not aspects of the store) start with it
+UPSTREAM_TAGS = "~upstreamTags"  # the derived part of a field's upstream tags (mcl_processor/upstream_tags.py)
+UPSTREAM_TAGS_KEY = "upstreamtags"  # its filter key (`upstreamTags:pii`; keys are compared lower-cased)
+DERIVED_TITLE_RANK = 1e6  # a derived part's shown name yields to any aspect's
 
 
 class Fragment(NamedTuple):
@@ -297,6 +302,42 @@ class FragmentPreparer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["annotations"])  # type: ignore[misc]
+
+
+def is_derived(part: str) -> bool:
+    """Whether a document part is derived by the read models rather than an aspect of the store."""
+    return part.startswith(DERIVED_PREFIX)
+
+
+def tags_of(fragment: Fragment) -> set[str]:
+    """The tags an aspect's fragment carries, as `tags:` finds them (lower-cased, without `urn:li:tag:`)."""
+    return {lvalue for key, lvalue, _ in fragment.properties if key == TAGS_KEY}
+
+
+def upstream_tags_part(annotations: Annotations, analyzers: Mapping[str, Analyzer], urn: str,
+                       tags: Iterable[str]) -> Analysis | None:
+    """A field's upstream-tags part (None for no tags, or a URN of no registered entity): the
+    filter entries `upstreamtags` = each tag (SYSTEM scope, also kept for `upstreamTags:pi*`),
+    and, from what the entity's key aspect would add, its shown name and CDAP terms, so that a
+    field known only from lineage has a name and the terms searches are restricted by. No
+    text: free-text terms never match upstream tags."""
+    tags = sorted(set(tags))
+    if not tags:
+        return None
+    registry = annotations.registry
+    try:
+        parsed = Urn.parse(urn)
+        key = analyzers[registry.entities[parsed.entity_type].key_aspect].fragment(registry.key_value(parsed))
+    except (UrnError, KeyError, ValueError):
+        return None
+    parts = _Parts()
+    for tag in tags:
+        entry = (UPSTREAM_TAGS_KEY, tag, "SYSTEM")
+        parts.tokens.add(entry)
+        parts.properties.add(entry)
+    parts.title, parts.title_rank = key.title, DERIVED_TITLE_RANK
+    parts.cdap = {token for token in key.meta.split() if token.startswith(cdap.TERM_PREFIX)}
+    return parts.analysis()
 
 
 def merge(entity_type: str, parts: Sequence[Fragment]) -> Document:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from opensearchpy import OpenSearch
@@ -38,7 +38,14 @@ from mcl_processor.opensearch_indices import (
 from mcl_processor.query_syntax import Query, parse, tokens
 from mcl_processor.search import SearchHit, SearchIndex, SearchResult, Suggestion, checked_options
 from mcl_processor.search.cdap import Expr
-from mcl_processor.search.document import Analyzer, FragmentPreparer
+from mcl_processor.search.document import (
+    UPSTREAM_TAGS,
+    Analyzer,
+    FragmentPreparer,
+    is_derived,
+    tags_of,
+    upstream_tags_part,
+)
 from mcl_processor.search.matching import has_tokens, hit_matches
 from mcl_processor.search.opensearch_mapping import (
     decode_analysis,
@@ -64,6 +71,7 @@ MODEL = "search"
 MAX_ID_BYTES = 512  # OpenSearch's limit on a document id; longer URNs are hashed
 CAS_ATTEMPTS = 50  # rounds of conditional writes before a batch gives up
 LATER_TOKEN_DOCUMENTS = 50  # autocomplete looks for later-token matches in this many documents
+Update = Callable[[dict[str, Any]], bool]  # changes a document's aspects in place; whether it changed them
 
 
 def doc_id(urn: str) -> str:
@@ -133,11 +141,26 @@ class OpenSearchSearchIndex(SearchIndex):
         return {index for index, _ in targets}
 
     def _write(self, by_urn: Mapping[str, list[tuple[AspectChange, dict[str, Any]]]], replace_equal: bool) -> set[str]:
-        """Write the changed documents conditionally; those another writer changed meanwhile
-        are read and merged again."""
-        types = {urn: changes[0][0].entity_type for urn, changes in by_urn.items()}
+        """Write the changed documents (see `_update`): each change above the version held."""
+        def update(changes: list[tuple[AspectChange, dict[str, Any]]]) -> Update:
+            def apply(aspects: dict[str, Any]) -> bool:
+                fresh = False
+                for change, entry in changes:
+                    held = aspects.get(change.aspect)
+                    if held is None or change.version > held["version"] or (
+                            replace_equal and change.version == held["version"]):
+                        aspects[change.aspect] = entry
+                        fresh = True
+                return fresh
+            return apply
+        return self._update({urn: update(changes) for urn, changes in by_urn.items()},
+                            {urn: changes[0][0].entity_type for urn, changes in by_urn.items()})
+
+    def _update(self, updates: Mapping[str, Update], types: Mapping[str, str]) -> set[str]:
+        """Write the documents an update changes, conditionally; those another writer changed
+        meanwhile are read and updated again. Returns the indices written."""
         self.indices.ensure(set(types.values()))
-        pending = list(by_urn)
+        pending = list(updates)
         touched: set[str] = set()
         for _ in range(CAS_ATTEMPTS):
             stored = self._get(pending, types)
@@ -146,14 +169,7 @@ class OpenSearchSearchIndex(SearchIndex):
             for urn in pending:
                 found = stored.get(urn)
                 aspects = dict(found["_source"]["aspects"]) if found else {}
-                fresh = False
-                for change, entry in by_urn[urn]:
-                    held = aspects.get(change.aspect)
-                    if held is None or change.version > held["version"] or (
-                            replace_equal and change.version == held["version"]):
-                        aspects[change.aspect] = entry
-                        fresh = True
-                if not fresh:
+                if not updates[urn](aspects):
                     continue
                 index = self.indices.name(types[urn])
                 target: dict[str, Any] = {"_index": index, "_id": doc_id(urn)}
@@ -167,6 +183,32 @@ class OpenSearchSearchIndex(SearchIndex):
             if not pending:
                 return touched
         raise RuntimeError(f"search documents kept changing under {len(pending)} conditional writes, e.g. {pending[0]}")
+
+    def field_tags(self, urns: Collection[str]) -> dict[str, set[str]]:
+        types = {urn: entity_type for urn in urns if (entity_type := self._type_of(urn))}
+        found = {urn: set().union(*(tags_of(decode_analysis(entry["analysis"]).fragment)
+                                    for aspect, entry in doc["_source"]["aspects"].items()
+                                    if entry.get("analysis") and not is_derived(aspect)))
+                 for urn, doc in self._get(list(types), types).items()}
+        return {urn: tags for urn, tags in found.items() if tags}
+
+    def set_upstream_tags(self, tags: Mapping[str, Collection[str]]) -> None:
+        def update(urn: str, values: Collection[str]) -> Update:
+            part = upstream_tags_part(self.annotations, self.analyzers, urn, values)
+            entry = part and {"version": 0, "analysis": encode_analysis(part)}
+
+            def apply(aspects: dict[str, Any]) -> bool:
+                if aspects.get(UPSTREAM_TAGS) == entry or (entry is None and UPSTREAM_TAGS not in aspects):
+                    return False
+                if entry is None:
+                    del aspects[UPSTREAM_TAGS]
+                else:
+                    aspects[UPSTREAM_TAGS] = entry
+                return True
+            return apply
+        types = {urn: entity_type for urn in tags if (entity_type := self._type_of(urn))}
+        if types:
+            self.indices.refresh(self._update({urn: update(urn, tags[urn]) for urn in types}, types))
 
     def _get(self, urns: Sequence[str], types: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         """The stored documents of these entities (realtime: with their sequence numbers and
@@ -291,14 +333,15 @@ class OpenSearchSearchIndex(SearchIndex):
         stored: dict[tuple[str, str], tuple[int, str]] = {}
         for urn, doc in self._get(list(types), types).items():
             for aspect, entry in doc["_source"]["aspects"].items():
-                if entry.get("analysis"):
+                if entry.get("analysis") and not is_derived(aspect):
                     stored[(urn, aspect)] = (entry["version"], entry["analysis"])
         wanted = {(c.urn, c.aspect): c for c in expected if c.aspect in self.analyzers}
         return compare_versions(MODEL, stored, wanted,
                                 lambda change: AnalysisPreparer.encode(self.analyzers[change.aspect], change.value))
 
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
-        body = {"query": {"bool": {"filter": [{"term": {"live": True}}, {"range": {"urn": {"gt": after}}}]}},
+        body = {"query": {"bool": {"filter": [{"term": {"live": True}}, {"range": {"urn": {"gt": after}}}],
+                                   "must_not": [{"term": {"derivedOnly": True}}]}},
                 "sort": [{"urn": "asc"}], "_source": ["urn"], "track_total_hits": False}
         _, hits = search_page(self.client, self.indices.pattern, body, 0, limit)
         return [hit["_source"]["urn"] for hit in hits]

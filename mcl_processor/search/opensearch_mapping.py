@@ -12,7 +12,8 @@ of its aspects' fragments) in fields OpenSearch can query:
   encoding is a prefix of the value; `suggestions` ([lower-cased value, kind, value]);
   `cdap`: the CDAP search terms of `search/cdap.py` (prefixes of a term are prefixes of its value);
 * `facets.<facet>`: one keyword field per facet the entity type's annotations declare;
-* `live` (some aspect has a value), `removed`, the shown `title` and `description`,
+* `live` (some aspect has a value), `derivedOnly` (only derived parts have: a field known from
+  lineage, `upstream_tags`), `removed`, the shown `title` and `description`,
   `sortName`, `titleLength`;
 * `aspects`: per aspect, the version the document reflects and its analysis (not indexed),
   from which the document is merged again when one aspect changes.
@@ -28,7 +29,7 @@ import orjson
 
 from mcl_processor.annotations import Annotations
 from mcl_processor.search.cdap import TERM_PREFIX as CDAP_TERM
-from mcl_processor.search.document import COLUMNS, Analysis, Fragment, facet_name, merge
+from mcl_processor.search.document import COLUMNS, Analysis, Fragment, facet_name, is_derived, merge
 
 TEXT_COLUMNS = COLUMNS[:4]  # name, schema, text, keywords (the fifth, meta, is the FTS encoding of filters)
 ENTITY_TYPE_FACET = "entityType"
@@ -74,6 +75,7 @@ def index_body(annotations: Annotations, entity_type: str) -> dict[str, Any]:
             "urn": {"type": "keyword"},
             "entityType": {"type": "keyword"},
             "live": {"type": "boolean"},
+            "derivedOnly": {"type": "boolean"},
             "removed": {"type": "boolean"},
             "title": _STORED,
             "description": _STORED,
@@ -147,6 +149,7 @@ def entity_source(urn: str, entity_type: str, aspects: Mapping[str, Mapping[str,
     return {
         **source,
         "live": True,
+        "derivedOnly": all(is_derived(name) for name in aspects if aspects[name].get("analysis")),
         "removed": doc.removed,
         "title": doc.name,
         "description": doc.description,

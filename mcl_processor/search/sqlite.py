@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import orjson
 
-from mcl_processor.annotations import Annotations
+from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.query_syntax import Query, parse, tokens
@@ -27,16 +27,21 @@ from mcl_processor.search import SCOPES, SearchHit, SearchIndex, SearchResult, S
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
     COLUMNS,
+    DERIVED_PREFIX,
     TAGS_KEY,
+    UPSTREAM_TAGS,
     Analyzer,
     Fragment,
     FragmentPreparer,
     everything_token,
+    is_derived,
     merge,
     name_token,
     property_token,
     removed_token,
+    tags_of,
     type_token,
+    upstream_tags_part,
 )
 from mcl_processor.search.matching import has_tokens as _has_tokens
 from mcl_processor.search.matching import hit_matches
@@ -141,6 +146,48 @@ class SqliteSearchIndex(SearchIndex):
         conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)", sorted(properties))
         conn.executemany("INSERT OR IGNORE INTO search_suggestions VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
         self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created, new_parts)
+
+    def field_tags(self, urns: Collection[str]) -> dict[str, set[str]]:
+        conn = self.db.writer
+        urn_of = {doc_id: urn for urn, doc_id in self._ids(conn, list(urns)).items()}
+        found = {urn_of[doc_id]: set().union(*(tags_of(f) for aspect, f in parts if not is_derived(aspect)))
+                 for doc_id, parts in self._fragments(conn, urn_of).items()}
+        return {urn: tags for urn, tags in found.items() if tags}
+
+    def set_upstream_tags(self, tags: Mapping[str, Collection[str]]) -> None:
+        conn = self.db.writer
+        ids = self._ids(conn, list(tags))
+        held = dict(self._parts_named(conn, ids.values(), UPSTREAM_TAGS))
+        wanted: dict[str, Fragment | None] = {}
+        for urn, values in tags.items():
+            part = upstream_tags_part(self.annotations, self.analyzers, urn, values)
+            fragment = part and part.fragment
+            if held.get(ids.get(urn, -1)) != (fragment and fragment.encode()):
+                wanted[urn] = fragment
+        if not wanted:
+            return
+        types = {urn: entity_type_of(urn) for urn in wanted}
+        ids, created = self._doc_ids(conn, types)  # only fields gaining a part can lack a document
+        replaced = [(ids[urn], UPSTREAM_TAGS) for urn in wanted if ids[urn] in held]
+        self._forget_rows(conn, replaced)
+        conn.executemany("DELETE FROM search_versions WHERE doc_id = ? AND aspect = ?", replaced)
+        added = [(ids[urn], fragment) for urn, fragment in wanted.items() if fragment is not None]
+        conn.executemany("INSERT INTO search_versions VALUES (?, ?, 0, ?)",
+                         [(doc_id, UPSTREAM_TAGS, fragment.encode()) for doc_id, fragment in added])
+        conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)",
+                         [(*p, doc_id, UPSTREAM_TAGS) for doc_id, fragment in added for p in fragment.properties])
+        self._rebuild(conn, {ids[urn]: types[urn] for urn in wanted}, created,
+                      {doc_id: [(UPSTREAM_TAGS, fragment)] for doc_id, fragment in added if doc_id in created})
+
+    @staticmethod
+    def _parts_named(conn: sqlite3.Connection, doc_ids: Iterable[int], part: str) -> list[tuple[int, bytes]]:
+        """(document id, stored fragment) of the documents holding a part (aspect) of this name."""
+        found = []
+        for chunk in chunks(sorted(set(doc_ids))):
+            marks = ",".join("?" * len(chunk))
+            found.extend(conn.execute(f"SELECT doc_id, fragment FROM search_versions WHERE doc_id IN ({marks})"
+                                      " AND aspect = ? AND fragment IS NOT NULL", (*chunk, part)))
+        return found
 
     def _doc_ids(self, conn: sqlite3.Connection, types: dict[str, str]) -> tuple[dict[str, int], set[int]]:
         ids = self._ids(conn, list(types))
@@ -361,14 +408,18 @@ class SqliteSearchIndex(SearchIndex):
             for doc_id, aspect, version, data in conn.execute(
                     f"SELECT doc_id, aspect, version, fragment FROM search_versions WHERE doc_id IN ({marks})"
                     " AND fragment IS NOT NULL", chunk):
-                stored[(urn_of[doc_id], aspect)] = (version, data)
+                if not is_derived(aspect):
+                    stored[(urn_of[doc_id], aspect)] = (version, data)
         wanted = {(c.urn, c.aspect): c for c in expected if c.aspect in self.analyzers}
         return compare_versions(MODEL, stored, wanted,
                                 lambda change: self.analyzers[change.aspect].fragment(change.value).encode())
 
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
         return [row[0] for row in self.db.reader().execute(
-            "SELECT urn FROM search_docs WHERE urn > ? AND live = 1 ORDER BY urn LIMIT ?", (after, limit))]
+            "SELECT urn FROM search_docs d WHERE urn > ? AND live = 1 AND (NOT EXISTS (SELECT 1 FROM search_versions v"
+            " WHERE v.doc_id = d.id AND substr(v.aspect, 1, 1) = ?) OR EXISTS (SELECT 1 FROM search_versions v"
+            " WHERE v.doc_id = d.id AND v.fragment IS NOT NULL AND substr(v.aspect, 1, 1) <> ?)) ORDER BY urn LIMIT ?",
+            (after, DERIVED_PREFIX, DERIVED_PREFIX, limit))]
 
 
 def _phrase(words: tuple[str, ...], prefix: bool) -> str:

@@ -1,0 +1,63 @@
+"""Upstream tags: each field's search document knows the tags of the fields it is derived from.
+
+A field (schemaField) is derived from the fields its incoming field edges come from (fine-grained
+lineage, a run's field operations), transitively up to `FIELD_REACH` hops; a soft-deleted field
+breaks the chain. Its upstream tags are the tags of those fields, but itself: what `tags:`
+finds on a field (its globalTags, USER and SYSTEM tags). Search finds a field by them as
+`upstreamTags:pii` (SYSTEM scope), so "every field derived from a PII field" is one query.
+
+They are derived from the read models' state, not from the changes: after a batch is applied,
+the fields whose upstream tags it may have changed are derived again and written where they
+differ, so replays, duplicates and any order give the same result, and a restore re-derives
+every field it touches. A batch may change them by
+
+* a field's tags or soft-delete flag (or the field deleted): the fields downstream of it;
+* a field edge added or removed (`LineageGraph.apply` says whose): its destination and the
+  fields downstream of it;
+* a field deleted: its document goes, so it is derived again too (still in lineage, it keeps
+  a document of its upstream tags, like any field known only from lineage).
+
+Changes that touch neither tags of a field nor field edges cost nothing here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from functools import cache
+
+from mcl_processor.annotations import REMOVED_FIELD, Annotations, entity_type_of
+from mcl_processor.changes import ChangeBatch
+from mcl_processor.lineage import LineageGraph
+from mcl_processor.search import TAG_FIELDS, SearchIndex
+
+FIELD = "schemaField"
+
+
+@cache
+def tag_aspects(annotations: Annotations) -> frozenset[str]:
+    """The aspects of a field that carry its tags or its soft-delete flag."""
+    entity = annotations.registry.entities.get(FIELD)
+    return frozenset(aspect for aspect in (entity.aspects if entity else ())
+                     if any(s.name in TAG_FIELDS or s.name == REMOVED_FIELD for s in annotations[aspect].searchable))
+
+
+def refresh(search: SearchIndex, lineage: LineageGraph, batch: ChangeBatch, moved: Collection[str]) -> None:
+    """Derive again the upstream tags `batch` may have changed, once both models applied it;
+    `moved`: the fields whose incoming field edges it changed (`LineageGraph.apply`)."""
+    tagged = tag_aspects(search.annotations)
+    deleted = {urn for urn in batch.resets if entity_type_of(urn) == FIELD}
+    sources = {c.urn for c in batch.changes if c.aspect in tagged and c.entity_type == FIELD} | deleted
+    roots = set(moved) | deleted
+    if not (roots or sources):
+        return
+    affected = set(roots)
+    for reached in lineage.fields_reached(sources | roots, "downstream").values():
+        affected |= reached
+    search.set_upstream_tags(derive(search, lineage, affected))
+
+
+def derive(search: SearchIndex, lineage: LineageGraph, fields: Collection[str]) -> dict[str, set[str]]:
+    """The upstream tags of these fields, from the models' current state."""
+    upstream = lineage.fields_reached(fields, "upstream")
+    tags = search.field_tags(set().union(*upstream.values()))
+    return {urn: set().union(*(tags.get(source, ()) for source in upstream[urn])) for urn in fields}
