@@ -2,7 +2,8 @@
 
 Every live aspect a model keeps must be there at the stored version with the contribution
 the store's value makes (else missing, stale or content); whatever a model holds that is not
-live in the store is extra. Timeseries points are not checked: the store does not keep them.
+live in the store is extra. Timeseries points are not checked: the store does not keep them. Fields' upstream tags,
+derived from the other models, are checked against what those give (`upstream_tags.compare`).
 Run during ingestion, the check also reports changes still on their way to the models.
 """
 
@@ -14,6 +15,7 @@ from itertools import groupby
 from typing import Any
 
 from gms.store import AspectStore
+from mcl_processor import upstream_tags
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange
 from mcl_processor.divergence import Divergence
@@ -68,6 +70,7 @@ def _check(read_models: ReadModels, registry: EntityRegistry, store: AspectStore
         held = [c for c in changes if c.urn == last]
         _compare(read_models, [c for c in changes if c.urn != last], in_store, report)
     _compare(read_models, held, in_store, report)
+    report.add(upstream_tags.compare(read_models.search, read_models.lineage))
     for model, name in ((read_models.search, "search"), (read_models.lineage, "lineage")):
         after = ""
         while urns := model.urns(after):

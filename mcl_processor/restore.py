@@ -5,7 +5,8 @@ preparer (the costly per-aspect analysis) on the next pages. Versions are applie
 above what the model has", so a restore never moves a model back, and just before a page is
 written the store is asked which of its entities still exist: an entity deleted meanwhile
 (whose reset the processor may already have applied) is not brought back. So a restore can
-run while ingestion goes on.
+run while ingestion goes on. At the end, fields' upstream tags are derived again wherever
+a document differs from what the models give (`upstream_tags.rederive`).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from gms.store import AspectStore, StoredAspect
 from ingest import topics
 from ingest.eventlog import EventLog
 from ingest.subscribe import like
+from mcl_processor import upstream_tags
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
@@ -66,6 +68,8 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
             done += _write(read_models, decoder, store, page, prepared)
             if progress:
                 progress(done)
+        with read_models.transaction():
+            upstream_tags.rederive(read_models.search, read_models.lineage)
         spec = registry.aspect(aspect) if aspect else None
         if timeseries_log is not None and (aspect is None or (spec is not None and spec.is_timeseries)):
             done = _replay_timeseries(read_models, decoder, store, timeseries_log, wanted, aspect, done, progress)

@@ -18,6 +18,12 @@ every field it touches. A batch may change them by
   a document of its upstream tags, like any field known only from lineage).
 
 Changes that touch neither tags of a field nor field edges cost nothing here.
+
+`lodestar check` derives the upstream tags of every field that holds some or is downstream of a
+tagged field and reports where a document differs (`survey`); `restore-indices` writes them
+(`rederive`), which also repairs a part a crash left stale on the distributed models (there, a
+batch whose field edges were written before the process died is derived again when replayed,
+but the destinations of edges it removed are known only to the first attempt).
 """
 
 from __future__ import annotations
@@ -27,10 +33,13 @@ from functools import cache
 
 from mcl_processor.annotations import REMOVED_FIELD, Annotations, entity_type_of
 from mcl_processor.changes import ChangeBatch
+from mcl_processor.divergence import Divergence
 from mcl_processor.lineage import LineageGraph
 from mcl_processor.search import TAG_FIELDS, SearchIndex
+from mcl_processor.search.document import UPSTREAM_TAGS
 
 FIELD = "schemaField"
+PAGE = 1000
 
 
 @cache
@@ -61,3 +70,46 @@ def derive(search: SearchIndex, lineage: LineageGraph, fields: Collection[str]) 
     upstream = lineage.fields_reached(fields, "upstream")
     tags = search.field_tags(set().union(*upstream.values()))
     return {urn: set().union(*(tags.get(source, ()) for source in upstream[urn])) for urn in fields}
+
+
+def survey(search: SearchIndex, lineage: LineageGraph) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """For every field that holds upstream tags or is downstream of a tagged field: what its
+    upstream tags are (derived now), and what its document holds."""
+    fields = _found(search, "upstreamTags:*")
+    for reached in lineage.fields_reached(_found(search, "tags:*"), "downstream").values():
+        fields |= reached
+    return derive(search, lineage, fields), search.field_tags(fields, upstream=True)
+
+
+def compare(search: SearchIndex, lineage: LineageGraph) -> list[Divergence]:
+    """The fields whose documents hold other upstream tags than the models give."""
+    expected, held = survey(search, lineage)
+    out = []
+    for urn in sorted(expected):
+        want, have = expected[urn], held.get(urn, set())
+        if want != have:
+            kind = "missing" if not have else "extra" if not want else "content"
+            out.append(Divergence("search", kind, urn, UPSTREAM_TAGS,
+                                  f"holds upstream tags {sorted(have)}, lineage gives {sorted(want)}"))
+    return out
+
+
+def rederive(search: SearchIndex, lineage: LineageGraph) -> int:
+    """Write the upstream tags of every field whose document differs (see `survey`); how many."""
+    expected, held = survey(search, lineage)
+    stale = {urn: tags for urn, tags in expected.items() if tags != held.get(urn, set())}
+    if stale:
+        search.set_upstream_tags(stale)
+    return len(stale)
+
+
+def _found(search: SearchIndex, query: str) -> set[str]:
+    """Every field a filter-only query finds, soft-deleted ones too."""
+    found: set[str] = set()
+    start = 0
+    while True:
+        page = search.query(query, types=[FIELD], start=start, count=PAGE, include_removed=True, sort="urn")
+        found.update(hit.urn for hit in page.hits)
+        start += PAGE
+        if not page.hits or start >= page.total:
+            return found

@@ -295,6 +295,22 @@ class SearchIndexContract:
         assert harness.processor.check(harness.gms.store).ok
         harness.close()
 
+    def test_check_finds_upstream_tags_that_differ_from_lineage_and_restore_repairs_them(self, models_factory,
+                                                                                        tmp_path):
+        harness = Indexed(tmp_path / "data", models_factory)
+        harness.write(proposal(UID, "globalTags", PII), proposal(SPEND_RUN, "fieldOperations", spend_operations()))
+        ghost = KEY.replace("customer_key", "ghost")  # in no lineage
+        harness.search.set_upstream_tags({KEY: set(), ghost: {"pii"}, SEGMENT: {"other"}})
+        assert urns(harness, "upstreamTags:*") == [ghost, SEGMENT]
+        report = harness.processor.check(harness.gms.store)
+        assert dict(report.counts) == {("search", "missing"): 1, ("search", "extra"): 2}
+        assert {(d.kind, d.urn, d.aspect) for d in report.examples} == {
+            ("missing", KEY, "~upstreamTags"), ("extra", ghost, "~upstreamTags"), ("extra", SEGMENT, "~upstreamTags")}
+        harness.processor.restore(harness.gms.store, workers=0)
+        assert harness.processor.check(harness.gms.store).ok
+        assert urns(harness, "upstreamTags:*") == [KEY]
+        harness.close()
+
     def test_concurrent_writers_lose_no_aspect(self, models_factory, tmp_path):
         """Two writers of one entity (the processor and a restore): each aspect ends at its last version."""
         writers = [models_factory(tmp_path / "data"), models_factory(tmp_path / "data")]

@@ -93,10 +93,11 @@ class SearchIndex(ABC):
         """Apply a batch inside the read models' current transaction."""
 
     @abstractmethod
-    def field_tags(self, urns: Collection[str]) -> dict[str, set[str]]:
+    def field_tags(self, urns: Collection[str], upstream: bool = False) -> dict[str, set[str]]:
         """The tags the aspects of these entities carry (what `tags:` finds: lower-cased, without
-        `urn:li:tag:`), by URN (entities without any left out), as the writer left them (inside
-        a transaction: with what it wrote so far)."""
+        `urn:li:tag:`), or with `upstream` the upstream tags their documents hold, by URN
+        (entities without any left out), as the writer left them (inside a transaction: with
+        what it wrote so far)."""
 
     @abstractmethod
     def set_upstream_tags(self, tags: Mapping[str, Collection[str]]) -> None:

@@ -309,9 +309,11 @@ def is_derived(part: str) -> bool:
     return part.startswith(DERIVED_PREFIX)
 
 
-def tags_of(fragment: Fragment) -> set[str]:
-    """The tags an aspect's fragment carries, as `tags:` finds them (lower-cased, without `urn:li:tag:`)."""
-    return {lvalue for key, lvalue, _ in fragment.properties if key == TAGS_KEY}
+def tags_of(fragment: Fragment, upstream: bool = False) -> set[str]:
+    """The tags an aspect's fragment carries, as `tags:` finds them (lower-cased, without
+    `urn:li:tag:`); with `upstream`, the upstream tags an upstream-tags part holds."""
+    key = UPSTREAM_TAGS_KEY if upstream else TAGS_KEY
+    return {lvalue for found, lvalue, _ in fragment.properties if found == key}
 
 
 def upstream_tags_part(annotations: Annotations, analyzers: Mapping[str, Analyzer], urn: str,

@@ -184,11 +184,11 @@ class OpenSearchSearchIndex(SearchIndex):
                 return touched
         raise RuntimeError(f"search documents kept changing under {len(pending)} conditional writes, e.g. {pending[0]}")
 
-    def field_tags(self, urns: Collection[str]) -> dict[str, set[str]]:
+    def field_tags(self, urns: Collection[str], upstream: bool = False) -> dict[str, set[str]]:
         types = {urn: entity_type for urn in urns if (entity_type := self._type_of(urn))}
-        found = {urn: set().union(*(tags_of(decode_analysis(entry["analysis"]).fragment)
+        found = {urn: set().union(*(tags_of(decode_analysis(entry["analysis"]).fragment, upstream)
                                     for aspect, entry in doc["_source"]["aspects"].items()
-                                    if entry.get("analysis") and not is_derived(aspect)))
+                                    if entry.get("analysis") and is_derived(aspect) == upstream))
                  for urn, doc in self._get(list(types), types).items()}
         return {urn: tags for urn, tags in found.items() if tags}
 

@@ -147,10 +147,11 @@ class SqliteSearchIndex(SearchIndex):
         conn.executemany("INSERT OR IGNORE INTO search_suggestions VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
         self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created, new_parts)
 
-    def field_tags(self, urns: Collection[str]) -> dict[str, set[str]]:
+    def field_tags(self, urns: Collection[str], upstream: bool = False) -> dict[str, set[str]]:
         conn = self.db.writer
         urn_of = {doc_id: urn for urn, doc_id in self._ids(conn, list(urns)).items()}
-        found = {urn_of[doc_id]: set().union(*(tags_of(f) for aspect, f in parts if not is_derived(aspect)))
+        found = {urn_of[doc_id]: set().union(*(tags_of(fragment, upstream) for aspect, fragment in parts
+                                               if is_derived(aspect) == upstream))
                  for doc_id, parts in self._fragments(conn, urn_of).items()}
         return {urn: tags for urn, tags in found.items() if tags}
 
