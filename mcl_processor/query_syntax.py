@@ -6,6 +6,7 @@
     tier:gold           property (or index field) equals, case-insensitively; `tier:gol*` for a prefix,
                         `tier:*` for any value
     tags:pii            the entity carries the tag (globalTags, USER or SYSTEM scope tags)
+    upstreamTags:pii    a field derived from a field that carries the tag (mcl_processor/upstream_tags.py)
     schema:customer_id  the entity's schema has the field (a bare `customer_id` also finds it)
     *                   everything
 
