@@ -59,25 +59,25 @@ def refresh(search: SearchIndex, lineage: LineageGraph, batch: ChangeBatch, move
     roots = set(moved) | deleted
     if not (roots or sources):
         return
-    affected = set(roots)
-    for reached in lineage.fields_reached(sources | roots, "downstream").values():
-        affected |= reached
+    affected = roots | lineage.fields_reached(sources | roots, "downstream")
     search.set_upstream_tags(derive(search, lineage, affected))
 
 
 def derive(search: SearchIndex, lineage: LineageGraph, fields: Collection[str]) -> dict[str, set[str]]:
-    """The upstream tags of these fields, from the models' current state."""
-    upstream = lineage.fields_reached(fields, "upstream")
-    tags = search.field_tags(set().union(*upstream.values()))
-    return {urn: set().union(*(tags.get(source, ()) for source in upstream[urn])) for urn in fields}
+    """The upstream tags of these fields, from the models' current state: the tagged fields
+    among all their upstream fields (one walk), then, from each, which of them it reaches."""
+    out: dict[str, set[str]] = {urn: set() for urn in fields}
+    for source, tags in search.field_tags(lineage.fields_reached(fields, "upstream")).items():
+        for urn in lineage.fields_reached([source], "downstream") - {source}:
+            if urn in out:
+                out[urn] |= tags
+    return out
 
 
 def survey(search: SearchIndex, lineage: LineageGraph) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
     """For every field that holds upstream tags or is downstream of a tagged field: what its
     upstream tags are (derived now), and what its document holds."""
-    fields = _found(search, "upstreamTags:*")
-    for reached in lineage.fields_reached(_found(search, "tags:*"), "downstream").values():
-        fields |= reached
+    fields = _found(search, "upstreamTags:*") | lineage.fields_reached(_found(search, "tags:*"), "downstream")
     return derive(search, lineage, fields), search.field_tags(fields, upstream=True)
 
 

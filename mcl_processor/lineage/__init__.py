@@ -46,10 +46,11 @@ class LineageGraph(ABC):
         already, so that a batch replayed after a crash derives them again)."""
 
     @abstractmethod
-    def fields_reached(self, urns: Collection[str], direction: str) -> dict[str, set[str]]:
-        """Per field URN, the other fields its field edges lead to ("downstream") or come from
-        ("upstream"), transitively up to FIELD_REACH hops, soft-deleted fields left out, as the
-        writer left the graph (inside a transaction: with what it wrote so far)."""
+    def fields_reached(self, urns: Collection[str], direction: str) -> set[str]:
+        """The fields the field edges of any of these lead to ("downstream") or come from
+        ("upstream"), transitively up to FIELD_REACH hops, soft-deleted fields left out (one
+        of `urns` only when reached from one of them: `walk.reach`), as the writer left the
+        graph (inside a transaction: with what it wrote so far)."""
 
     @abstractmethod
     def query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:

@@ -70,11 +70,10 @@ from mcl_processor.lineage.contributions import (
     contribution,
     divergences,
     field_destinations,
-    fields_reached,
     fresh,
     moves_fields,
 )
-from mcl_processor.lineage.walk import RoundReader, walk
+from mcl_processor.lineage.walk import RoundReader, reach, walk
 
 Row = tuple[str, str, str, str]  # a contribution row: (kind, source, destination, type)
 Query = tuple[PreparedStatement | SimpleStatement, tuple[Any, ...]]
@@ -230,8 +229,8 @@ class CassandraLineageGraph(LineageGraph):
     def field_query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:
         return walk(urn, direction, max_hops, self._reader(self.cql.edges[FIELD]))
 
-    def fields_reached(self, urns: Collection[str], direction: str) -> dict[str, set[str]]:
-        return fields_reached(lambda root, side: self.field_query(root, side, FIELD_REACH), urns, direction)
+    def fields_reached(self, urns: Collection[str], direction: str) -> set[str]:
+        return reach(urns, direction, FIELD_REACH, self._reader(self.cql.edges[FIELD]))
 
     def _reader(self, edges: Mapping[str, PreparedStatement]) -> RoundReader:
         def read(expand: Mapping[str, Sequence[str]],

@@ -8,13 +8,12 @@ module also says which changes are fresh and how a stored graph differs from the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange
 from mcl_processor.divergence import Divergence
-from mcl_processor.lineage import LineageResult
 
 MODEL = "lineage"
 ENTITY, FIELD, REMOVED = "edge", "field", "removed"  # the kinds of fact
@@ -61,12 +60,6 @@ def moves_fields(annotations: Annotations, aspect: str) -> bool:
 def field_destinations(contributions: Iterable[Contribution]) -> set[str]:
     """The destinations of the field edges of these contributions."""
     return {edge.destination for c in contributions for edge in c.field_edges}
-
-
-def fields_reached(walk_from: Callable[[str, str], LineageResult], urns: Collection[str],
-                   direction: str) -> dict[str, set[str]]:
-    """`LineageGraph.fields_reached` through an adapter's field walk (root, direction) -> result."""
-    return {urn: set(walk_from(urn, direction).nodes) - {urn} for urn in urns}
 
 
 def fresh(changes: Iterable[AspectChange], current: Mapping[Owner, int], replace_equal: bool) -> list[AspectChange]:

@@ -22,11 +22,10 @@ from mcl_processor.lineage.contributions import (
     contribution,
     divergences,
     field_destinations,
-    fields_reached,
     fresh,
     moves_fields,
 )
-from mcl_processor.lineage.walk import walk
+from mcl_processor.lineage.walk import RoundReader, reach, walk
 from mcl_processor.sqlite_db import Database
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
@@ -116,14 +115,13 @@ class SqliteLineageGraph(LineageGraph):
     def field_query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:
         return self._walk("lineage_field_edges", urn, direction, max_hops)
 
-    def fields_reached(self, urns: Collection[str], direction: str) -> dict[str, set[str]]:
-        return fields_reached(lambda root, side: self._walk("lineage_field_edges", root, side, FIELD_REACH,
-                                                            self.db.writer), urns, direction)
+    def fields_reached(self, urns: Collection[str], direction: str) -> set[str]:
+        return reach(urns, direction, FIELD_REACH, self._round_reader("lineage_field_edges", self.db.writer))
 
-    def _walk(self, table: str, root: str, direction: str, max_hops: int,
-              conn: sqlite3.Connection | None = None) -> LineageResult:
-        conn = conn or self.db.reader()
+    def _walk(self, table: str, root: str, direction: str, max_hops: int) -> LineageResult:
+        return walk(root, direction, max_hops, self._round_reader(table, self.db.reader()))
 
+    def _round_reader(self, table: str, conn: sqlite3.Connection) -> RoundReader:
         def read(expand: Mapping[str, Sequence[str]],
                  status: Collection[str]) -> tuple[dict[str, list[Edge]], set[str]]:
             found: dict[str, list[Edge]] = {}
@@ -135,7 +133,7 @@ class SqliteLineageGraph(LineageGraph):
                         f"SELECT source, destination, type, via FROM {table} WHERE {near} IN ({marks})", chunk)))
             return found, self._hidden(conn, set(status))
 
-        return walk(root, direction, max_hops, read)
+        return read
 
     @staticmethod
     def _hidden(conn: sqlite3.Connection, urns: set[str]) -> set[str]:

@@ -80,3 +80,28 @@ def walk(root: str, direction: str, max_hops: int, read: RoundReader) -> Lineage
         for urn, hops in side.hops.items():
             nodes.setdefault(urn, (hops, side.name))
     return LineageResult(root, nodes, sorted(set().union(*(side.edges for side in sides))))
+
+
+def reach(roots: Collection[str], direction: str, max_hops: int, read: RoundReader) -> set[str]:
+    """Every node reached from any of `roots` in up to `max_hops` along ("downstream") or against
+    ("upstream") the edges, by the walk's rules (a soft-deleted node is neither reached nor
+    passed through); a root is in it only when reached from a root (itself, by a cycle, too).
+    Two rounds of reads per hop (edges, then the statuses of the nodes they lead to), whatever
+    the number of roots."""
+    check_walk(direction, max_hops)
+    upstream = direction == "upstream"
+    reached: set[str] = set()
+    expanded = set(roots)
+    frontier = list(roots)
+    for _ in range(max_hops):
+        if not frontier:
+            break
+        found, _ = read({direction: frontier}, ())
+        candidates = {edge.source if upstream else edge.destination for edge in found.get(direction, ())} - reached
+        if not candidates:
+            break
+        _, hidden = read({}, candidates)
+        reached |= candidates - hidden
+        frontier = [urn for urn in candidates - hidden if urn not in expanded]
+        expanded.update(frontier)
+    return reached
