@@ -1,6 +1,6 @@
 """What upstream tags cost the MCL processor's write path, and what `upstreamTags:` queries take.
 
-    .venv/bin/python -m bench.upstream_tags [--mcps 40000] [--chains 25] [--hops 40]
+    .venv/bin/python -m bench.upstream_tags [--mcps 20000] [--chains 25] [--hops 40]
 
 On the embedded read models (SQLite), applied in batches of 10,000 as the processor does:
 
@@ -77,7 +77,7 @@ def apply_all(read_models: SqliteReadModels, changes: list[AspectChange]) -> flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--mcps", type=int, default=40_000)
+    parser.add_argument("--mcps", type=int, default=20_000)
     parser.add_argument("--chains", type=int, default=25)
     parser.add_argument("--hops", type=int, default=40)
     args = parser.parse_args()
