@@ -25,7 +25,7 @@ from pathlib import Path
 
 from aiohttp import web
 
-from gms import metrics
+from gms import memory, metrics
 from gms.api.app import create_app
 from gms.api.auth import ADMIN, TokenAuth
 from gms.assembly import BACKEND_ERRORS, open_gms, open_read_models
@@ -71,6 +71,7 @@ class Node:
         except BACKEND_ERRORS as err:
             raise ServeError(str(err)) from None
         self.roles = roles
+        self.process = process
         self.gms.authorize_consumed = True  # proposals from the MCP topic are checked as their actor
         self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models) \
             if Roles.MCL_PROCESSOR in roles else None
@@ -89,7 +90,8 @@ class Node:
         six times slower)."""
         gc.freeze()
         stop = threading.Event()
-        work: list[tuple[str, Callable[[], None]]] = []
+        work: list[tuple[str, Callable[[], None]]] = [
+            ("memory-gauges", lambda: memory.sample_until(self.process, stop))]
         if Roles.MCP_CONSUMER in self.roles:
             work.append(("mcp-consumer", lambda: self.gms.consume_proposals(stop)))
         if self.processor is not None:

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from schemas.jsonform import Check, compile_validator, full_name
-from schemas.urns import Urn, UrnError
+from schemas.urns import URN_CACHE, Urn, UrnError
 
 SCHEMA_DIR = Path(__file__).parent / "avro"
 REGISTRY_FILE = Path(__file__).parent.parent / "entity-registry.yml"
@@ -72,7 +72,7 @@ class EntityRegistry:
         self.named_types = dict(named_types)
         self._key_parts = {name: self._key_parts_of(spec) for name, spec in self.entities.items()}
         self._by_schema_name = {spec.schema_name: spec for spec in self.aspects.values()}
-        self._checked_urn = lru_cache(maxsize=65536)(self._check_urn)
+        self._checked_urn = lru_cache(maxsize=URN_CACHE)(self._check_urn)
 
     def entity(self, name: str) -> EntitySpec | None:
         return self.entities.get(name)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from gms import tracing
 from gms.api.app import create_app
@@ -23,6 +24,7 @@ from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 from tests.builders import dataset_urn, mcp, properties
 from tests.conftest import TOKEN, _ServerThread, free_port
+from tests.processes import ServeProcess
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -146,6 +148,38 @@ def test_metrics_count_proposals_by_outcome_and_reason_and_expose_offsets_and_la
     assert ends == 2 and lags and sum(lags) == 0  # the key aspect's and the properties' MCLs, all indexed
     assert float(samples['lodestar_index_batch_seconds_count{stage="write"}']) >= 1
     assert 'lodestar_http_responses_total{method="POST",status="412"}' in samples
+
+
+def test_made_up_http_methods_are_counted_as_other_so_the_metrics_labels_stay_bounded(server):
+    # methods beyond HTTP's own (aiohttp's pure-Python parser takes any token as a method)
+    for method in ("PURGE", "PROPFIND", "MKCOL"):
+        assert requests.request(method, f"{server.url}/health").status_code == 405
+    samples = _samples(requests.get(f"{server.url}/metrics").text)
+    assert {labels["method"] for labels, _ in samples["lodestar_http_responses_total"]} <= {"GET", "POST", "other"}
+    assert sum(value for labels, value in samples["lodestar_http_responses_total"]
+               if labels == {"method": "other", "status": "405"}) >= 3
+
+
+def test_metrics_show_the_memory_of_every_process_of_serve_with_workers(tmp_path):
+    with ServeProcess(tmp_path / "data", None, "--workers", "2") as serve:
+        serve.client().propose([mcp(dataset_urn("memory.t"), "datasetProperties", properties("one"))])
+        samples = _samples(requests.get(f"{serve.url}/metrics").text)
+    resident = {(labels["process"], labels["kind"]): value
+                for labels, value in samples["lodestar_process_resident_bytes"]}
+    sqlite_heap = {labels["process"]: value for labels, value in samples["lodestar_sqlite_heap_bytes"]}
+    for process in ("w0", "w1", "background"):
+        total, anonymous, file = (resident[process, kind] for kind in ("total", "anonymous", "file"))
+        assert total == anonymous + file and anonymous > 10 * 2**20, (process, total, anonymous, file)
+        assert sqlite_heap[process] > 0  # every process opened the databases
+
+
+def _samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """Exposition text as (labels, value) per sample name."""
+    out: dict[str, list[tuple[dict[str, str], float]]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            out.setdefault(sample.name, []).append((sample.labels, sample.value))
+    return out
 
 
 def test_each_response_carries_a_trace_id_and_log_lines_are_json_with_it_and_the_urn(server, caplog):

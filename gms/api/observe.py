@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from aiohttp import web
+from aiohttp import hdrs, web
 
 from gms import metrics, tracing
 from gms.api.app import Handler, api_of
@@ -18,11 +18,17 @@ async def traced(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = await handler(request)
     except web.HTTPException as exc:
         exc.headers[tracing.TRACE_HEADER] = trace_id
-        metrics.HTTP_RESPONSES.labels(request.method, str(exc.status)).inc()
+        metrics.HTTP_RESPONSES.labels(_method_label(request.method), str(exc.status)).inc()
         raise
     response.headers[tracing.TRACE_HEADER] = trace_id
-    metrics.HTTP_RESPONSES.labels(request.method, str(response.status)).inc()
+    metrics.HTTP_RESPONSES.labels(_method_label(request.method), str(response.status)).inc()
     return response
+
+
+def _method_label(method: str) -> str:
+    """HTTP's own methods as they are, any other token a client sends as "other": a label
+    value per made-up method would grow the metrics without bound."""
+    return method if method in hdrs.METH_ALL else "other"
 
 
 async def prometheus(request: web.Request) -> web.Response:

@@ -26,7 +26,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Union
 
 from schemas.field_types import field_type
@@ -60,7 +60,7 @@ def term(scope: str, key: str, token: str) -> str:
     return f"{TERM_PREFIX}{SCOPE_LETTER[scope]}{keyed}{written}"
 
 
-@cache
+@lru_cache(maxsize=4096)  # keys are the users' own: a plain cache would grow with every new one
 def _key_code(key: str) -> str:
     return "k" + hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
 
