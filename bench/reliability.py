@@ -1,7 +1,7 @@
 """Reliability figures: crash safety under SIGKILL, fuzzing, and memory over a soak at full rate.
 
     .venv/bin/python -m bench.reliability [--entities 10900] [--kills 20] [--stack-entities 10900]
-        [--stack-kills 20] [--fuzz-examples 200] [--soak-seconds 600] [--skip-stack]
+        [--stack-kills 20] [--fuzz-examples 200] [--soak-seconds 600] [--soak-warmup 300] [--skip-stack]
 
 1. Crash safety, embedded (tests/fault_injection.py, run_embedded): about 100,000 MCPs (UPSERT,
    PATCH and DELETE chains, each step conditioned on the version before it; timeseries points)
@@ -12,9 +12,10 @@
    and restarted each time (needs the servers of deploy/; --skip-stack leaves it out).
 3. Fuzzing (tests/fuzz.py): schemathesis over every operation of /openapi.json, valid and invalid
    data, `--fuzz-examples` cases per operation and mode, against a live embedded server.
-4. Soak: `lodestar serve --workers 2` fed new datasets by 4 clients as fast as it takes them
-   (429s waited out as Retry-After says) for `--soak-seconds`; the resident memory of all its
-   processes is sampled every 10 s (start = after the first 30 s).
+4. Soak (bench/soak.py, which prints the figures over time): `lodestar serve --workers 2` fed new
+   datasets by 4 clients as fast as it takes them (429s waited out as Retry-After says) for
+   `--soak-seconds`; the resident memory of all its processes is sampled every 10 s, and its
+   slope after `--soak-warmup` seconds gives the verdict (flat: under 2 MiB/min).
 
 Figures only, never asserted. On a machine shared with other work they move between runs.
 """
@@ -23,23 +24,19 @@ from __future__ import annotations
 
 import argparse
 import os
-import random
 import tempfile
 import threading
-import time
 from pathlib import Path
 
-from bench.datasets import dataset_mcps
+from bench.soak import MIB, soak
 from gms.service import Gms, Limits
 from ingest.backends import Endpoints
-from ingest.rest import RestClient
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 from tests.conftest import TOKEN as SERVER_TOKEN
 from tests.conftest import start_server
-from tests.fault_injection import RunReport, Server, run_distributed, run_embedded
+from tests.fault_injection import RunReport, run_distributed, run_embedded
 from tests.fuzz import fuzz
-from tests.processes import TOKEN
 
 
 def crash_embedded(entities: int, kills: int) -> RunReport:
@@ -82,64 +79,6 @@ def fuzz_embedded(examples: int):
         return report, consistent
 
 
-def group_rss(leader: int, field: str = "VmRSS") -> int:
-    """Resident bytes of every process in the process group of `leader` (`field` of
-    /proc/PID/status: VmRSS for all, RssAnon for the heap without the database's mapped pages)."""
-    total = 0
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) != leader:  # pgrp
-                continue
-            total += int(next(line.split()[1] for line in (entry / "status").read_text().splitlines()
-                              if line.startswith(field + ":"))) * 1024
-        except (OSError, StopIteration, IndexError, ValueError):
-            continue  # the process ended meanwhile
-    return total
-
-
-def soak(seconds: float) -> tuple[int, list[tuple[int, int]]]:
-    """(MCPs accepted, (RSS, anonymous RSS) every 10 s) of a soak at full rate."""
-    with tempfile.TemporaryDirectory(prefix="lodestar-soak-") as root:
-        server = Server(Path(root) / "data", Path(root) / "serve.out")
-        server.start()
-        assert server.proc is not None
-        stop = threading.Event()
-        accepted = [0]
-        lock = threading.Lock()
-
-        def feed(client_no: int) -> None:
-            client = RestClient(server.url, TOKEN, timeout=120)
-            rng = random.Random(client_no)
-            batch = 0
-            while not stop.is_set():
-                first = client_no * 10_000_000 + batch * 64  # new datasets every batch
-                mcps = [m for i in range(first, first + 64) for m in dataset_mcps(i, rng)]
-                results = client.propose(mcps)
-                with lock:
-                    accepted[0] += sum(r["status"] in ("applied", "noop") for r in results)
-                batch += 1
-
-        feeders = [threading.Thread(target=feed, args=(n,), daemon=True) for n in range(4)]
-        started = time.monotonic()
-        for feeder in feeders:
-            feeder.start()
-        samples: list[tuple[int, int]] = []
-        try:
-            while time.monotonic() - started < seconds:
-                time.sleep(10)  # the sampling interval
-                samples.append((group_rss(server.proc.pid), group_rss(server.proc.pid, "RssAnon")))
-            stop.set()
-            for feeder in feeders:
-                feeder.join(120)
-            server.stop()
-        finally:
-            server.close()
-        return accepted[0], samples
-
-
 def _crash_lines(label: str, report: RunReport) -> None:
     verdict = report.verdict
     print(f"{label:<26} MCPs ingested {report.mcps:>8,}   kills survived {report.kills:>3}   "
@@ -161,6 +100,7 @@ def main() -> None:
     parser.add_argument("--skip-stack", action="store_true")
     parser.add_argument("--fuzz-examples", type=int, default=200)
     parser.add_argument("--soak-seconds", type=float, default=600)
+    parser.add_argument("--soak-warmup", type=float, default=300)
     args = parser.parse_args()
     os.environ.setdefault("LODESTAR_LOG_FORMAT", "json")
 
@@ -171,14 +111,15 @@ def main() -> None:
     statuses = ", ".join(f"{status}: {n}" for status, n in sorted(report.statuses.items()))
     print(f"{'fuzzing (schemathesis)':<26} cases tried {report.cases:,}   5xx seen {report.server_errors}   "
           f"other check failures {len(report.failures)}   read models equal the store: {consistent}   ({statuses})")
-    accepted, samples = soak(args.soak_seconds)
-    start, end = samples[min(2, len(samples) - 1)], samples[-1]  # start: after the first 30 s
-    print(f"{'soak at full rate':<26} {args.soak_seconds:.0f} s, {accepted:,} MCPs accepted "
-          f"({accepted / args.soak_seconds:,.0f} MCP/s), all processes of lodestar serve --workers 2:   "
-          f"RSS start {start[0] / 2**20:,.0f} MiB end {end[0] / 2**20:,.0f} MiB   of which anonymous (heap) "
-          f"start {start[1] / 2**20:,.0f} MiB end {end[1] / 2**20:,.0f} MiB "
-          f"peak {max(a for _, a in samples) / 2**20:,.0f} MiB")
-
+    report = soak(args.soak_seconds, warmup=args.soak_warmup)
+    window = report.after_warmup() or report.samples[-1:]
+    start, end = window[0], window[-1]
+    print(f"{'soak at full rate':<26} {args.soak_seconds:.0f} s, {end.accepted:,} MCPs accepted "
+          f"({end.accepted / end.seconds:,.0f} MCP/s, {end.refused:,} answered 429), all processes of lodestar serve "
+          f"--workers 2 from {start.seconds:.0f} s:   RSS start {start.resident['total'] / MIB:,.0f} MiB end "
+          f"{end.resident['total'] / MIB:,.0f} MiB ({report.slope('total') / MIB:+.2f} MiB/min)   of which anonymous "
+          f"{start.resident['anonymous'] / MIB:,.0f} -> {end.resident['anonymous'] / MIB:,.0f} MiB "
+          f"({report.slope('anonymous') / MIB:+.2f} MiB/min): {'flat' if report.flat() else 'GROWING'}")
 
 if __name__ == "__main__":
     main()

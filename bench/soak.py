@@ -1,6 +1,6 @@
 """Memory over a soak at full rate: is it flat once warm?
 
-    .venv/bin/python -m bench.soak [--seconds 600] [--clients 4] [--warmup 180] [--max-slope 2]
+    .venv/bin/python -m bench.soak [--seconds 600] [--clients 4] [--warmup 300] [--max-slope 2]
 
 `lodestar serve --workers 2` (embedded stores) is fed new datasets by `--clients` threads as fast
 as it takes them (429s waited out as Retry-After says). Every 10 s the soak samples every
@@ -37,6 +37,7 @@ SAMPLE_EVERY = 10.0  # seconds
 PRINT_EVERY = 3  # samples
 ROLES = ("parent", "w0", "w1", "background", "decode")
 MIB = 2**20
+MAX_SLOPE = 2.0  # MiB a minute of anonymous memory after the warm-up that still counts as flat
 
 
 @dataclass
@@ -69,7 +70,7 @@ class SoakReport:
         ys = [float(_figure(s, figure)) for s in window]
         return _slope(xs, ys)
 
-    def flat(self, max_slope_mib: float) -> bool:
+    def flat(self, max_slope_mib: float = MAX_SLOPE) -> bool:
         return self.slope("anonymous") / MIB < max_slope_mib
 
 
@@ -87,7 +88,7 @@ def _slope(xs: Sequence[float], ys: Sequence[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / spread
 
 
-def soak(seconds: float, clients: int = 4, warmup: float = 180,
+def soak(seconds: float, clients: int = 4, warmup: float = 300,
          out: Callable[[Sample], None] | None = None) -> SoakReport:
     """Run the soak; `out(sample)` is called after each sample."""
     report = SoakReport(seconds, clients, warmup)
@@ -232,8 +233,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=600)
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--warmup", type=float, default=180, help="seconds left out of the slopes")
-    parser.add_argument("--max-slope", type=float, default=2.0, help="MiB/min of anonymous memory called flat")
+    parser.add_argument("--warmup", type=float, default=300, help="seconds left out of the slopes")
+    parser.add_argument("--max-slope", type=float, default=MAX_SLOPE, help="MiB/min of anonymous memory called flat")
     args = parser.parse_args()
     print(f"soak: lodestar serve --workers 2, {args.clients} clients at full rate, {args.seconds:.0f} s")
     print(HEADER)
