@@ -15,13 +15,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 
 from gms.faults import crash_point
 from gms.metrics import INDEX_SECONDS, INDEXED
 from gms.store import AspectStore
 from ingest import topics
-from ingest.eventlog import EventLog, LogRecord
+from ingest.eventlog import Consumer, EventLog, LogRecord
 from mcl_processor.annotations import annotations_of
 from mcl_processor.changes import AspectChange, TimeseriesPoint, collapse
 from mcl_processor.check import CheckReport, check
@@ -84,28 +84,35 @@ class MclProcessor:
         workers = default_workers() if workers is None else workers
         with ExitStack() as stack:
             pooled = stack.enter_context(pool(self.decoder, self.read_models.preparer(), workers)) if workers else None
-            consumer = log_.consumer(GROUP, TOPICS)
-            stack.callback(lambda: consumer.close())
+            consumer: Consumer | None = None
+            stack.callback(lambda: consumer is not None and consumer.close())
             pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]] = deque()
             while not stop.is_set():
-                records = consumer.poll(max_records, 0 if pending else poll_timeout)
-                if records:
-                    pending.append((records, self._decoding(pooled, records)))
-                if not pending or (records and len(pending) <= LOOKAHEAD * workers):
-                    continue
-                records, decoding = pending.popleft()
+                batch: list[LogRecord] = []
                 try:
-                    self.process(records, decoding.result())
+                    if consumer is None:
+                        consumer = log_.consumer(GROUP, TOPICS)
+                    records = consumer.poll(max_records, 0 if pending else poll_timeout)
+                    if records:
+                        pending.append((records, self._decoding(pooled, records)))
+                    if not pending or (records and len(pending) <= LOOKAHEAD * workers):
+                        continue
+                    batch, decoding = pending.popleft()
+                    self.process(batch, decoding.result())
+                    crash_point("mcl-after-write")
+                    consumer.commit(batch)
                 except Exception:
-                    log.exception("MCL batch at %s/%d@%d failed; retrying", records[0].topic,
-                                  records[0].partition, records[0].offset)
+                    # the read models or the log failed: start again from the committed offsets
+                    where = f"MCL batch at {batch[0].topic}/{batch[0].partition}@{batch[0].offset}" if batch \
+                        else "reading the MCL topics"
+                    log.exception("%s failed; retrying", where)
                     pending.clear()
-                    consumer.close()
+                    if consumer is not None:
+                        with suppress(Exception):  # a consumer whose broker is gone may not close cleanly
+                            consumer.close()
+                        consumer = None
                     stop.wait(1.0)
-                    consumer = log_.consumer(GROUP, TOPICS)
                     continue
-                crash_point("mcl-after-write")
-                consumer.commit(records)
                 with self._progress:
                     self._progress.notify_all()
 

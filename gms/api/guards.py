@@ -7,6 +7,11 @@
   topics, or while the bodies of the writes in flight would exceed `max_inflight_bytes`. The
   lag is sampled off the event loop at most every `sample_every` seconds; what a process holds
   for requests is bounded by the in-flight budget, however fast callers send.
+- A write is refused with 503 `backend_unavailable` (nothing of it done) while the event log
+  does not answer a ping (sent at most every `sample_every` seconds, off the event loop, and
+  awaited by the writes that arrive meanwhile):
+  its MCLs could not be published. A write that races the start of an outage may be applied
+  and then answer 503 after the log's timeout; its MCLs wait in the outbox until the log is back.
 - `GET /health/ready`: 200 when the aspect store, the event log and the read models answer
   (each probed with a deadline), else 503 naming the backend that does not; with the MCL lag.
 """
@@ -19,6 +24,7 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +112,20 @@ class LagSampler:
                 await self._sampling
         return self.lag
 
+    async def fresh(self, timeout: float) -> int | None:
+        """A sample begun after this call (None when it takes over timeout seconds); one sample
+        at a time, so callers polling while the log hangs do not pile up threads."""
+        async def sampled() -> None:
+            if self._sampling is not None and not self._sampling.done():
+                await asyncio.shield(self._sampling)
+            self._sampling = asyncio.ensure_future(self._sample(self._clock()))
+            await asyncio.shield(self._sampling)
+        try:
+            await asyncio.wait_for(sampled(), timeout)
+        except TimeoutError:
+            return None
+        return self.lag
+
     async def _sample(self, now: float) -> None:
         try:
             lag = sum((await asyncio.to_thread(mcl_lag, self._log)).values())
@@ -124,12 +144,47 @@ class LagSampler:
         return max(1, min(30, math.ceil(excess / self.drain_rate)))
 
 
+class LogProbe:
+    """Whether the event log answers: pinged at most every `every` seconds off the event loop,
+    one ping at a time, on a thread of its own (so writes blocked on the log cannot delay the
+    ping that would refuse them); `problem` is None while it answers."""
+
+    def __init__(self, log: EventLog, every: float, clock: Callable[[], float] = time.monotonic):
+        self._log = log
+        self._every = every
+        self._clock = clock
+        self._pinged_at = -math.inf
+        self._pinging: asyncio.Task[None] | None = None
+        self.problem: str | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="log-ping")
+
+    async def current(self) -> str | None:
+        """The problem as of the latest ping: one is started when the last is `every` seconds
+        old, and a ping under way is awaited (a few milliseconds while the log answers)."""
+        now = self._clock()
+        if now - self._pinged_at >= self._every and (self._pinging is None or self._pinging.done()):
+            self._pinged_at = now
+            self._pinging = asyncio.ensure_future(self._ping())
+        if self._pinging is not None and not self._pinging.done():
+            await asyncio.shield(self._pinging)
+        return self.problem
+
+    async def _ping(self) -> None:
+        try:
+            await asyncio.get_running_loop().run_in_executor(self._thread, self._log.ping, PROBE_TIMEOUT)
+        except EventLogError as err:
+            self.problem = str(err)
+        else:
+            self.problem = None
+
+
 class Guards:
     """What the guard middlewares share in one application."""
 
     def __init__(self, log: EventLog, limits: Backpressure):
         self.limits = limits
         self.lag = LagSampler(log, limits.sample_every)
+        self.log = LogProbe(log, limits.sample_every)
         self.inflight_bytes = 0
         self.refused = 0  # writes refused with 429 by this process
 
@@ -162,6 +217,9 @@ async def throttle(request: web.Request, handler: Handler) -> web.StreamResponse
         return await handler(request)
     guards = request.app[GUARDS_KEY]
     limits = guards.limits
+    if problem := await guards.log.current():
+        return error(503, "backend_unavailable", f"the event log does not answer: {problem}; nothing was done",
+                     headers={"Retry-After": "2"})
     lag = await guards.lag.current()
     if lag > limits.max_mcl_lag:
         guards.refused += 1
@@ -190,12 +248,21 @@ async def _probe(name: str, call: Callable[[], Any]) -> tuple[str, str | None, A
         return name, f"{type(err).__name__}: {err}", None
 
 
+async def _known(name: str, problem: str | None, value: Any) -> tuple[str, str | None, Any]:
+    return name, problem, value
+
+
 async def ready(request: web.Request) -> web.Response:
     """Readiness: every backend answers."""
     api = api_of(request)
+    # The log is pinged (one ping at a time) and its lag sampled (one sample at a time): readiness
+    # polled while Kafka hangs must not pile up threads waiting on its clients' timeouts.
+    guards = request.app[GUARDS_KEY]
+    log_problem = await guards.log.current()
+    lag = None if log_problem else await guards.lag.fresh(PROBE_TIMEOUT)
     probes = await asyncio.gather(
         _probe("aspectStore", lambda: api.gms.store.get("urn:li:corpuser:__readiness__", "corpUserKey")),
-        _probe("eventLog", lambda: sum(mcl_lag(api.gms.log).values())),
+        _known("eventLog", log_problem, lag),
         _probe("readModels", lambda: api.read_models.search.query("*", None, 0, 1, False, "relevance", None)))
     backends = {name: {"ok": problem is None, **({"error": problem} if problem else {})}
                 for name, problem, _ in probes}

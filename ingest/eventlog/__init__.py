@@ -120,4 +120,8 @@ class EventLog(ABC):
         """Drop a partition's records before `offset`, as retention does; offsets are never reused."""
 
     @abstractmethod
+    def ping(self, timeout: float) -> None:
+        """Raise EventLogError unless the log's servers answer within timeout seconds."""
+
+    @abstractmethod
     def close(self) -> None: ...

@@ -400,6 +400,11 @@ class KafkaEventLog(EventLog):
                              self.session_timeout_ms,
                              {(self.topic_name(t), p): offset for (t, p), offset in (start or {}).items()})
 
+    def ping(self, timeout: float) -> None:
+        """A metadata request; fails within timeout when no broker answers."""
+        with self._failing(f"asking for the metadata (within {timeout:g}s)"):
+            self._admin.list_topics(timeout=timeout)
+
     def close(self) -> None:
         self._producer.flush(self.timeout)
         for producer in list(self._transactional):
