@@ -59,6 +59,10 @@ class TimeseriesPoint:
     message_id: str
     value_json: str
 
+    def __reduce__(self) -> tuple[Any, ...]:  # pickled as its fields (a frozen dataclass's state pickles slowly)
+        return TimeseriesPoint, (self.urn, self.aspect, self.timestamp_ms, self.partition, self.message_id,
+                                 self.value_json)
+
 
 @dataclass(frozen=True, slots=True)
 class ChangeBatch:

@@ -10,7 +10,7 @@ from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 from mcl_processor.changes import AspectChange, TimeseriesPoint
 from mcl_processor.projection import projection
 from schemas.events import MARKER, MCL, EventCodec, EventDecodeError
-from schemas.registry import SCHEMA_DIR, EntityRegistry, load_named_types
+from schemas.registry import SCHEMA_DIR, AspectSpec, EntityRegistry, EntitySpec, load_named_types
 
 
 class PoisonRecord(ValueError):
@@ -31,6 +31,17 @@ class MclDecoder:
         self._fingerprint = MARKER + bytes.fromhex(fingerprint(to_parsing_canonical_form(
             load_schema(schema_dir / f"{MCL}.avsc")), "CRC-64-AVRO"))
         self._project = projection(named[MCL], named, _WANT)
+        self._kinds: dict[tuple[str, str | None], tuple[EntitySpec, AspectSpec]] = {}
+
+    def _kinds_of(self, entity_type: str, aspect_name: str | None) -> tuple[EntitySpec | None, AspectSpec | None]:
+        """The entity and aspect of an MCL, (None, None) unless the entity has the aspect; known
+        pairs are remembered."""
+        entity = self.registry.entity(entity_type)
+        spec = self.registry.aspect(aspect_name) if aspect_name else None
+        if entity is None or spec is None or aspect_name not in entity.aspects:
+            return None, None
+        self._kinds[entity_type, aspect_name] = entity, spec
+        return entity, spec
 
     def _mcl(self, data: bytes) -> dict:
         if data[:10] == self._fingerprint:
@@ -50,9 +61,9 @@ class MclDecoder:
         """The change an encoded MCL makes; raises PoisonRecord saying why it cannot be applied."""
         mcl = self._mcl(data)
         urn, aspect_name = mcl.get("entityUrn"), mcl.get("aspectName")
-        entity = self.registry.entity(mcl["entityType"])
-        spec = self.registry.aspect(aspect_name) if aspect_name else None
-        if not urn or entity is None or spec is None or aspect_name not in entity.aspects:
+        entity, spec = self._kinds.get((mcl["entityType"], aspect_name)) or self._kinds_of(mcl["entityType"],
+                                                                                           aspect_name)
+        if not urn or entity is None or spec is None:  # (both or neither)
             raise PoisonRecord(f"unknown entity or aspect {mcl['entityType']}/{aspect_name}")
         value = value_json = None
         if mcl["changeType"] != "DELETE":

@@ -21,6 +21,7 @@ from ingest.backends import Endpoints
 
 DEFAULT_PREFIX = "lodestar"
 BULK_BYTES = 8 * 1024 * 1024  # a bulk request stays well under OpenSearch's http.max_content_length
+BULK_RESULTS = {"filter_path": "errors,items.*.status,items.*.error"}  # of each item only what bulk() returns
 RESULT_WINDOW = 10_000  # OpenSearch's index.max_result_window: deeper pages continue with search_after
 MISSING_OK = {"ignore_unavailable": "true", "allow_no_indices": "true"}
 _KEY = re.compile(r"[A-Za-z0-9]+")  # entity type and aspect names: nothing that means more in an index list
@@ -110,10 +111,17 @@ class IndexFamily:
         """Make the staging family's indices (of `keys`; None: all it has) this family's, in one
         atomic alias change: each live name becomes an alias of its staging index, and the
         index it named before (itself, or the one behind it) is deleted in the same step. A
-        key given without a staging index is left empty."""
+        key given without a staging index is left empty. A staging family built without
+        replicas gets this family's count first (and, if any, the switch waits for them)."""
         staged = {name[len(staging.base):len(name) - len(staging.suffix)]: name for name in staging.existing()}
         wanted = set(staged) if keys is None else {self.name(key)[len(self.base):] for key in keys}
-        staging.refresh(staged[key] for key in wanted if key in staged)
+        adopted = sorted(staged[key] for key in wanted if key in staged)
+        if adopted and staging._replicas != self._replicas:
+            self.client.indices.put_settings(index=",".join(adopted),
+                                             body={"index": {"number_of_replicas": self._replicas}})
+            if self._replicas:
+                self.client.cluster.health(index=",".join(adopted), params={"wait_for_status": "green"})
+        staging.refresh(adopted)
         actions: list[dict[str, Any]] = []
         for key in sorted(wanted):
             live = self.base + key + self.suffix
@@ -150,8 +158,9 @@ Operation = tuple[Mapping[str, Any], Mapping[str, Any] | None]  # an action line
 
 def bulk(client: OpenSearch, operations: Sequence[Operation], accept: frozenset[int] = frozenset()
          ) -> list[dict[str, Any]]:
-    """Run bulk operations, in requests of about BULK_BYTES, and return the result of each;
-    raises BulkError when one failed with a status outside 2xx and `accept`."""
+    """Run bulk operations, in requests of about BULK_BYTES, and return the result of each
+    (its status, and its error if it failed); raises BulkError when one failed with a status
+    outside 2xx and `accept`."""
     items: list[dict[str, Any]] = []
     lines: list[bytes] = []
     size = 0
@@ -161,7 +170,7 @@ def bulk(client: OpenSearch, operations: Sequence[Operation], accept: frozenset[
             lines.append(orjson.dumps(source))
         size += len(lines[-1])
         if size >= BULK_BYTES or number == len(operations):
-            response = client.bulk(body=b"\n".join(lines) + b"\n")
+            response = client.bulk(body=b"\n".join(lines) + b"\n", params=BULK_RESULTS)
             items += [next(iter(item.values())) for item in response["items"]]
             lines, size = [], 0
     failed = [item for item in items if item["status"] >= 300 and item["status"] not in accept]

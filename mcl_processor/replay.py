@@ -34,9 +34,10 @@ from ingest.subscribe import entity_type_of, like
 from mcl_processor.changes import AspectChange, TimeseriesPoint
 from mcl_processor.processor import MclProcessor
 from mcl_processor.timeseries import TimeseriesStore
-from mcl_processor.workers import Decoded, ahead, decode, decode_in_worker, pool
+from mcl_processor.workers import Decoded, ahead, decode, decode_in_worker, in_thread, pool
 
 BATCH = 5000
+PREFETCH = 2  # batches read (and decoded) ahead of the one being applied
 CATCH_UP_ROUNDS = 3  # passes after the plan to follow what was appended meanwhile, before a switch
 TOPICS = {"versioned": topics.MCL_VERSIONED, "timeseries": topics.MCL_TIMESERIES}
 
@@ -158,23 +159,26 @@ class Replay:
 
     def run(self, plan: Plan, positions: dict[int, int], progress: Callable[[dict[int, int], int], None]) -> int:
         """Replay from positions (partition -> next offset) to the plan's ends; after each batch
-        progress(positions, records read) is called. Returns the changes applied. With
-        `workers`, worker processes decode the batches ahead while this one applies."""
+        progress(positions, records read) is called. Returns the changes applied. A thread
+        reads and decodes the next batches (with `workers`, worker processes decode them)
+        while this one applies."""
         applied = 0
+        starts = dict(positions)
+        batches = ((part, records) for part, end in plan.ends.items()
+                   for records in self._batches(plan.topic, part, starts[part], end))
         with ExitStack() as stack:
             pooled = stack.enter_context(pool(self.processor.decoder, None, self.workers)) if self.workers else None
-            for part, end in plan.ends.items():
-                batches = self._batches(plan.topic, part, positions[part], end)
-                if pooled is None:
-                    decoded = ((records, self._decode(records)) for records in batches)
-                else:
-                    decoded = ahead(batches, lambda records: pooled.submit(
-                        decode_in_worker, [r.value for r in records if self.filters.keeps_key(r.key)]),
-                        lookahead=2 * self.workers)
-                for records, items in decoded:
-                    applied += self.apply(records, items)
-                    positions[part] = records[-1].offset + 1
-                    progress(positions, len(records))
+            if pooled is None:
+                decoded: Iterator[tuple[tuple[int, list[LogRecord]], list[Decoded]]] = (
+                    (batch, self._decode(batch[1])) for batch in batches)
+            else:
+                decoded = ahead(batches, lambda batch: pooled.submit(
+                    decode_in_worker, [r.value for r in batch[1] if self.filters.keeps_key(r.key)]),
+                    lookahead=2 * self.workers)
+            for (part, records), items in stack.enter_context(in_thread(decoded, PREFETCH)):
+                applied += self.apply(records, items)
+                positions[part] = records[-1].offset + 1
+                progress(positions, len(records))
         return applied
 
     def _batches(self, topic: str, part: int, offset: int, end: int) -> Iterator[list[LogRecord]]:

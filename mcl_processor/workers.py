@@ -12,11 +12,14 @@ from __future__ import annotations
 import ctypes
 import multiprocessing
 import os
+import queue
 import signal
 import sys
+import threading
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import orjson
@@ -97,3 +100,49 @@ def ahead(items: Iterator[T], start: Callable[[T], Future[Any]], lookahead: int)
     while pending:
         head, future = pending.popleft()
         yield head, future.result()
+
+
+@contextmanager
+def in_thread(items: Iterator[T], depth: int) -> Iterator[Iterator[T]]:
+    """The items, taken from `items` by a thread of their own up to `depth` ahead of the caller:
+    reading a batch (the log's client waits on the network) and decoding it overlap with the
+    caller writing the one before. An exception of `items` is raised to the caller in its
+    place; leaving the context stops the thread (after the item it is taking)."""
+    handoff: queue.Queue[tuple[bool, Any]] = queue.Queue(depth)
+    stop = threading.Event()
+    end = object()
+
+    def offer(entry: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                handoff.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def produce() -> None:
+        try:
+            for item in items:
+                if not offer((True, item)):
+                    return
+            offer((True, end))
+        except BaseException as err:  # noqa: BLE001  (raised to the consumer)
+            offer((False, err))
+
+    def consume() -> Iterator[T]:
+        while True:
+            ok, item = handoff.get()
+            if not ok:
+                raise item
+            if item is end:
+                return
+            yield item
+
+    thread = threading.Thread(target=produce, name="lodestar-prefetch", daemon=True)
+    thread.start()
+    try:
+        yield consume()
+    finally:
+        stop.set()
+        thread.join()

@@ -4,8 +4,11 @@ A staging model NAME is the index family `<prefix>_timeseries_<aspect>__NAME`; t
 the live names aliases of its indices in one atomic alias change (IndexFamily.adopt).
 
 A point's document id is a hash of (urn, aspect, timestampMillis, partition, messageId), so
-appending it again replaces it. Appends refresh the indices they touched before returning
-(`refresh_interval` is off), so a point is readable once the batch that carried it is applied.
+appending it again replaces it. Appends to the live indices refresh the indices they touched
+before returning (`refresh_interval` is off), so a point is readable once the batch that carried
+it is applied. A staging model is read by nobody but a rebuild until the switch: it is built
+without replicas and refreshed only before its own queries and at the switch (a refresh per
+batch, making a segment each, would cost most of a bulk load's time).
 """
 
 from __future__ import annotations
@@ -43,16 +46,21 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
                  suffix: str = ""):
         self.client = client
         self.prefix, self.shards, self.replicas = prefix, shards, replicas
-        self.indices = IndexFamily(client, prefix, MODEL, lambda _: BODY, shards, replicas, suffix)
+        self.indices = IndexFamily(client, prefix, MODEL, lambda _: BODY, shards, 0 if suffix else replicas, suffix)
+        self._unrefreshed: set[str] | None = set() if suffix else None  # of a staging model: refreshed when read
 
     def append(self, points: Sequence[TimeseriesPoint]) -> None:
         if not points:
             return
-        self.indices.ensure({p.aspect for p in points})
-        bulk(self.client, [({"index": {"_index": self.indices.name(p.aspect), "_id": point_id(p)}},
+        names = {aspect: self.indices.name(aspect) for aspect in {p.aspect for p in points}}
+        self.indices.ensure(names)
+        bulk(self.client, [({"index": {"_index": names[p.aspect], "_id": point_id(p)}},
                             {"urn": p.urn, "timestampMillis": p.timestamp_ms, "partition": p.partition,
                              "messageId": p.message_id, "value": orjson.Fragment(p.value_json)}) for p in points])
-        self.indices.refresh(self.indices.name(p.aspect) for p in points)
+        if self._unrefreshed is None:
+            self.indices.refresh(names.values())
+        else:
+            self._unrefreshed.update(names.values())
 
     def remove_entities(self, urns: Sequence[str]) -> None:
         if urns:
@@ -62,6 +70,9 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
               limit: int = 1000) -> list[dict[str, Any]]:
         if not self.indices.valid(aspect):
             return []
+        if self._unrefreshed:
+            self.indices.refresh(self._unrefreshed)
+            self._unrefreshed.clear()
         bounds = {key: bound for key, bound in (("gte", start), ("lte", end)) if bound is not None}
         query: list[dict[str, Any]] = [{"term": {"urn": urn}}]
         if bounds:
