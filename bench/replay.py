@@ -7,7 +7,9 @@ embedded log and of fresh Kafka topics (4 partitions), then times what `lodestar
 timeseries` does (mcl_processor.replay, batches of 5,000, a checkpoint per batch): read, decode
 (ahead, in a worker process per CPU but one), apply: into the live SQLite model (embedded) and
 into a staging OpenSearch model switched to at the end (`--into`, Kafka). Target: 20,000
-events/s. What the run made on Kafka and OpenSearch is deleted at the end.
+events/s. Beside it, the raw backend baseline: the same documents (same ids) bulk-loaded by
+plain bulk requests of one batch each into a fresh index, refreshed once at the end, and the
+replay's rate as a share of it. What the run made on Kafka and OpenSearch is deleted at the end.
 """
 
 from __future__ import annotations
@@ -29,16 +31,18 @@ from ingest.backends import Endpoints
 from ingest.eventlog import EventLog, LogMessage
 from ingest.eventlog.kafka import KafkaEventLog
 from mcl_processor.changes import ChangeBatch, TimeseriesPoint
+from mcl_processor.decode import MclDecoder
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage import LineageGraph
-from mcl_processor.opensearch_indices import client_for
+from mcl_processor.opensearch_indices import BULK_RESULTS, client_for
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
-from mcl_processor.replay import Checkpoint, Filters, Replay, make_plan
+from mcl_processor.replay import BATCH, Checkpoint, Filters, Replay, make_plan
 from mcl_processor.search import SearchIndex
-from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
-from mcl_processor.workers import default_workers
+from mcl_processor.timeseries.opensearch import BODY, OpenSearchTimeseriesStore, point_id
+from mcl_processor.workers import decode, default_workers
 from schemas.events import MCL, default_codec
+from schemas.registry import default_registry
 
 TARGET = 20_000
 
@@ -98,15 +102,42 @@ def replayed(gms: Gms, models: ReadModels, checkpoint: Path, into: str | None) -
     return plan.total, time.perf_counter() - started, cpu_seconds() - cpu
 
 
+def raw_bulk(endpoints: Endpoints, name: str, messages: list[LogMessage]) -> tuple[int, float, float]:
+    """(documents, seconds, CPU seconds) of bulk-loading the replay's documents into a fresh
+    index: requests of one replay batch, prepared beforehand (not timed), one refresh at the end."""
+    decoder = MclDecoder(default_registry(), default_codec())
+    bodies = []
+    for start in range(0, len(messages), BATCH):
+        lines = []
+        for p in decode(decoder, None, [m.value for m in messages[start:start + BATCH]]):
+            lines += [orjson.dumps({"index": {"_index": name, "_id": point_id(p)}}),
+                      orjson.dumps({"urn": p.urn, "timestampMillis": p.timestamp_ms, "partition": p.partition,
+                                    "messageId": p.message_id, "value": orjson.Fragment(p.value_json)})]
+        bodies.append(b"\n".join(lines) + b"\n")
+    client = client_for(endpoints)
+    try:
+        client.indices.create(index=name, body={**BODY, "settings": {
+            "number_of_shards": 1, "number_of_replicas": 0, "refresh_interval": "-1"}})
+        started, cpu = time.perf_counter(), cpu_seconds()
+        for body in bodies:
+            assert not client.bulk(body=body, params=BULK_RESULTS)["errors"]
+        client.indices.refresh(index=name)
+        return len(messages), time.perf_counter() - started, cpu_seconds() - cpu
+    finally:
+        client.indices.delete(index=name, params={"ignore_unavailable": "true"})
+        client.close()
+
+
 def fill(log_: EventLog, messages: list[LogMessage]) -> None:
     for start in range(0, len(messages), 10_000):
         log_.append(topics.MCL_TIMESERIES, messages[start:start + 10_000])
 
 
-def report(name: str, count: int, seconds: float, cpu: float) -> None:
+def report(name: str, count: int, seconds: float, cpu: float) -> float:
     rate = count / seconds
     print(f"{name:<42} {count:>7} events {seconds:6.2f} s {rate:>8,.0f} events/s ({rate / TARGET:.2f}x the target"
           f" of {TARGET:,});  {count / cpu:>8,.0f} events per CPU-second of this process", flush=True)
+    return rate
 
 
 def main() -> None:
@@ -134,8 +165,10 @@ def main() -> None:
         models = TimeseriesModels(timeseries)
         try:
             fill(gms.log, messages)
-            report("kafka -> OpenSearch (--into, then switch)", *replayed(gms, models, Path(tmp) / "replay.json",
-                                                                         "rebuilt"))
+            rate = report("kafka -> OpenSearch (--into, then switch)", *replayed(gms, models, Path(tmp) / "replay.json",
+                                                                                "rebuilt"))
+            raw = report("raw opensearch bulk (same documents)", *raw_bulk(endpoints, name + "_raw", messages))
+            print(f"replay / raw bulk = {rate / raw:.0%}", flush=True)
         finally:
             timeseries.drop()
             models.close()
