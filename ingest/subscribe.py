@@ -41,11 +41,14 @@ import orjson
 
 from ingest import topics as topic_names
 from ingest.eventlog import Consumer, EventLog, LogRecord
+from mcl_processor.projection import projection
 from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
+from schemas.registry import load_named_types
 
 log = logging.getLogger(__name__)
 MCL_TOPICS = (topic_names.MCL_VERSIONED, topic_names.MCL_TIMESERIES)
 START_NAMES = ("committed", "earliest", "latest")
+_PEEKED = ("entityType", "entityUrn", "changeType", "aspectName")
 Start = str | datetime | int
 
 
@@ -147,14 +150,45 @@ class ChangeFilter:
             (self._urn is None or self._urn.fullmatch(urn) is not None)
 
     def admits(self, change: Change) -> bool:
-        return (not self.entity_types or change.entity_type in self.entity_types) \
-            and (not self.aspects or change.aspect in self.aspects) \
-            and (not self.change_types or change.change_type in self.change_types) \
-            and (self._urn is None or self._urn.fullmatch(change.urn) is not None)
+        return self.admits_fields(change.entity_type, change.urn, change.aspect, change.change_type)
+
+    def admits_fields(self, entity_type: str, urn: str, aspect: str | None, change_type: str) -> bool:
+        return (not self.entity_types or entity_type in self.entity_types) \
+            and (not self.aspects or aspect in self.aspects) \
+            and (not self.change_types or change_type in self.change_types) \
+            and (self._urn is None or self._urn.fullmatch(urn) is not None)
+
+    @property
+    def needs_body(self) -> bool:
+        """Whether the filter looks past a record's key (at its aspect or change type)."""
+        return bool(self.aspects or self.change_types)
 
     def to_json(self) -> dict[str, Any]:
         return {"entityTypes": sorted(self.entity_types), "aspects": sorted(self.aspects),
                 "changeTypes": sorted(self.change_types), "urnPattern": self.urn_pattern}
+
+
+class Peek:
+    """The four fields a filter decides on (entity type, URN, change type, aspect), read from
+    the start of an MCL of the current writer schema without decoding the rest (values,
+    previous values, metadata): a filtered subscription fully decodes only what passes."""
+
+    def __init__(self, codec: EventCodec):
+        self._head = codec.head(MCL)
+        named = load_named_types()
+        self._project = projection(named[MCL], named, {name: True for name in _PEEKED})
+
+    def admits(self, change_filter: ChangeFilter, record: LogRecord) -> bool:
+        """False when the record surely does not pass the filter; True when it may (also when
+        it is of an older writer schema, or unreadable: the full decode decides and says why)."""
+        if record.value[:10] != self._head:
+            return True
+        try:
+            mcl = self._project(record.value[10:])
+        except (IndexError, UnicodeDecodeError):
+            return True
+        return change_filter.admits_fields(mcl["entityType"], mcl["entityUrn"] or record.key, mcl["aspectName"],
+                                           mcl["changeType"])
 
 
 def start_positions(log_: EventLog, topics: Sequence[str], start: Start) -> dict[tuple[str, int], int] | None:
@@ -185,6 +219,7 @@ class _Reader:
         self.max_records = max_records
         self.poll_timeout = poll_timeout
         self.consumer: Consumer = log_.consumer(group, topics, start_positions(log_, topics, start))
+        self.peek = Peek(self.codec) if change_filter.needs_body else None
         self.processed: dict[tuple[str, int], LogRecord] = {}  # latest processed record per partition
         self.delivered: dict[tuple[str, int], LogRecord] = {}  # latest record handed out (or skipped)
 
@@ -193,7 +228,7 @@ class _Reader:
         out: list[tuple[LogRecord, Change | None]] = []
         for record in self.consumer.poll(self.max_records, self.poll_timeout):
             change = None
-            if self.filter.admits_key(record.key):
+            if self.filter.admits_key(record.key) and (self.peek is None or self.peek.admits(self.filter, record)):
                 try:
                     change = decode_change(self.codec, record)
                 except EventDecodeError as err:

@@ -72,6 +72,10 @@ class EventCodec:
         writer.encode(record, out)
         return bytes(out)
 
+    def head(self, type_name: str) -> bytes:
+        """The first 10 bytes of an event of this type written now: marker and fingerprint."""
+        return MARKER + self._current[type_name].fingerprint
+
     def decode(self, data: bytes) -> tuple[str, dict[str, Any]]:
         """(type name, record) of an encoded event; raises EventDecodeError."""
         if len(data) < 10 or data[:2] != MARKER:

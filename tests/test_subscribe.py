@@ -23,7 +23,7 @@ from fastavro import parse_schema, schemaless_writer
 from gms.service import Gms
 from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
-from ingest.eventlog import EventLog, LogMessage
+from ingest.eventlog import EventLog, LogMessage, partition_for
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.subscribe import MCL_TOPICS, Change, SubscriptionError, start_positions, subscribe, subscribe_async
 from mcl_processor.changes import AspectChange
@@ -266,6 +266,25 @@ class SubscriptionContract(ABC):
         assert change.previous_value is None and change.created is None  # fields the old schema lacked
         decoded = MclDecoder(default_registry(), default_codec()).decode(value)  # the MCL processor reads it too
         assert isinstance(decoded, AspectChange) and decoded.value == {"description": "from an old writer"}
+        (change,) = take(self.sub(gms, "filtered", start="earliest", aspects=["datasetProperties"]), 1)
+        assert change.value == {"description": "from an old writer"}  # a filter reads older schemas in full
+
+    def test_a_filter_on_aspects_decodes_only_the_records_it_passes(self, gms, caplog):
+        codec = default_codec()
+
+        def truncated(aspect: str) -> LogMessage:  # readable up to its aspect name, corrupt after it
+            value = codec.encode("com.linkedin.mxe.MetadataChangeLog", {
+                "entityType": "dataset", "entityUrn": ORDERS, "changeType": "UPSERT", "aspectName": aspect,
+                "aspect": {"value": b'{"tags": []}', "contentType": "application/json"}})
+            return LogMessage(ORDERS, value[:value.index(aspect.encode()) + len(aspect) + 3])
+        gms.log.append(topics.MCL_VERSIONED, [truncated("datasetProperties"), truncated("globalTags")])
+        gms.apply([proposal(ORDERS, "globalTags", {"tags": [{"tag": TAG}]})], ACTOR)
+        with caplog.at_level("WARNING", logger="ingest.subscribe"):
+            (change,) = take(self.sub(gms, start="earliest", aspects=["globalTags"]), 1)
+        assert change.value == {"tags": [{"tag": TAG}]}
+        part = partition_for(ORDERS, gms.log.partitions(topics.MCL_VERSIONED))
+        assert [r.getMessage().split(":")[0] for r in caplog.records] == [  # only the one that passed was decoded
+            f"skipping record at {topics.MCL_VERSIONED}/{part}@1"]
 
     def tail(self, data_dir: Path, *args: str) -> subprocess.Popen:
         return subprocess.Popen([*LODESTAR, "tail", "--data-dir", str(data_dir), "--json", *args],
