@@ -71,6 +71,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise CliError("--workers must be at least 1")
     roles = Roles.ALL if args.command == "serve" else Roles.MCP_CONSUMER
+    roles &= ~Roles.WEBHOOKS if args.no_webhooks else Roles.ALL
     data_dir = Path(args.data_dir)
     config = _config(args)
     try:
@@ -264,8 +265,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--config", help="lodestar.yml choosing adapters and endpoints (env LODESTAR_CONFIG;"
                                         " default: lodestar.yml in the data directory, if any)")
 
-    for name, text in (("serve", "run GMS, the MCP consumer and the MCL processor (all in one)"),
-                       ("gms", "run GMS and the MCP consumer, without the MCL processor")):
+    for name, text in (("serve", "run GMS, the MCP consumer, the MCL processor and webhook delivery (all in one)"),
+                       ("gms", "run GMS and the MCP consumer, without the MCL processor and webhook delivery")):
         serve = sub.add_parser(name, help=text)
         serve.add_argument("--data-dir", default=str(default_data_dir()))
         serve.add_argument("--host", default="127.0.0.1")
@@ -275,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
         serve.add_argument("--examples", action="store_true", help="load the example metadata on start")
         serve.add_argument("--workers", type=int, default=1,
                            help="GMS processes sharing the port and the data directory (default 1)")
+        serve.add_argument("--no-webhooks", action="store_true", help="leave webhook delivery to `lodestar webhooks`")
         config_option(serve)
         serve.set_defaults(func=cmd_serve)
 

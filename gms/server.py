@@ -3,8 +3,9 @@
 With several workers, the parent process accepts connections and hands them round-robin
 to the workers over Unix sockets (SCM_RIGHTS), so the load spreads evenly however few
 connections there are; each worker runs its own GMS on the shared data directory. One more
-child runs the background work, the MCP consumer and the MCL processor, so that indexing
-never waits for a request handler's turn at the interpreter lock (nor they for it).
+child runs the background work, the MCP consumer, the MCL processor and the webhook
+dispatcher, so that indexing never waits for a request handler's turn at the interpreter
+lock (nor they for it).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from gms.api.auth import ADMIN, TokenAuth
 from gms.assembly import BACKEND_ERRORS, open_gms, open_read_models
 from gms.config import Config
 from gms.service import Gms
+from gms.webhook_delivery import WebhookDispatcher
 from mcl_processor.processor import MclProcessor
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,8 @@ class Roles(enum.Flag):
     NONE = 0
     MCP_CONSUMER = enum.auto()  # applies proposals from the MCP topic
     MCL_PROCESSOR = enum.auto()  # maintains the read models from the MCL topics
-    ALL = MCP_CONSUMER | MCL_PROCESSOR
+    WEBHOOKS = enum.auto()  # delivers changes to the registered webhooks (gms.webhook_delivery)
+    ALL = MCP_CONSUMER | MCL_PROCESSOR | WEBHOOKS
 
 
 RELAY_INTERVAL = 5.0  # seconds between sweeps of the outbox when the store has one
@@ -96,6 +99,9 @@ class Node:
             work.append(("mcp-consumer", lambda: self.gms.consume_proposals(stop)))
         if self.processor is not None:
             work.append(("mcl-processor", lambda: self.processor.run(self.gms.log, stop)))
+        dispatcher = WebhookDispatcher(self.gms) if Roles.WEBHOOKS in self.roles else None
+        if dispatcher is not None:
+            work.append(("webhooks", lambda: dispatcher.run(handle_signals=False)))
         if not self.config.embedded:
             work.append(("outbox-relay", lambda: _sweep_outbox(self.gms, stop)))
         threads = [threading.Thread(target=target, name=name, daemon=True) for name, target in work]
@@ -105,6 +111,8 @@ class Node:
             serve()
         finally:
             stop.set()
+            if dispatcher is not None:
+                dispatcher.stop()
             for thread in threads:
                 thread.join(timeout=10)
             self.read_models.close()

@@ -22,6 +22,7 @@ from ingest.eventlog.kafka import KafkaEventLog
 from tests.backends import unique_name
 from tests.builders import dataset_urn, mcp, proposal
 from tests.conftest import LiveServer, free_port
+from tests.processes import ServeProcess
 from tests.test_subscribe import drop_kafka_names
 
 WAIT = 20.0
@@ -214,3 +215,21 @@ def test_delivery_from_the_kafka_log(tmp_path, kafka_bootstrap, receiver):
     finally:
         gms.close()
         drop_kafka_names(kafka_bootstrap, prefix)
+
+
+def test_lodestar_serve_delivers_to_webhooks_unless_told_not_to(tmp_path, receiver):
+    for extra, delivers in (((), True), (("--no-webhooks",), False)):
+        before = len(receiver.requests)
+        with ServeProcess(tmp_path / f"data{len(extra)}", None, *extra) as served:
+            client = served.client()
+            assert client.request("POST", "/v1/webhooks", {"url": receiver.url, "secret": "k",
+                                                           "aspects": ["globalTags"]})[0] == 201
+            client.call("POST", "/v1/proposals", {"proposals": [
+                mcp(ORDERS, "datasetProperties", {"description": "not sent"}),
+                mcp(ORDERS, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]})]})
+            if delivers:
+                headers, body = receiver.wait_for(before + 1)[before]
+                assert body["change"]["aspectName"] == "globalTags"
+                assert headers["X-Lodestar-Signature"] == signature("k", receiver.requests[before][1])
+            # the properties did not pass the filter; without the role nothing is sent (`lodestar webhooks` would)
+            assert receiver.settled(0.5 if delivers else 3.0) == before + delivers
