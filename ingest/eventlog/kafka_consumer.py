@@ -4,7 +4,12 @@ Classic group protocol with cooperative-sticky assignment; auto commit off, read
 `auto.offset.reset=earliest` (a new group starts at the beginning). commit() commits
 offset + 1 per partition synchronously, for the partitions this member still holds: records of
 a revoked partition are read again by its new owner from the last commit, so a rebalance
-loses nothing (at least once).
+loses nothing (at least once). A commit the broker refuses because the group is rebalancing is
+kept and sent again by the next poll() or commit() for as long as this member holds the
+partition without a break: a member that keeps its partitions through a cooperative rebalance
+would otherwise never commit records it has processed when no newer ones follow (its group
+would lag forever). A partition assigned again starts from the group's commit, so what was kept
+for it is dropped then.
 
 A consumer of several topics is one group member per topic (a librdkafka consumer each, in the
 same group): the cooperative-sticky assignor balances the partition count of each member over its
@@ -55,15 +60,19 @@ class KafkaConsumer(Consumer):
                 "heartbeat.interval.ms": max(100, min(3000, session_timeout_ms // 10))})
             self._clients[name].subscribe([name], on_assign=self._assigned)
         self._turn = 0
+        self._unsent: dict[tuple[str, int], int] = {}  # (Kafka topic name, partition) -> refused commit
 
     def _assigned(self, client: KafkaClientConsumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
+            self._unsent.pop((tp.topic, tp.partition), None)
             offset = self._start.pop((tp.topic, tp.partition), None)
             if offset is not None:
                 tp.offset = offset
         client.incremental_assign(partitions)
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
+        if self._unsent:
+            self._send({})
         # consume(n, t) waits for all n or the whole timeout, so wait for one, then take what is here.
         messages = self._take(max_records)
         if not messages and timeout > 0:
@@ -113,6 +122,12 @@ class KafkaConsumer(Consumer):
         for record in records:
             key = (self._names[record.topic], record.partition)
             positions[key] = max(positions.get(key, 0), record.offset + 1)
+        self._send(positions)
+
+    def _send(self, positions: dict[tuple[str, int], int]) -> None:
+        """Commit positions, with the commits refused earlier; keep what a rebalance refuses."""
+        positions = {**self._unsent, **positions}
+        self._unsent = {}
         errors: list[KafkaError] = []
         for name, client in self._clients.items():
             mine = {key: offset for key, offset in positions.items() if key[0] == name}
@@ -121,24 +136,29 @@ class KafkaConsumer(Consumer):
         if any(err.code() not in _REBALANCED for err in errors):
             raise EventLogError(f"{self._where}: commit of group {self.group} failed: {errors}")
         if errors:
-            log.info("group %s: commit lost to a rebalance (%s); the records will be read again",
-                     self.group, errors[0])
+            log.info("group %s: commit refused during a rebalance (%s); sent again while the partitions"
+                     " stay here", self.group, errors[0])
 
     def _commit(self, client: KafkaClientConsumer, positions: dict[tuple[str, int], int]) -> list[KafkaError]:
-        """Commit the positions of the partitions `client` still holds; the errors."""
+        """Commit the positions of the partitions `client` still holds (those refused for a
+        rebalance are kept in `_unsent`); the errors."""
         assigned = {(tp.topic, tp.partition) for tp in client.assignment()}
-        offsets = [TopicPartition(name, part, offset) for (name, part), offset in positions.items()
-                   if (name, part) in assigned]
-        if len(offsets) < len(positions):
+        held = {key: offset for key, offset in positions.items() if key in assigned}
+        if len(held) < len(positions):
             log.info("group %s: not committing revoked partitions %s; their new owner reads them again",
                      self.group, sorted(set(positions) - assigned))
-        if not offsets:
+        if not held:
             return []
+        offsets = [TopicPartition(name, part, offset) for (name, part), offset in held.items()]
         try:
             results = client.commit(offsets=offsets, asynchronous=False) or []
         except KafkaException as exc:
+            if exc.args[0].code() in _REBALANCED:
+                self._unsent.update(held)
             return [exc.args[0]]
-        return [tp.error for tp in results if tp.error is not None]
+        refused = [tp for tp in results if tp.error is not None]
+        self._unsent.update({(tp.topic, tp.partition): tp.offset for tp in refused if tp.error.code() in _REBALANCED})
+        return [tp.error for tp in refused]
 
     def assignment(self) -> set[tuple[str, int]]:
         """The (topic, partition) pairs this member holds now."""
