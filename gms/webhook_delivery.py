@@ -34,6 +34,7 @@ from ingest.subscribe import Change, subscribe
 
 log = logging.getLogger(__name__)
 GROUP = "webhooks"
+WEBHOOK = "webhook"  # the entity type of webhooks
 SIGNATURE = "X-Lodestar-Signature"
 
 
@@ -60,13 +61,21 @@ class WebhookDispatcher:
             self._subscription = subscription
             if self._stopped.is_set():
                 subscription.stop()
+            self._narrow()
             for change in subscription:
                 if change.urn.startswith(PREFIX):
                     self._follow(change)
+                    self._narrow()
                     continue
                 for hook in list(self.hooks.values()):
                     if hook.wants(change):
                         self.deliver(hook, change)
+
+    def _narrow(self) -> None:
+        """With no webhook registered, decode only the changes of webhooks (the records of
+        other entities are skipped by their key): an idle dispatcher costs the write path nothing."""
+        assert self._subscription is not None
+        self._subscription.refilter(() if self.hooks else (WEBHOOK,))
 
     def stop(self) -> None:
         self._stopped.set()

@@ -219,9 +219,17 @@ class _Reader:
         self.max_records = max_records
         self.poll_timeout = poll_timeout
         self.consumer: Consumer = log_.consumer(group, topics, start_positions(log_, topics, start))
-        self.peek = Peek(self.codec) if change_filter.needs_body else None
+        self.peek: Peek | None = None
+        self.refilter(change_filter)
         self.processed: dict[tuple[str, int], LogRecord] = {}  # latest processed record per partition
         self.delivered: dict[tuple[str, int], LogRecord] = {}  # latest record handed out (or skipped)
+
+    def refilter(self, change_filter: ChangeFilter) -> None:
+        self.filter = change_filter
+        if change_filter.needs_body and self.peek is None:
+            self.peek = Peek(self.codec)
+        elif not change_filter.needs_body:
+            self.peek = None
 
     def poll(self) -> list[tuple[LogRecord, Change | None]]:
         """The next records, each with its change, or None when it is filtered out or unreadable."""
@@ -279,6 +287,13 @@ class _Base:
         self._stop = threading.Event()
         self._reader = _Reader(log_, group, topics, self.filter, start, max_records, poll_timeout, codec)
         self._last_commit = time.monotonic()
+
+    def refilter(self, entity_types: Iterable[str] = (), aspects: Iterable[str] = (),
+                 change_types: Iterable[str] = (), urn_pattern: str | None = None) -> None:
+        """Filter the records polled from now on by these options instead (same meanings as
+        the constructor's); what is filtered out is skipped and committed all the same."""
+        self.filter = ChangeFilter.of(entity_types, aspects, change_types, urn_pattern)
+        self._reader.refilter(self.filter)
 
     @property
     def positions(self) -> dict[tuple[str, int], int]:

@@ -180,6 +180,17 @@ class SubscriptionContract(ABC):
                     urn_pattern="urn:li:dataset:(%orders%") == [(ORDERS, "datasetProperties", "UPSERT")] * 2
         assert seen(topics=[topics.MCL_TIMESERIES]) == [(ORDERS, "datasetProfile", "UPSERT")]
 
+    def test_refilter_applies_to_the_records_polled_after_it(self, gms):
+        subscription = self.sub(gms, start="earliest", entity_types=["tag"])
+        gms.apply([proposal(ORDERS, "datasetProperties", {"description": "before"}),
+                   proposal(TAG, "tagProperties", {"name": "pii"})], ACTOR)
+        assert {c.urn for c in drain(subscription)} == {TAG}
+        subscription.refilter(aspects=["datasetProperties"])
+        subscription.test_starts = subscription.positions
+        gms.apply([proposal(ORDERS, "datasetProperties", {"description": "after"}),
+                   proposal(TAG, "tagProperties", {"name": "pii2"})], ACTOR)
+        assert [(c.urn, c.value) for c in drain(subscription)] == [(ORDERS, {"description": "after"})]
+
     def test_changes_of_one_urn_come_in_version_order(self, gms):
         urns = [dataset_urn(f"db.t{i}") for i in range(12)]
         for round_ in range(1, 6):
