@@ -226,10 +226,7 @@ class _Reader:
 
     def refilter(self, change_filter: ChangeFilter) -> None:
         self.filter = change_filter
-        if change_filter.needs_body and self.peek is None:
-            self.peek = Peek(self.codec)
-        elif not change_filter.needs_body:
-            self.peek = None
+        self.peek = (self.peek or Peek(self.codec)) if change_filter.needs_body else None
 
     def poll(self) -> list[tuple[LogRecord, Change | None]]:
         """The next records, each with its change, or None when it is filtered out or unreadable."""

@@ -33,7 +33,7 @@ from ingest.backends import Endpoints
 from tests.builders import dataset_urn
 from tests.private_kafka import PrivateKafka, private_kafka  # noqa: F401  (the fixture)
 from tests.test_distributed_stack import Stack
-from tests.test_outages import Gms, mcls_of, step, versions
+from tests.test_outages import Gms, mcls_of, start_ready, step, versions
 
 pytestmark = pytest.mark.slow
 
@@ -109,11 +109,7 @@ def test_kafka_stopped_and_restarted_gives_503_and_unready_then_everything_resum
     stack = Stack(tmp_path, replace(endpoints, kafka_bootstrap=private_kafka.bootstrap))
     writer = None
     try:
-        process = stack.gms("gms")
-        stack.mcl_processor("mcl")
-        stack.await_healthy(process)
-        gms = Gms(process)
-        stack.await_(lambda: gms.ready().status_code == 200, "GMS ready")
+        gms, _, _ = start_ready(stack)
         before, during, racer = (dataset_urn(f"kafka_outage.{name}") for name in ("before", "during", "racer"))
         assert gms.propose(step(before, 1, "kafkaoutage b1")).status_code == 200
         writer = Writer(gms, racer)

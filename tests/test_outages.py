@@ -58,6 +58,17 @@ def versions(on: Stack, urn: str) -> list[tuple[int, str]]:
     return [(row.version, row.value["description"]) for row in on.aspects.history(urn, "datasetProperties")]
 
 
+def start_ready(on: Stack) -> tuple[Gms, Lodestar, Lodestar]:
+    """A `lodestar gms` and an MCL processor on the stack, once GMS answers ready:
+    (a client of GMS, the GMS process, the MCL processor)."""
+    process = on.gms("gms")
+    indexer = on.mcl_processor("mcl")
+    on.await_healthy(process)
+    gms = Gms(process)
+    on.await_(lambda: gms.ready().status_code == 200, "GMS ready")
+    return gms, process, indexer
+
+
 def mcls_of(on: Stack, urns: set[str]) -> list[tuple[str, str, int]]:
     return sorted(key for key, n in on.mcl_counts().items() for _ in range(n) if key[0] in urns)
 
@@ -67,11 +78,7 @@ def test_cassandra_outage_gives_503_and_unready_then_everything_resumes_without_
     proxy = TcpProxy(host, int(port))
     stack.env["LODESTAR_CASSANDRA_HOSTS"] = proxy.address
     try:
-        process = stack.gms("gms")
-        stack.mcl_processor("mcl")
-        stack.await_healthy(process)
-        gms = Gms(process)
-        stack.await_(lambda: gms.ready().status_code == 200, "GMS ready")
+        gms, process, _ = start_ready(stack)
         before, during = dataset_urn("outage.before"), dataset_urn("outage.during")
         assert gms.propose(step(before, 1, "v1")).status_code == 200
 
@@ -111,11 +118,7 @@ def test_opensearch_outage_gives_503_on_search_pauses_indexing_then_indexes_ever
     proxy = TcpProxy(url.hostname or "127.0.0.1", url.port or 9200)
     stack.env["LODESTAR_OPENSEARCH_URL"] = f"http://{proxy.address}"
     try:
-        process = stack.gms("gms")
-        indexer = stack.mcl_processor("mcl")
-        stack.await_healthy(process)
-        gms = Gms(process)
-        stack.await_(lambda: gms.ready().status_code == 200, "GMS ready")
+        gms, _, indexer = start_ready(stack)
         urns = [dataset_urn(f"os_outage.t{i}") for i in range(6)]
         assert gms.propose(*(step(urn, 1, f"osoutage{i} before") for i, urn in enumerate(urns[:3]))).status_code == 200
         stack.await_(gms.indexed, "the first writes indexed")
