@@ -1,6 +1,6 @@
 """Replay rate: timeseries MCLs replayed into the timeseries read model, embedded and on Kafka + OpenSearch.
 
-    .venv/bin/python -m bench.replay [--points 100000]
+    .venv/bin/python -m bench.replay [--points 100000] [--datasets 20000]
 
 Appends `--points` datasetProfile MCLs (2,000 datasets) to the timeseries topic of a fresh
 embedded log and of fresh Kafka topics (4 partitions), then times what `lodestar replay --topic
@@ -9,7 +9,10 @@ timeseries` does (mcl_processor.replay, batches of 5,000, a checkpoint per batch
 into a staging OpenSearch model switched to at the end (`--into`, Kafka). Target: 20,000
 events/s. Beside it, the raw backend baseline: the same documents (same ids) bulk-loaded by
 plain bulk requests of one batch each into a fresh index, refreshed once at the end, and the
-replay's rate as a share of it. What the run made on Kafka and OpenSearch is deleted at the end.
+replay's rate as a share of it. Then a versioned rebuild (`--topic versioned --into`): one
+datasetProperties MCL per dataset (`--datasets`) replayed into a staging search index switched
+to at the end (lineage and run lineage, on SQLite, replayed in place), embedded and on Kafka +
+OpenSearch. What the run made on Kafka and OpenSearch is deleted at the end.
 """
 
 from __future__ import annotations
@@ -30,15 +33,19 @@ from ingest import topics
 from ingest.backends import Endpoints
 from ingest.eventlog import EventLog, LogMessage
 from ingest.eventlog.kafka import KafkaEventLog
-from mcl_processor.changes import ChangeBatch, TimeseriesPoint
+from mcl_processor.annotations import annotations_of
 from mcl_processor.decode import MclDecoder
 from mcl_processor.embedded import SqliteReadModels
-from mcl_processor.lineage import LineageGraph
+from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.opensearch_indices import BULK_RESULTS, client_for
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
+from mcl_processor.rebuild import Rebuild
 from mcl_processor.replay import BATCH, Checkpoint, Filters, Replay, make_plan
-from mcl_processor.search import SearchIndex
+from mcl_processor.runs.facts import run_facts_of
+from mcl_processor.runs.sqlite import SqliteRunLineage
+from mcl_processor.search.opensearch import OpenSearchSearchIndex
+from mcl_processor.sqlite_db import FILE_NAME, Database
 from mcl_processor.timeseries.opensearch import BODY, OpenSearchTimeseriesStore, point_id
 from mcl_processor.workers import decode, default_workers
 from schemas.events import MCL, default_codec
@@ -53,21 +60,29 @@ def cpu_seconds() -> float:
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-class TimeseriesModels(ReadModels):
-    """The timeseries model on OpenSearch alone (a timeseries replay touches no other model)."""
+class OpenSearchModels(ReadModels):
+    """Search and timeseries on OpenSearch (indices `<prefix>_*`); lineage and run lineage on
+    SQLite in `data_dir` (a replay applies them in place)."""
 
-    search: SearchIndex
-    lineage: LineageGraph
+    search: OpenSearchSearchIndex
+    timeseries: OpenSearchTimeseriesStore
 
-    def __init__(self, timeseries: OpenSearchTimeseriesStore):
-        self.timeseries = timeseries
+    def __init__(self, endpoints: Endpoints, prefix: str, data_dir: Path):
+        registry = default_registry()
+        client = client_for(endpoints)
+        self.db = Database(data_dir / FILE_NAME)
+        self.search = OpenSearchSearchIndex(client, annotations_of(registry), prefix)
+        self.timeseries = OpenSearchTimeseriesStore(client, prefix)
+        self.lineage = SqliteLineageGraph(self.db, annotations_of(registry))
+        self.runs = SqliteRunLineage(self.db, run_facts_of(registry))
 
-    def apply(self, batch: ChangeBatch, points: list[TimeseriesPoint] = ()) -> None:  # type: ignore[override]
-        assert not batch, "a timeseries replay has no versioned changes"
-        self.timeseries.append(points)
+    def drop(self) -> None:
+        self.search.drop()
+        self.timeseries.drop()
 
     def close(self) -> None:
-        self.timeseries.client.close()
+        self.search.client.close()
+        self.db.close()
 
 
 def points(count: int) -> list[LogMessage]:
@@ -85,18 +100,35 @@ def points(count: int) -> list[LogMessage]:
     return out
 
 
-def replayed(gms: Gms, models: ReadModels, checkpoint: Path, into: str | None) -> tuple[int, float, float]:
+def properties(count: int) -> list[LogMessage]:
+    """A versioned MCL (datasetProperties, version 1) per dataset."""
+    codec = default_codec()
+    out = []
+    for i in range(count):
+        urn = f"urn:li:dataset:(urn:li:dataPlatform:hive,warehouse.orders_{i:06d},PROD)"
+        value = {"name": f"orders_{i:06d}", "description": f"orders of shop {i % 50}, one row per order line",
+                 "customProperties": {"owner": f"team{i % 20}", "tier": ("gold", "silver", "bronze")[i % 3]}}
+        record = {"entityType": "dataset", "entityUrn": urn, "changeType": "UPSERT", "aspectName": "datasetProperties",
+                  "aspect": {"value": orjson.dumps(value), "contentType": "application/json"},
+                  "systemMetadata": {"lastObserved": 1_790_000_000_000, "runId": "ingest", "version": "1"},
+                  "created": {"time": 1_790_000_000_000, "actor": "urn:li:corpuser:ingest"}}
+        out.append(LogMessage(urn, codec.encode(MCL, record)))
+    return out
+
+
+def replayed(gms: Gms, models: ReadModels, checkpoint: Path, topic: str, into: str | None
+             ) -> tuple[int, float, float]:
     """(events, seconds, CPU seconds of this process and its workers) of a replay of the whole topic."""
     processor = MclProcessor(gms.registry, gms.codec, models)
-    plan = make_plan(gms.log, topics.MCL_TIMESERIES)
+    plan = make_plan(gms.log, topic)
     positions = dict(plan.starts)
     saved = Checkpoint(checkpoint)
-    live = models.timeseries
-    replay = Replay(gms.log, processor, gms.store, Filters(), live.staging(into, fresh=True) if into else None,
+    rebuild = Rebuild(models, topic, into) if into else None
+    replay = Replay(gms.log, processor, gms.store, Filters(), rebuild.staging(fresh=True) if rebuild else None,
                     workers=default_workers())
     started, cpu = time.perf_counter(), cpu_seconds()
-    if into:
-        replay.rebuild(plan, positions, lambda at, _: saved.save(plan, at), live, into, None)
+    if rebuild:
+        replay.rebuild(plan, positions, lambda at, _: saved.save(plan, at), rebuild)
     else:
         replay.run(plan, positions, lambda at, _: saved.save(plan, at))
     return plan.total, time.perf_counter() - started, cpu_seconds() - cpu
@@ -128,14 +160,14 @@ def raw_bulk(endpoints: Endpoints, name: str, messages: list[LogMessage]) -> tup
         client.close()
 
 
-def fill(log_: EventLog, messages: list[LogMessage]) -> None:
+def fill(log_: EventLog, messages: list[LogMessage], topic: str = topics.MCL_TIMESERIES) -> None:
     for start in range(0, len(messages), 10_000):
-        log_.append(topics.MCL_TIMESERIES, messages[start:start + 10_000])
+        log_.append(topic, messages[start:start + 10_000])
 
 
 def report(name: str, count: int, seconds: float, cpu: float) -> float:
     rate = count / seconds
-    print(f"{name:<42} {count:>7} events {seconds:6.2f} s {rate:>8,.0f} events/s ({rate / TARGET:.2f}x the target"
+    print(f"{name:<46} {count:>7} events {seconds:6.2f} s {rate:>8,.0f} events/s ({rate / TARGET:.2f}x the target"
           f" of {TARGET:,});  {count / cpu:>8,.0f} events per CPU-second of this process", flush=True)
     return rate
 
@@ -143,8 +175,9 @@ def report(name: str, count: int, seconds: float, cpu: float) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--points", type=int, default=100_000)
+    parser.add_argument("--datasets", type=int, default=20_000)
     args = parser.parse_args()
-    messages = points(args.points)
+    messages, versioned = points(args.points), properties(args.datasets)
     print(f"{len(messages)} timeseries MCLs of {sum(len(m.value) for m in messages) / len(messages):,.0f} bytes"
           " on average", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -152,7 +185,11 @@ def main() -> None:
         models = SqliteReadModels.in_data_dir(Path(tmp))
         try:
             fill(gms.log, messages)
-            report("embedded: SQLite log -> SQLite model", *replayed(gms, models, Path(tmp) / "replay.json", None))
+            fill(gms.log, versioned, topics.MCL_VERSIONED)
+            report("embedded: SQLite log -> SQLite model", *replayed(gms, models, Path(tmp) / "replay.json",
+                                                                     topics.MCL_TIMESERIES, None))
+            report("embedded: versioned -> SQLite search (--into)", *replayed(
+                gms, models, Path(tmp) / "versioned.json", topics.MCL_VERSIONED, "rebuilt"))
         finally:
             models.close()
             gms.close()
@@ -161,16 +198,18 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         gms = Gms(SqliteAspectStore(Path(tmp) / "lodestar.db"),
                   KafkaEventLog.from_endpoints(endpoints, prefix=name + "-", partitions=4))
-        timeseries = OpenSearchTimeseriesStore(client_for(endpoints), name)
-        models = TimeseriesModels(timeseries)
+        models = OpenSearchModels(endpoints, name, Path(tmp))
         try:
             fill(gms.log, messages)
-            rate = report("kafka -> OpenSearch (--into, then switch)", *replayed(gms, models, Path(tmp) / "replay.json",
-                                                                                "rebuilt"))
+            fill(gms.log, versioned, topics.MCL_VERSIONED)
+            rate = report("kafka -> OpenSearch (--into, then switch)", *replayed(
+                gms, models, Path(tmp) / "replay.json", topics.MCL_TIMESERIES, "rebuilt"))
             raw = report("raw opensearch bulk (same documents)", *raw_bulk(endpoints, name + "_raw", messages))
             print(f"replay / raw bulk = {rate / raw:.0%}", flush=True)
+            report("kafka versioned -> OpenSearch search (--into)", *replayed(
+                gms, models, Path(tmp) / "versioned.json", topics.MCL_VERSIONED, "rebuilt"))
         finally:
-            timeseries.drop()
+            models.drop()
             models.close()
             gms.close()
             drop_kafka(endpoints, name + "-")

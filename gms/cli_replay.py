@@ -14,8 +14,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from gms.cli_tail import parse_time, reports_errors
 from gms.faults import crash_point
-from mcl_processor.replay import TOPICS, Checkpoint, Filters, Replay, make_plan, remaining
-from mcl_processor.timeseries import staging_name
+from mcl_processor.rebuild import Rebuild
+from mcl_processor.replay import TOPICS, Checkpoint, Filters, Plan, Replay, make_plan, remaining
+from mcl_processor.restore import restore
+from mcl_processor.staging import staging_name
 from mcl_processor.workers import default_workers
 from schemas.registry import default_registry
 
@@ -39,11 +41,11 @@ def _checked(args: argparse.Namespace) -> None:
             raise CliError(f"--aspect: {args.aspect} is a {'timeseries' if spec.is_timeseries else 'versioned'}"
                            f" aspect, not on the {args.topic} topic")
     if args.into:
-        if args.topic != "timeseries":
-            raise CliError("--into applies to --topic timeseries (the versioned read models are rebuilt in place,"
-                           " version-guarded, or by restore-indices)")
         if args.urn_like:
-            raise CliError("--into replaces whole aspects: it cannot be combined with --urn-like")
+            raise CliError("--into replaces whole models: it cannot be combined with --urn-like")
+        if args.aspect and args.topic == "versioned":
+            raise CliError("--into with --topic versioned rebuilds the whole search index: it cannot be combined"
+                           " with --aspect")
         try:
             staging_name(args.into)
         except ValueError as err:
@@ -68,7 +70,7 @@ def _bar(topic: str) -> Progress:
 
 @reports_errors
 def cmd_replay(args: argparse.Namespace) -> int:
-    from gms.cli import _config, _Local
+    from gms.cli import CliError, _config, _Local
 
     _checked(args)
     topic = TOPICS[args.topic]
@@ -77,7 +79,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
         checkpoint.remove()
     with _Local(Path(args.data_dir), _config(args)) as local:
         log_ = local.gms.log
+        into = args.into
+        rebuild = Rebuild(local.read_models, topic, into, [args.aspect] if args.aspect else None) if into else None
         resumed = checkpoint.load()
+        if rebuild and not resumed and not args.restart and rebuild.live_model.building(into):
+            raise CliError(f"--into {into}: an unfinished rebuild into {into} exists: run its command again to"
+                           " resume it, add --restart to start it over, or choose another name")
+        try:
+            target = rebuild.staging(fresh=not resumed) if rebuild and not (
+                resumed and rebuild.live_model.switched(into)) else None
+        except ValueError as err:
+            raise CliError(f"--into: {err}") from None
         if resumed:
             plan, positions = resumed
             print(f"resuming: {sum(positions[p] - plan.starts[p] for p in plan.starts):,} of {plan.total:,} events"
@@ -92,15 +104,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
                   " its retention", file=sys.stderr, flush=True)
             if args.topic == "versioned":
                 print("restoring the versioned read models from the aspect store instead", file=sys.stderr, flush=True)
-                done = local.processor.restore(local.gms.store, args.urn_like, args.aspect)
+                ends = {part: log_.end_offset(topic, part) for part in plan.starts}
+                done = restore(target or local.read_models, local.processor.decoder, local.gms.store, args.urn_like,
+                               args.aspect)
                 print(f"restored {done} aspects from the aspect store")
-                checkpoint.remove()
-                return 0
-            print("timeseries points older than that are lost (the topic is their only copy); replaying what it"
-                  " holds", file=sys.stderr, flush=True)
-        live = local.read_models.timeseries
-        into = args.into
-        target = live.staging(into, fresh=not resumed) if into and not (resumed and live.switched(into)) else None
+                if target is None:
+                    checkpoint.remove()
+                    return 0
+                plan = Plan(topic, dict(ends), dict(ends))  # then what was appended since, and the switch
+                positions = dict(plan.starts)
+            else:
+                print("timeseries points older than that are lost (the topic is their only copy); replaying what it"
+                      " holds", file=sys.stderr, flush=True)
         replay = Replay(log_, local.processor, local.gms.store, Filters(args.aspect, args.urn_like), target,
                         args.batch_size, default_workers())
         started, events = time.monotonic(), 0
@@ -115,10 +130,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 events += count
                 bar.update(task, total=plan.total, advance=count, rate=events / max(1e-9, time.monotonic() - started))
 
-            if into:
-                applied = replay.rebuild(plan, positions, advanced, live, into, [args.aspect] if args.aspect else None)
-            else:
-                applied = replay.run(plan, positions, advanced)
+            applied = replay.rebuild(plan, positions, advanced, rebuild) if rebuild else replay.run(plan, positions,
+                                                                                                  advanced)
         checkpoint.remove()
     seconds = time.monotonic() - started
     print(f"replayed {events:,} events of {topic} ({applied:,} applied) in {seconds:.1f} s:"
@@ -138,8 +151,10 @@ def register(sub: Any) -> None:
     replay.add_argument("--to-offset", type=int, help="up to this offset (not included) in every partition")
     replay.add_argument("--aspect", help="only this aspect")
     replay.add_argument("--urn-like", help="only URNs matching this SQL LIKE pattern")
-    replay.add_argument("--into", metavar="NAME", help="build a fresh timeseries model NAME, then switch readers"
-                                                       " to it atomically")
+    replay.add_argument("--into", metavar="NAME", help=(
+        "build a fresh model NAME (lowercase letters and digits), then switch readers to it atomically: the"
+        " timeseries model, or with --topic versioned the search index (the lineage graph and run lineage are"
+        " replayed in place: their writes are idempotent and version-guarded)"))
     replay.add_argument("--batch-size", type=int, default=5000, help="records per batch and checkpoint")
     replay.add_argument("--restart", action="store_true", help="forget a checkpoint of this request; start over")
     replay.add_argument("--data-dir", default=str(default_data_dir()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import suppress
 from typing import Any
 
 import orjson
@@ -18,6 +19,7 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import NotFoundError, RequestError
 
 from ingest.backends import Endpoints
+from mcl_processor.staging import staging_name
 
 DEFAULT_PREFIX = "lodestar"
 BULK_BYTES = 8 * 1024 * 1024  # a bulk request stays well under OpenSearch's http.max_content_length
@@ -37,18 +39,27 @@ class BulkError(RuntimeError):
 
 
 class IndexFamily:
-    """The indices `<prefix>_<model>_<key><suffix>` of one read model; `body(key)` gives an
-    index's settings and mappings. A family with a suffix stages a rebuild: `adopt` makes its
-    indices the live family's, atomically (the live names become aliases of them)."""
+    """The indices `<prefix>_<model>_<key>` of one read model; `body(key)` gives an index's
+    settings and mappings. A staging family (`staging(name)`) holds a rebuild in the indices
+    `<prefix>_<model>-<name>_<key>`, which the live family's pattern does not match; `adopt`
+    makes them the live family's, atomically (the live names become aliases of them). A
+    staging family is read by nobody but its rebuild: it has no replicas, and what is written
+    to it is refreshed only before it is read (a refresh per batch, making a segment each,
+    would cost most of a bulk load's time)."""
 
     def __init__(self, client: OpenSearch, prefix: str, model: str, body: Callable[[str], Mapping[str, Any]],
-                 shards: int = 1, replicas: int = 0, suffix: str = ""):
+                 shards: int = 1, replicas: int = 0, staging: str | None = None):
         self.client = client
-        self.base = f"{prefix}_{model}_"
-        self.suffix = suffix
+        self.prefix, self.model = prefix, model
+        self.base = f"{prefix}_{model}_" if staging is None else f"{prefix}_{model}-{staging_name(staging)}_"
         self._body = body
-        self._shards, self._replicas = shards, replicas
+        self._shards, self._replicas = shards, 0 if staging else replicas
         self._ready: set[str] = set()
+        self._unrefreshed: set[str] | None = None if staging is None else set()
+
+    def staging(self, name: str) -> IndexFamily:
+        """The staging family `name` (lowercase letters and digits) of this live family."""
+        return IndexFamily(self.client, self.prefix, self.model, self._body, self._shards, self._replicas, name)
 
     @staticmethod
     def valid(key: str) -> bool:
@@ -58,11 +69,11 @@ class IndexFamily:
         """The index of a key (an entity type or aspect name); raises ValueError for other text."""
         if not self.valid(key):
             raise ValueError(f"not an entity type or aspect name: {key!r}")
-        return self.base + key.lower() + self.suffix
+        return self.base + key.lower()
 
     @property
     def pattern(self) -> str:
-        return self.base + "*" + self.suffix
+        return self.base + "*"
 
     def ensure(self, keys: Iterable[str]) -> None:
         """Create the indices of these keys that do not exist yet."""
@@ -95,10 +106,33 @@ class IndexFamily:
         except NotFoundError:
             return []
 
+    def held_keys(self) -> set[str]:
+        """The keys of the family's indices (whether the names are indices or aliases)."""
+        try:
+            found = self.client.indices.get_alias(index=self.pattern, params={"allow_no_indices": "true"})
+        except NotFoundError:
+            return set()
+        return {name[len(self.base):] for index, info in found.items() for name in (index, *info.get("aliases", {}))
+                if name.startswith(self.base)}
+
     def refresh(self, names: Iterable[str]) -> None:
         wanted = sorted(set(names))
         if wanted:
             self.client.indices.refresh(index=",".join(wanted), params=MISSING_OK)
+
+    def written(self, names: Iterable[str]) -> None:
+        """Make what was just written to these indices readable: now, or for a staging family
+        before it is next read (`readable`)."""
+        if self._unrefreshed is None:
+            self.refresh(names)
+        else:
+            self._unrefreshed.update(names)
+
+    def readable(self) -> None:
+        """Before a read: refresh what a staging family was written since it was last read."""
+        if self._unrefreshed:
+            self.refresh(self._unrefreshed)
+            self._unrefreshed.clear()
 
     def delete_where(self, query: Mapping[str, Any]) -> None:
         """Delete the family's documents matching `query`, gone for readers when this returns."""
@@ -113,7 +147,7 @@ class IndexFamily:
         index it named before (itself, or the one behind it) is deleted in the same step. A
         key given without a staging index is left empty. A staging family built without
         replicas gets this family's count first (and, if any, the switch waits for them)."""
-        staged = {name[len(staging.base):len(name) - len(staging.suffix)]: name for name in staging.existing()}
+        staged = {name[len(staging.base):]: name for name in staging.existing()}
         wanted = set(staged) if keys is None else {self.name(key)[len(self.base):] for key in keys}
         adopted = sorted(staged[key] for key in wanted if key in staged)
         if adopted and staging._replicas != self._replicas:
@@ -124,13 +158,22 @@ class IndexFamily:
         staging.refresh(adopted)
         actions: list[dict[str, Any]] = []
         for key in sorted(wanted):
-            live = self.base + key + self.suffix
+            live = self.base + key
             actions += [{"remove_index": {"index": old}} for old in self._behind(live)]
             if key in staged:
                 actions.append({"add": {"index": staged[key], "alias": live}})
         if actions:
             self.client.indices.update_aliases(body={"actions": actions})
         self._ready.clear()
+
+    def adopted(self, name: str) -> bool:
+        """Whether staging family `name` was adopted: the live names are aliases of its indices."""
+        staging = self.staging(name)
+        return any(staging.aliases(index) for index in staging.existing())
+
+    def building(self, name: str) -> bool:
+        """Whether staging family `name` has indices and none was adopted (a rebuild unfinished)."""
+        return bool(self.staging(name).existing()) and not self.adopted(name)
 
     def aliases(self, index: str) -> list[str]:
         """The aliases naming an index."""
@@ -147,8 +190,14 @@ class IndexFamily:
             return []
 
     def drop(self) -> None:
-        """Delete every index of the family (tests; uninstalling)."""
-        for name in self.existing():
+        """Delete every index of the family, and of a live family its staging families' too
+        (tests; uninstalling)."""
+        staged: list[str] = []
+        if self._unrefreshed is None:
+            with suppress(NotFoundError):
+                staged = list(self.client.indices.get(index=f"{self.prefix}_{self.model}-*",
+                                                      params={"allow_no_indices": "true"}))
+        for name in sorted({*self.existing(), *staged}):
             self.client.indices.delete(index=name, params={"ignore_unavailable": "true"})
         self._ready.clear()
 

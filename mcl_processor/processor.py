@@ -49,9 +49,11 @@ class MclProcessor:
         self.skipped = 0  # poison records seen by this instance
         self._progress = threading.Condition()
 
-    def process(self, records: Sequence[LogRecord], decoded: Sequence[Decoded] | None = None) -> None:
+    def process(self, records: Sequence[LogRecord], decoded: Sequence[Decoded] | None = None,
+                read_models: ReadModels | None = None) -> None:
         """Apply records to every read model in one transaction (poison records are skipped);
-        `decoded`: the records decoded ahead (see workers.decode)."""
+        `decoded`: the records decoded ahead (see workers.decode); `read_models`: others than
+        the processor's (a rebuild's staging models)."""
         if decoded is None:
             decoded = decode(self.decoder, None, [record.value for record in records])
         changes: list[AspectChange] = []
@@ -66,7 +68,7 @@ class MclProcessor:
                 else:
                     self.skipped += 1
                     log.warning("skipping MCL at %s/%d@%d: %s", record.topic, record.partition, record.offset, item)
-            self.read_models.apply(collapse(changes, self.key_aspects), points)
+            (read_models or self.read_models).apply(collapse(changes, self.key_aspects), points)
         INDEX_SECONDS.labels("write").observe(time.perf_counter() - started)
         INDEXED.labels("change").inc(len(changes))
         INDEXED.labels("point").inc(len(points))

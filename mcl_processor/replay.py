@@ -9,10 +9,11 @@ nothing already current and doubles nothing.
 Resumable: after each batch the position reached in every partition is saved in a checkpoint
 file (JSON, written atomically); a replay started again with the same request goes on from it.
 
-Into a fresh model (timeseries): points go to a staging model; once the plan's range is done,
-the replay catches up with what was appended meanwhile, switches readers to the staging model
-(atomically: TimeseriesStore.switch_to), then applies what arrived between its last read and the
-switch to the now-live model, so nothing the live processor wrote to the old model is lost.
+Into a fresh model (see rebuild.py: the timeseries store, or search for the versioned topic):
+it is written as a staging model; once the plan's range is done, the replay catches up with
+what was appended meanwhile, switches readers to the staging model (atomically:
+Rebuildable.switch_to), then applies what arrived between its last read and the switch to the
+now-live model, so nothing the live processor wrote to the old model is lost.
 
 Retention: a plan notes the partitions whose requested start is older than the oldest record the
 log still holds (`truncated`); the caller decides (restore versioned aspects from the store).
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +34,8 @@ from ingest.eventlog import EventLog, LogRecord
 from ingest.subscribe import entity_type_of, like
 from mcl_processor.changes import AspectChange, TimeseriesPoint
 from mcl_processor.processor import MclProcessor
-from mcl_processor.timeseries import TimeseriesStore
+from mcl_processor.readmodels import ReadModels
+from mcl_processor.rebuild import Rebuild
 from mcl_processor.workers import Decoded, ahead, decode, decode_in_worker, in_thread, pool
 
 BATCH = 5000
@@ -142,12 +144,12 @@ class Filters:
 
 
 class Replay:
-    """Applies a plan's records to the read models of `processor` (or timeseries points to
-    `target`, a staging model); `store` tells which entities were deleted, whose points a
-    replay must not bring back; `workers` processes decode ahead (0: none)."""
+    """Applies a plan's records to the read models of `processor` (or to `target`, the read
+    models of a rebuild: Rebuild.staging); `store` tells which entities were deleted, whose
+    points a replay must not bring back; `workers` processes decode ahead (0: none)."""
 
     def __init__(self, log_: EventLog, processor: MclProcessor, store: AspectStore, filters: Filters,
-                 target: TimeseriesStore | None = None, batch: int = BATCH, workers: int = 0):
+                 target: ReadModels | None = None, batch: int = BATCH, workers: int = 0):
         self.log = log_
         self.processor = processor
         self.store = store
@@ -193,10 +195,10 @@ class Replay:
         return decode(self.processor.decoder, None, [r.value for r in records if self.filters.keeps_key(r.key)])
 
     def rebuild(self, plan: Plan, positions: dict[int, int], progress: Callable[[dict[int, int], int], None],
-                live: TimeseriesStore, into: str, aspects: Collection[str] | None) -> int:
-        """Into staging model `into` (self.target, None when a resumed rebuild had switched
-        already): the plan, then what was appended meanwhile; the switch of `aspects`; then
-        what arrived since the last read, into the model readers now use."""
+                rebuild: Rebuild) -> int:
+        """Into the staging model of `rebuild` (self.target, None when a resumed rebuild had
+        switched already): the plan, then what was appended meanwhile; the switch; then what
+        arrived since the last read, into the models readers now use."""
         applied = 0
         if self.target is not None:
             applied += self.run(plan, positions, progress)
@@ -204,21 +206,19 @@ class Replay:
                 if not extend(plan, self.log, positions):
                     break
                 applied += self.run(plan, positions, progress)
-            live.switch_to(into, aspects)
+            rebuild.switch(self.target)
             self.target = None
         extend(plan, self.log, positions)
-        return applied + self.run(plan, positions, progress)
+        applied += self.run(plan, positions, progress)
+        rebuild.settle()
+        return applied
 
     def apply(self, records: Sequence[LogRecord], decoded: Sequence[Decoded]) -> int:
         """Apply a batch; `decoded`: its records that pass the key filter, decoded."""
         kept = [r for r in records if self.filters.keeps_key(r.key)]
         pairs = [(r, item) for r, item in zip(kept, decoded, strict=True) if self.filters.keeps(item)]
         pairs = [(r, item) for r, item in pairs if not isinstance(item, TimeseriesPoint) or not self._gone(item.urn)]
-        if self.target is None:
-            self.processor.process([r for r, _ in pairs], [item for _, item in pairs])
-        else:
-            with self.processor.read_models.transaction():
-                self.target.append([item for _, item in pairs if isinstance(item, TimeseriesPoint)])
+        self.processor.process([r for r, _ in pairs], [item for _, item in pairs], self.target)
         return len(pairs)
 
     def _gone(self, urn: str) -> bool:

@@ -59,6 +59,12 @@ class Database:
             self.writer.close()
 
 
+def table_exists(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether a table (or virtual table) of this name exists."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
+    return found is not None
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     conn = connect(path)
     conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")

@@ -332,6 +332,36 @@ class SearchIndexContract:
         for models in writers:
             models.close()
 
+    def test_a_staging_index_is_built_beside_the_live_one_and_switched_to_whole(self, models_factory, tmp_path):
+        harness = Indexed(tmp_path / "data", models_factory)
+        tag = "urn:li:tag:finance"  # an entity type the staging index will hold nothing of
+        harness.write(proposal(ORDERS, "datasetProperties", {"name": "orders"}),
+                      proposal(NOTES, "datasetProperties", {"name": "notes"}),
+                      proposal(tag, "tagProperties", {"name": "finance"}))
+        live = harness.search
+        with pytest.raises(ValueError):
+            live.staging("Bad-Name", fresh=True)
+        staging = live.staging("next", fresh=True)
+        staging.apply(ChangeBatch(changes=(
+            AspectChange(ORDERS, "dataset", "datasetProperties", 1, {"name": "orders rebuilt"}),
+            AspectChange(JOB, "dataJob", "dataJobInfo", 1, {"name": "load_orders", "type": {"string": "SPARK"}}))))
+        assert live.building("next") and not live.switched("next")
+        assert urns(harness, "*") == [NOTES, ORDERS, tag]  # readers see the live index only
+        assert [h.name for h in staging.query("orders").hits] == ["load_orders", "orders rebuilt"]
+        assert staging.query("notes").total == 0 and staging.urns() == [JOB, ORDERS]
+        live.switch_to("next")
+        assert live.switched("next") and not live.building("next")
+        assert urns(harness, "*") == [JOB, ORDERS] and urns(harness, "finance") == []  # the staging index, whole
+        assert [h.name for h in live.query("orders").hits] == ["load_orders", "orders rebuilt"]
+        assert [s.text for s in live.autocomplete("orders r")] == ["orders rebuilt"]
+        harness.write(proposal(NOTES, "datasetProperties", {"name": "notes again"}))  # writers use the new index
+        assert urns(harness, "notes") == [NOTES]
+        again = live.staging("again", fresh=True)  # a second rebuild replaces the first
+        again.apply(ChangeBatch(changes=(AspectChange(NOTES, "dataset", "datasetProperties", 3, {"name": "notes"}),)))
+        live.switch_to("again")
+        assert urns(harness, "*") == [NOTES] and live.urns() == [NOTES]
+        harness.close()
+
     def test_query_text_is_only_ever_searched_as_text(self, catalog):
         assert catalog.search.query('{"match_all":{}}').total == 0
         assert catalog.search.query("\\*").total == 0

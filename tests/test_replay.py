@@ -6,33 +6,63 @@ a killed replay resumes. On the embedded log and read models, and on Kafka and O
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gms.service import Gms
 from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
+from ingest.backends import Endpoints, cassandra_session
 from ingest.eventlog.kafka import KafkaEventLog
+from mcl_processor.distributed import DistributedReadModels
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
+from mcl_processor.rebuild import Rebuild
 from mcl_processor.replay import Filters, Replay, make_plan
+from schemas.registry import default_registry
 from tests.backends import unique_name
 from tests.builders import dataset_urn, proposal
 from tests.processes import LODESTAR
 from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite
 from tests.test_subscribe import drop_kafka_names
+from tests.upstream_tags_example import (
+    KEY,
+    LOYALTY_RUN,
+    PII,
+    SEGMENT,
+    SPEND_RUN,
+    UID,
+    loyalty_operations,
+    spend_operations,
+)
 
 ACTOR = "urn:li:corpuser:tester"
 URNS = [dataset_urn(f"db.t{i}") for i in range(8)]
 RUN = "urn:li:dataProcessInstance:run1"
 WAIT = 30.0
+
+
+def catalog(live: Live) -> None:
+    """Versioned aspects for search and lineage: tags, dataset and field lineage with upstream
+    tags, a soft-deleted entity, a changed aspect and a deleted entity."""
+    live.write(*[proposal(urn, "datasetProperties", {"name": f"t{i}", "description": f"table {i}"})
+                 for i, urn in enumerate(URNS)])
+    live.write(proposal(URNS[1], "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}),
+               proposal(URNS[2], "upstreamLineage", {"upstreams": [{"dataset": URNS[1], "type": "TRANSFORMED"}]}),
+               proposal(URNS[3], "status", {"removed": True}), proposal(UID, "globalTags", PII),
+               proposal(SPEND_RUN, "fieldOperations", spend_operations()),
+               proposal(LOYALTY_RUN, "fieldOperations", loyalty_operations()))
+    live.write(proposal(URNS[4], "datasetProperties", {"name": "t4", "description": "changed"}))
+    live.write(proposal(URNS[0], "datasetKey", change="DELETE"))
 
 
 def profiles(start: int, count: int) -> list:
@@ -63,6 +93,15 @@ class Live:
                         self.processor.process(records)
                         self.read[(topic, part)] = records[-1].offset + 1
 
+    def state(self) -> dict[str, Any]:
+        """What readers see of the models the versioned topic feeds: search and lineage."""
+        search, lineage = self.models.search, self.models.lineage
+        out: dict[str, Any] = {query: search.query(query, count=100, include_removed=True).to_json()
+                                  for query in ("*", "table", "tags:pii", "upstreamTags:pii")}
+        out["lineage"] = [lineage.query(urn, "both", 5).to_json() for urn in URNS[:3]]
+        out["fields"] = [lineage.field_query(urn, "upstream", 5).to_json() for urn in (KEY, SEGMENT)]
+        return out
+
     def series(self, aspect: str = "datasetProfile") -> dict[str, list]:
         return {urn: self.models.timeseries.query(urn, aspect, limit=10_000) for urn in URNS}
 
@@ -70,11 +109,11 @@ class Live:
                aspect: str | None = None, workers: int = 0) -> int:
         plan = make_plan(self.gms.log, topic)
         positions = dict(plan.starts)
-        live = self.models.timeseries
+        rebuild = Rebuild(self.models, topic, into, [aspect] if aspect else None) if into else None
         replay = Replay(self.gms.log, self.processor, self.gms.store, Filters(aspect),
-                        live.staging(into, fresh=True) if into else None, batch, workers)
-        if into:
-            return replay.rebuild(plan, positions, lambda *_: None, live, into, [aspect] if aspect else None)
+                        rebuild.staging(fresh=True) if rebuild else None, batch, workers)
+        if rebuild:
+            return replay.rebuild(plan, positions, lambda *_: None, rebuild)
         return replay.run(plan, positions, lambda *_: None)
 
 
@@ -100,16 +139,17 @@ class ReplayContract(ABC):
         runs = live.models.timeseries.query(RUN, "dataProcessInstanceRunEvent")
         live.models.timeseries.clear()  # readers see an empty model until the rebuild is switched to
 
-        staging = live.models.timeseries.staging("rebuilt", fresh=True)
-        replay = Replay(live.gms.log, live.processor, live.gms.store, Filters(), staging, batch=100)
+        rebuild = Rebuild(live.models, topics.MCL_TIMESERIES, "rebuilt")
+        staged = rebuild.staging(fresh=True)
+        replay = Replay(live.gms.log, live.processor, live.gms.store, Filters(), staged, batch=100)
         plan = make_plan(live.gms.log, topics.MCL_TIMESERIES)
         positions = dict(plan.starts)
         seen_while_building = []
         replay.run(plan, positions, lambda *_: seen_while_building.append(live.series()[URNS[1]]))
         assert seen_while_building and all(points == [] for points in seen_while_building)
-        assert [staging.query(urn, "datasetProfile", limit=10_000) for urn in URNS] == list(expected.values())
-        assert not live.models.timeseries.switched("rebuilt")
-        replay.rebuild(plan, positions, lambda *_: None, live.models.timeseries, "rebuilt", None)
+        assert [staged.timeseries.query(urn, "datasetProfile", limit=10_000) for urn in URNS] == list(expected.values())
+        assert not live.models.timeseries.switched("rebuilt") and live.models.timeseries.building("rebuilt")
+        replay.rebuild(plan, positions, lambda *_: None, rebuild)
         assert live.models.timeseries.switched("rebuilt")
         assert live.series() == expected
         assert live.models.timeseries.query(RUN, "dataProcessInstanceRunEvent") == runs
@@ -163,6 +203,61 @@ class ReplayContract(ABC):
         series = live.series()
         assert sorted(p["rowCount"] for points in series.values() for p in points) == list(range(written[0]))
 
+    def test_a_search_rebuild_equals_the_live_index_and_lineage_is_replayed_in_place(self, live):
+        catalog(live)
+        expected = live.state()
+        assert expected["upstreamTags:pii"]["total"] == 2 and expected["tags:pii"]["total"] == 2  # a dataset, a field
+        live.models.clear()  # readers see empty models until the rebuild is switched to
+        rebuild = Rebuild(live.models, topics.MCL_VERSIONED, "rebuilt")
+        staged = rebuild.staging(fresh=True)
+        replay = Replay(live.gms.log, live.processor, live.gms.store, Filters(), staged, batch=5)
+        plan = make_plan(live.gms.log, topics.MCL_VERSIONED)
+        positions = dict(plan.starts)
+        seen_while_building = []
+        replay.run(plan, positions,
+                   lambda *_: seen_while_building.append(live.models.search.query("*", include_removed=True).total))
+        assert len(seen_while_building) > 1 and set(seen_while_building) == {0}
+        assert {h.urn for h in staged.search.query("*", count=100, include_removed=True).hits} == {
+            hit["urn"] for hit in expected["*"]["results"]}
+        assert live.models.lineage.query(URNS[2], "upstream", 5).to_json() != {}  # lineage: in place, at once
+        replay.rebuild(plan, positions, lambda *_: None, rebuild)
+        assert live.models.search.switched("rebuilt")
+        assert live.state() == expected
+        assert live.processor.check(live.gms.store).ok
+        live.write(proposal(URNS[5], "datasetProperties", {"name": "t5", "description": "written after"}))
+        assert [h.urn for h in live.models.search.query("after").hits] == [URNS[5]]  # into the rebuilt index
+
+    def test_a_search_rebuild_beside_live_ingestion_loses_nothing(self, live):
+        live.write(*[proposal(urn, "datasetProperties", {"name": urn, "description": "round 0"}) for urn in URNS])
+        stop, done = threading.Event(), threading.Event()
+        rounds = [0]
+        processor = threading.Thread(target=live.processor.run, args=(live.gms.log, stop),
+                                     kwargs={"poll_timeout": 0.1, "workers": 0})  # the live MCL processor
+
+        def ingest() -> None:  # up to 30 rounds, while the rebuild runs
+            while not done.is_set() and rounds[0] < 30:
+                assert all(r.failure is None for r in live.gms.apply(
+                    [proposal(urn, "datasetProperties", {"name": urn, "description": f"round {rounds[0] + 1}"})
+                     for urn in URNS], ACTOR))
+                rounds[0] += 1
+
+        writer = threading.Thread(target=ingest)
+        processor.start()
+        writer.start()
+        try:
+            live.replay(topics.MCL_VERSIONED, into="beside", batch=4)
+        finally:
+            done.set()
+            writer.join()
+            caught_up = live.processor.wait_until_caught_up(live.gms.log, WAIT)
+            stop.set()
+            processor.join()
+        assert caught_up and rounds[0] > 0
+        hits = live.models.search.query("*", count=100).hits
+        assert sorted(h.urn for h in hits) == sorted(URNS)
+        assert {h.description for h in hits} == {f"round {rounds[0]}"}
+        assert live.processor.check(live.gms.store).ok
+
     def test_a_plan_notes_what_retention_dropped(self, live):
         live.write(*profiles(0, 40))
         log_ = live.gms.log
@@ -213,12 +308,19 @@ class ReplayCommandContract(ABC):
     def cli_env(self) -> dict[str, str]:
         return {}
 
+    def open_models(self, data_dir: Path) -> ReadModels:
+        """The read models the command's configuration (`cli_env`) opens."""
+        return SqliteReadModels.in_data_dir(data_dir)
+
     @pytest.fixture
     def live(self, tmp_path: Path) -> Iterator[Live]:
         gms = self.open_gms(tmp_path / "data")
-        models = SqliteReadModels.in_data_dir(tmp_path / "data")
+        models = self.open_models(tmp_path / "data")
         self.data_dir = tmp_path / "data"
         yield Live(gms, models)
+        if isinstance(models, DistributedReadModels):
+            models.search.drop()
+            models.timeseries.drop()
         models.close()
         gms.close()
 
@@ -256,8 +358,49 @@ class ReplayCommandContract(ABC):
         timeseries = self.replay("--topic", "timeseries", "--from-offset", "0")
         assert timeseries.returncode == 0 and "past its retention" not in timeseries.stderr
 
+    def test_the_command_rebuilds_search_and_replays_lineage_in_place(self, live):
+        catalog(live)
+        expected = live.state()
+        live.models.clear()
+        done = self.replay("--topic", "versioned", "--into", "fresh", "--batch-size", "5")
+        assert done.returncode == 0, done.stderr
+        assert "readers now use fresh" in done.stdout
+        assert live.state() == expected
+        assert live.processor.check(live.gms.store).ok
+
+    def test_an_unfinished_rebuild_keeps_its_name_and_resumes(self, live):
+        catalog(live)
+        expected = live.state()
+        live.models.clear()
+        killed = self.replay("--topic", "versioned", "--into", "next", "--batch-size", "5", crash=True)
+        assert killed.returncode == 137, killed.stderr
+        assert live.state()["*"]["total"] == 0  # not switched: readers see the old index
+        other = self.replay("--topic", "versioned", "--from-offset", "0", "--into", "next")  # another request
+        assert other.returncode == 1 and "Traceback" not in other.stderr
+        assert "--into next: an unfinished rebuild into next exists" in other.stderr
+        resumed = self.replay("--topic", "versioned", "--into", "next", "--batch-size", "5")
+        assert resumed.returncode == 0, resumed.stderr
+        assert re.search(r"resuming: \d+ of \d+ events", resumed.stdout) and "readers now use next" in resumed.stdout
+        assert live.state() == expected
+
+    def test_a_versioned_rebuild_past_retention_restores_the_staging_index_from_the_store(self, live):
+        catalog(live)
+        expected = live.state()
+        live.models.search.clear()
+        log_ = live.gms.log
+        for part in range(log_.partitions(topics.MCL_VERSIONED)):
+            log_.delete_before(topics.MCL_VERSIONED, part, log_.end_offset(topics.MCL_VERSIONED, part) - 1)
+        done = self.replay("--topic", "versioned", "--from", "2020-01-01T00:00:00Z", "--into", "restored")
+        assert done.returncode == 0, done.stderr
+        assert "restoring the versioned read models from the aspect store instead" in done.stderr
+        assert "readers now use restored" in done.stdout
+        assert live.state() == expected
+
     def test_bad_requests_are_refused_with_a_message(self, live):
-        for args, message in ((("--topic", "versioned", "--into", "x"), "--into applies to --topic timeseries"),
+        for args, message in ((("--topic", "versioned", "--into", "x", "--aspect", "datasetProperties"),
+                               "rebuilds the whole search index: it cannot be combined with --aspect"),
+                              (("--topic", "versioned", "--into", "x", "--urn-like", "%db%"), "with --urn-like"),
+                              (("--topic", "versioned", "--into", "Bad-Name"), "lowercase letters and digits"),
                               (("--topic", "timeseries", "--into", "Bad-Name"), "lowercase letters and digits"),
                               (("--topic", "timeseries", "--aspect", "datasetProperties"), "is a versioned aspect"),
                               (("--topic", "timeseries", "--from", "soon"), "is not an ISO-8601 time"),
@@ -273,3 +416,36 @@ class TestReplayCommandEmbedded(ReplayCommandContract):
 
 class TestReplayCommandOnKafka(KafkaLog, ReplayCommandContract):
     pass
+
+
+class TestReplayCommandOnKafkaAndOpenSearch(KafkaLog, ReplayCommandContract):
+    """On Kafka with the distributed read models: search and timeseries on OpenSearch, lineage on Cassandra."""
+
+    @pytest.fixture(autouse=True)
+    def _distributed(self, endpoints: Endpoints, cassandra_endpoints: Endpoints, opensearch_url: str) -> Iterator[None]:
+        self.endpoints, self.run = endpoints, unique_name("replay")
+        yield
+        session = cassandra_session(endpoints, request_timeout=60)
+        try:
+            session.execute(f'DROP KEYSPACE IF EXISTS "{self.run}"', timeout=120)
+        finally:
+            session.cluster.shutdown()
+
+    def open_models(self, data_dir: Path) -> ReadModels:
+        return DistributedReadModels.connect(self.endpoints, default_registry(), keyspace=self.run,
+                                             index_prefix=self.run)
+
+    def cli_env(self) -> dict[str, str]:
+        return {**super().cli_env(), "LODESTAR_READ_MODELS": "distributed", "LODESTAR_CASSANDRA_KEYSPACE": self.run,
+                "LODESTAR_OPENSEARCH_PREFIX": self.run, "LODESTAR_CASSANDRA_HOSTS": ",".join(
+                    self.endpoints.cassandra_hosts), "LODESTAR_OPENSEARCH_URL": self.endpoints.opensearch_url}
+
+    def test_the_name_behind_the_live_indices_is_refused(self, live):
+        catalog(live)
+        expected = live.state()
+        assert self.replay("--topic", "versioned", "--into", "first").returncode == 0
+        again = self.replay("--topic", "versioned", "--into", "first")
+        assert again.returncode == 1 and "Traceback" not in again.stderr
+        assert "--into: 'first' names the live search indices now: choose another name" in again.stderr
+        assert self.replay("--topic", "versioned", "--into", "second").returncode == 0  # replaces the first
+        assert live.state() == expected

@@ -14,11 +14,14 @@ tiers equally good hits may come in another order.
 
 Facets are counted over every hit, or, past a sample size, over a sample scaled to the total
 (`facets_sampled`; SQLite samples, OpenSearch counts every hit).
+
+A rebuild (`lodestar replay --topic versioned --into NAME`) writes a staging index beside the
+live one and switches readers to it atomically (`Rebuildable`, mcl_processor/staging.py).
 """
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.divergence import Divergence
+from mcl_processor.staging import Rebuildable
 
 if TYPE_CHECKING:
     from mcl_processor.search.cdap import Expr
@@ -85,7 +89,7 @@ class Suggestion:
         return {"text": self.text, "kind": self.kind, "count": self.count}
 
 
-class SearchIndex(ABC):
+class SearchIndex(Rebuildable):
     annotations: Annotations
 
     @abstractmethod

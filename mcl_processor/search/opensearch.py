@@ -11,8 +11,10 @@ document; the next versions start over.
 
 Refresh policy: the indices refresh only at the end of `apply`, for the indices it touched
 (`refresh_interval` is off), so a reader sees a batch whole once `apply` returns, which is
-what `waitForIndex` waits for. See `opensearch_mapping` for the document and
-`opensearch_query` for the translation of queries.
+what `waitForIndex` waits for. A staging index (a rebuild, `replay --into NAME`: the indices
+`<prefix>_search-NAME_<entity type>`) refreshes before its own reads and at the switch, which
+makes the live names aliases of its indices in one alias change (IndexFamily.adopt). See
+`opensearch_mapping` for the document and `opensearch_query` for the translation of queries.
 """
 
 from __future__ import annotations
@@ -93,14 +95,14 @@ class OpenSearchSearchIndex(SearchIndex):
     """The search index in the OpenSearch indices `<prefix>_search_<entity type>`."""
 
     def __init__(self, client: OpenSearch, annotations: Annotations, prefix: str = DEFAULT_PREFIX,
-                 shards: int = 1, replicas: int = 0):
+                 shards: int = 1, replicas: int = 0, indices: IndexFamily | None = None):
         self.client = client
         self.annotations = annotations
         self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
         self.entity_types = {name.lower(): name for name in annotations.registry.entities}
-        self.indices = IndexFamily(client, prefix, MODEL,
-                                   lambda key: index_body(annotations, self.entity_types[key.lower()]),
-                                   shards, replicas)
+        self.indices = indices or IndexFamily(client, prefix, MODEL,
+                                              lambda key: index_body(annotations, self.entity_types[key.lower()]),
+                                              shards, replicas)
         self.facets = facet_names(annotations)
 
     def _type_of(self, urn: str) -> str | None:
@@ -119,7 +121,7 @@ class OpenSearchSearchIndex(SearchIndex):
                 by_urn[change.urn].append((change, self._entry(change)))
         if by_urn:
             touched |= self._write(by_urn, batch.replace_equal)
-        self.indices.refresh(touched)
+        self.indices.written(touched)
 
     def _entry(self, change: AspectChange) -> dict[str, Any]:
         analysis = None
@@ -208,7 +210,7 @@ class OpenSearchSearchIndex(SearchIndex):
             return apply
         types = {urn: entity_type for urn in tags if (entity_type := self._type_of(urn))}
         if types:
-            self.indices.refresh(self._update({urn: update(urn, tags[urn]) for urn in types}, types))
+            self.indices.written(self._update({urn: update(urn, tags[urn]) for urn in types}, types))
 
     def _get(self, urns: Sequence[str], types: Mapping[str, str]) -> dict[str, dict[str, Any]]:
         """The stored documents of these entities (realtime: with their sequence numbers and
@@ -231,10 +233,34 @@ class OpenSearchSearchIndex(SearchIndex):
         """Delete this prefix's search indices."""
         self.indices.drop()
 
+    # -- rebuilds -------------------------------------------------------------------------
+
+    def staging(self, name: str, fresh: bool) -> OpenSearchSearchIndex:
+        if fresh and self.indices.adopted(name):
+            raise ValueError(f"{name!r} names the live search indices now: choose another name")
+        index = OpenSearchSearchIndex(self.client, self.annotations, indices=self.indices.staging(name))
+        if fresh:
+            index.drop()
+        return index
+
+    def switch_to(self, name: str) -> None:
+        """The live names become aliases of the staging indices in one alias change (an entity
+        type the staging index has no documents of gets an empty index first)."""
+        staging = self.indices.staging(name)
+        staging.ensure(key for key in self.indices.held_keys() if key in self.entity_types)
+        self.indices.adopt(staging)
+
+    def switched(self, name: str) -> bool:
+        return not self.indices.building(name)
+
+    def building(self, name: str) -> bool:
+        return self.indices.building(name)
+
     # -- queries --------------------------------------------------------------------------
 
     def _targets(self, types: Sequence[str] | None) -> str | None:
         """The indices to search: those of the given (known) entity types, or all."""
+        self.indices.readable()
         if types is None:
             return self.indices.pattern
         names = sorted({self.indices.name(t) for t in types if t.lower() in self.entity_types})
@@ -264,6 +290,7 @@ class OpenSearchSearchIndex(SearchIndex):
         checked_options(sort, None, start, count)
         if sort == "relevance":
             raise ValueError("a CDAP search sorts by name or urn")
+        self.indices.readable()
         response, hits = search_page(self.client, self.indices.pattern, select_body(expr, exclude, sort),
                                      max(0, start), max(0, count))
         return SearchResult(response["hits"]["total"]["value"],
@@ -282,6 +309,7 @@ class OpenSearchSearchIndex(SearchIndex):
         if not wanted or limit <= 0:
             return []
         low = prefix.strip().lower()
+        self.indices.readable()
         found = self._whole_values(low, limit)
         if len(found) < limit:  # then values with a later token starting with the prefix
             found.update((key, value) for key, value in self._later_tokens(low, wanted).items() if key not in found)
@@ -343,6 +371,7 @@ class OpenSearchSearchIndex(SearchIndex):
         body = {"query": {"bool": {"filter": [{"term": {"live": True}}, {"range": {"urn": {"gt": after}}}],
                                    "must_not": [{"term": {"derivedOnly": True}}]}},
                 "sort": [{"urn": "asc"}], "_source": ["urn"], "track_total_hits": False}
+        self.indices.readable()
         _, hits = search_page(self.client, self.indices.pattern, body, 0, limit)
         return [hit["_source"]["urn"] for hit in hits]
 

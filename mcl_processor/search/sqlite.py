@@ -8,13 +8,17 @@ filters), `search_suggestions` (names, field names and tags, for autocomplete) a
 (each document's CDAP terms, for CDAP's search; rowid = document id) and `search_names` (each
 shown document's names with its type and soft-delete tokens; rowid = `names_rowid`, so that
 FTS5's rowid order is the shorter-name order of the name tiers).
+
+A staging model NAME (a rebuild, `lodestar replay --topic versioned --into NAME`) is the same
+tables named `search_*__NAME`; the switch drops the live tables and renames the staging ones in
+their place in one transaction: readers see the old index or the new one, never a part of it.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 import orjson
@@ -45,38 +49,37 @@ from mcl_processor.search.document import (
 )
 from mcl_processor.search.matching import has_tokens as _has_tokens
 from mcl_processor.search.matching import hit_matches
-from mcl_processor.sqlite_db import Database
+from mcl_processor.sqlite_db import Database, table_exists
+from mcl_processor.staging import staging_name
 
 _SCHEMA = """
-CREATE TABLE IF NOT EXISTS search_docs (
+CREATE TABLE IF NOT EXISTS {t.docs} (
     id INTEGER PRIMARY KEY, urn TEXT NOT NULL, entity_type TEXT NOT NULL, name TEXT, description TEXT,
     live INTEGER NOT NULL DEFAULT 0, removed INTEGER NOT NULL DEFAULT 0, facets BLOB
 );
-CREATE UNIQUE INDEX IF NOT EXISTS search_docs_urn ON search_docs (urn);
-DROP INDEX IF EXISTS search_docs_short;
-CREATE TABLE IF NOT EXISTS search_versions (
+CREATE UNIQUE INDEX IF NOT EXISTS {t.docs}_urn ON {t.docs} (urn);
+DROP INDEX IF EXISTS {t.docs}_short;
+CREATE TABLE IF NOT EXISTS {t.versions} (
     doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, fragment BLOB,
     PRIMARY KEY (doc_id, aspect)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS search_properties (
+CREATE TABLE IF NOT EXISTS {t.properties} (
     key TEXT NOT NULL, lvalue TEXT NOT NULL, scope TEXT NOT NULL, doc_id INTEGER NOT NULL, aspect TEXT NOT NULL,
     PRIMARY KEY (key, lvalue, scope, doc_id, aspect)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS search_suggestions (
+CREATE TABLE IF NOT EXISTS {t.suggestions} (
     lvalue TEXT NOT NULL, kind TEXT NOT NULL, doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, value TEXT NOT NULL,
     PRIMARY KEY (lvalue, kind, doc_id, aspect)
 ) WITHOUT ROWID;
-CREATE VIRTUAL TABLE IF NOT EXISTS search_fts USING fts5(
+CREATE VIRTUAL TABLE IF NOT EXISTS {t.fts} USING fts5(
     name, schema, text, keywords, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS search_names USING fts5(
+CREATE VIRTUAL TABLE IF NOT EXISTS {t.names} USING fts5(
     name, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS search_terms USING fts5(meta, detail = column);
+CREATE VIRTUAL TABLE IF NOT EXISTS {t.terms} USING fts5(meta, detail = column);
 """
 FTS_OPTIONS = (("hashsize", 16 * 1024 * 1024),)  # large batches flush their pending text less often
-_TABLES = ("search_properties", "search_suggestions", "search_versions", "search_fts", "search_names", "search_terms",
-           "search_docs")
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
@@ -95,17 +98,35 @@ DOC_ID_MASK = (1 << 32) - 1
 MODEL = "search"
 
 
+class Tables:
+    """The table names of a search model: the live `search_*` ones, or a staging model's
+    `search_*__NAME`."""
+
+    def __init__(self, staging: str | None = None):
+        suffix = "" if staging is None else f"__{staging_name(staging)}"
+        self.docs, self.versions, self.properties, self.suggestions, self.fts, self.names, self.terms = (
+            f"search_{table}{suffix}" for table in ("docs", "versions", "properties", "suggestions", "fts", "names",
+                                                    "terms"))
+
+    def __iter__(self) -> Iterator[str]:
+        """Every table, those referring to documents before `docs`."""
+        return iter((self.properties, self.suggestions, self.versions, self.fts, self.names, self.terms, self.docs))
+
+
 class SqliteSearchIndex(SearchIndex):
-    def __init__(self, db: Database, annotations: Annotations):
+    def __init__(self, db: Database, annotations: Annotations, staging: str | None = None,
+                 aside: ThreadPoolExecutor | None = None):
         self.db = db
         self.annotations = annotations
         self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
-        self._aside = ThreadPoolExecutor(4, thread_name_prefix="search-count")  # SQLite runs without the GIL
-        db.writer.executescript(_SCHEMA)
-        configured = dict(db.writer.execute("SELECT k, v FROM search_fts_config"))
+        self.t = Tables(staging)
+        self._owns_aside = aside is None  # a staging index shares the live one's threads
+        self._aside = aside or ThreadPoolExecutor(4, thread_name_prefix="search-count")  # SQLite runs without the GIL
+        db.writer.executescript(_SCHEMA.format(t=self.t))
+        configured = dict(db.writer.execute(f"SELECT k, v FROM {self.t.fts}_config"))
         for option, value in FTS_OPTIONS:
             if configured.get(option) != value:  # only the first opening writes
-                db.writer.execute("INSERT INTO search_fts (search_fts, rank) VALUES (?, ?)", (option, value))
+                db.writer.execute(f"INSERT INTO {self.t.fts} ({self.t.fts}, rank) VALUES (?, ?)", (option, value))
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -141,10 +162,10 @@ class SqliteSearchIndex(SearchIndex):
             properties.extend((*p, doc_id, change.aspect) for p in fragment.properties)
             suggestions.extend((lvalue, kind, doc_id, change.aspect, value)
                                for lvalue, kind, value in fragment.suggestions)
-        conn.executemany("INSERT OR REPLACE INTO search_versions VALUES (?, ?, ?, ?)", versions)
+        conn.executemany(f"INSERT OR REPLACE INTO {self.t.versions} VALUES (?, ?, ?, ?)", versions)
         # in key order: each B-tree page is visited once per batch instead of once per row
-        conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)", sorted(properties))
-        conn.executemany("INSERT OR IGNORE INTO search_suggestions VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
+        conn.executemany(f"INSERT OR IGNORE INTO {self.t.properties} VALUES (?, ?, ?, ?, ?)", sorted(properties))
+        conn.executemany(f"INSERT OR IGNORE INTO {self.t.suggestions} VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
         self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created, new_parts)
 
     def field_tags(self, urns: Collection[str], upstream: bool = False) -> dict[str, set[str]]:
@@ -171,22 +192,21 @@ class SqliteSearchIndex(SearchIndex):
         ids, created = self._doc_ids(conn, types)  # only fields gaining a part can lack a document
         replaced = [(ids[urn], UPSTREAM_TAGS) for urn in wanted if ids[urn] in held]
         self._forget_rows(conn, replaced)
-        conn.executemany("DELETE FROM search_versions WHERE doc_id = ? AND aspect = ?", replaced)
+        conn.executemany(f"DELETE FROM {self.t.versions} WHERE doc_id = ? AND aspect = ?", replaced)
         added = [(ids[urn], fragment) for urn, fragment in wanted.items() if fragment is not None]
-        conn.executemany("INSERT INTO search_versions VALUES (?, ?, 0, ?)",
+        conn.executemany(f"INSERT INTO {self.t.versions} VALUES (?, ?, 0, ?)",
                          [(doc_id, UPSTREAM_TAGS, fragment.encode()) for doc_id, fragment in added])
-        conn.executemany("INSERT OR IGNORE INTO search_properties VALUES (?, ?, ?, ?, ?)",
+        conn.executemany(f"INSERT OR IGNORE INTO {self.t.properties} VALUES (?, ?, ?, ?, ?)",
                          [(*p, doc_id, UPSTREAM_TAGS) for doc_id, fragment in added for p in fragment.properties])
         self._rebuild(conn, {ids[urn]: types[urn] for urn in wanted}, created,
                       {doc_id: [(UPSTREAM_TAGS, fragment)] for doc_id, fragment in added if doc_id in created})
 
-    @staticmethod
-    def _parts_named(conn: sqlite3.Connection, doc_ids: Iterable[int], part: str) -> list[tuple[int, bytes]]:
+    def _parts_named(self, conn: sqlite3.Connection, doc_ids: Iterable[int], part: str) -> list[tuple[int, bytes]]:
         """(document id, stored fragment) of the documents holding a part (aspect) of this name."""
         found = []
         for chunk in chunks(sorted(set(doc_ids))):
             marks = ",".join("?" * len(chunk))
-            found.extend(conn.execute(f"SELECT doc_id, fragment FROM search_versions WHERE doc_id IN ({marks})"
+            found.extend(conn.execute(f"SELECT doc_id, fragment FROM {self.t.versions} WHERE doc_id IN ({marks})"
                                       " AND aspect = ? AND fragment IS NOT NULL", (*chunk, part)))
         return found
 
@@ -195,38 +215,35 @@ class SqliteSearchIndex(SearchIndex):
         missing = [urn for urn in types if urn not in ids]
         if not missing:
             return ids, set()
-        conn.executemany("INSERT INTO search_docs (urn, entity_type) VALUES (?, ?)",
+        conn.executemany(f"INSERT INTO {self.t.docs} (urn, entity_type) VALUES (?, ?)",
                          [(urn, types[urn]) for urn in missing])
         new = self._ids(conn, missing)
         ids.update(new)
         return ids, set(new.values())
 
-    @staticmethod
-    def _ids(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[str, int]:
+    def _ids(self, conn: sqlite3.Connection, urns: Sequence[str]) -> dict[str, int]:
         ids: dict[str, int] = {}
         for chunk in chunks(urns):
             marks = ",".join("?" * len(chunk))
-            ids.update(conn.execute(f"SELECT urn, id FROM search_docs WHERE urn IN ({marks})", chunk))
+            ids.update(conn.execute(f"SELECT urn, id FROM {self.t.docs} WHERE urn IN ({marks})", chunk))
         return ids
 
-    @staticmethod
-    def _versions(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> dict[tuple[int, str], int]:
+    def _versions(self, conn: sqlite3.Connection, doc_ids: Sequence[int]) -> dict[tuple[int, str], int]:
         found: dict[tuple[int, str], int] = {}
         for chunk in chunks(sorted(set(doc_ids))):
             marks = ",".join("?" * len(chunk))
             for doc_id, aspect, version in conn.execute(
-                    f"SELECT doc_id, aspect, version FROM search_versions WHERE doc_id IN ({marks})", chunk):
+                    f"SELECT doc_id, aspect, version FROM {self.t.versions} WHERE doc_id IN ({marks})", chunk):
                 found[(doc_id, aspect)] = version
         return found
 
-    @staticmethod
-    def _fragments(conn: sqlite3.Connection, doc_ids: Iterable[int]) -> dict[int, list[tuple[str, Fragment]]]:
+    def _fragments(self, conn: sqlite3.Connection, doc_ids: Iterable[int]) -> dict[int, list[tuple[str, Fragment]]]:
         """The live fragments of documents, in aspect order."""
         found: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)
         for chunk in chunks(sorted(set(doc_ids))):
             marks = ",".join("?" * len(chunk))
             for doc_id, aspect, data in conn.execute(
-                    f"SELECT doc_id, aspect, fragment FROM search_versions WHERE doc_id IN ({marks})"
+                    f"SELECT doc_id, aspect, fragment FROM {self.t.versions} WHERE doc_id IN ({marks})"
                     " AND fragment IS NOT NULL ORDER BY doc_id, aspect", chunk):
                 found[doc_id].append((aspect, Fragment.decode(data)))
         return found
@@ -240,10 +257,10 @@ class SqliteSearchIndex(SearchIndex):
                 if (doc_id, aspect) in wanted:
                     properties.extend((*p, doc_id, aspect) for p in fragment.properties)
                     suggestions.extend((lvalue, kind, doc_id, aspect) for lvalue, kind, _ in fragment.suggestions)
-        conn.executemany("DELETE FROM search_properties WHERE key = ? AND lvalue = ? AND scope = ? AND doc_id = ?"
+        conn.executemany(f"DELETE FROM {self.t.properties} WHERE key = ? AND lvalue = ? AND scope = ? AND doc_id = ?"
                          " AND aspect = ?", properties)
-        conn.executemany("DELETE FROM search_suggestions WHERE lvalue = ? AND kind = ? AND doc_id = ? AND aspect = ?",
-                         suggestions)
+        conn.executemany(f"DELETE FROM {self.t.suggestions} WHERE lvalue = ? AND kind = ? AND doc_id = ?"
+                         " AND aspect = ?", suggestions)
 
     def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: set[int],
                  new_parts: dict[int, list[tuple[str, Fragment]]]) -> None:
@@ -263,31 +280,31 @@ class SqliteSearchIndex(SearchIndex):
             fts_rows.append((doc_id, *doc.columns[:4], meta))
             name_rows.append((names_rowid(doc_id, doc.name), doc.columns[0], doc.name_meta))
             term_rows.append((doc_id, terms))
-        conn.executemany("UPDATE search_docs SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
+        conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
-        conn.executemany("DELETE FROM search_fts WHERE rowid = ?", [(i,) for i in touched if i not in created])
-        conn.executemany("DELETE FROM search_terms WHERE rowid = ?", [(i,) for i in touched if i not in created])
-        conn.executemany("DELETE FROM search_names WHERE rowid = ?", [(rowid,) for rowid in stale_names])
-        conn.executemany(f"INSERT INTO search_fts (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
-        conn.executemany("INSERT INTO search_names (rowid, name, meta) VALUES (?, ?, ?)", name_rows)
-        conn.executemany("INSERT INTO search_terms (rowid, meta) VALUES (?, ?)", term_rows)
+        conn.executemany(f"DELETE FROM {self.t.fts} WHERE rowid = ?", [(i,) for i in touched if i not in created])
+        conn.executemany(f"DELETE FROM {self.t.terms} WHERE rowid = ?", [(i,) for i in touched if i not in created])
+        conn.executemany(f"DELETE FROM {self.t.names} WHERE rowid = ?", [(rowid,) for rowid in stale_names])
+        conn.executemany(f"INSERT INTO {self.t.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
+        conn.executemany(f"INSERT INTO {self.t.names} (rowid, name, meta) VALUES (?, ?, ?)", name_rows)
+        conn.executemany(f"INSERT INTO {self.t.terms} (rowid, meta) VALUES (?, ?)", term_rows)
 
-    @staticmethod
-    def _names_rowids(conn: sqlite3.Connection, doc_ids: Sequence[int]) -> list[int]:
+    def _names_rowids(self, conn: sqlite3.Connection, doc_ids: Sequence[int]) -> list[int]:
         """The `search_names` rowids of shown documents."""
         rowids = []
         for chunk in chunks(doc_ids):
             marks = ",".join("?" * len(chunk))
             rowids.extend(names_rowid(doc_id, name) for doc_id, name in conn.execute(
-                f"SELECT id, name FROM search_docs WHERE id IN ({marks}) AND live = 1", chunk))
+                f"SELECT id, name FROM {self.t.docs} WHERE id IN ({marks}) AND live = 1", chunk))
         return rowids
 
     def _reset(self, conn: sqlite3.Connection, urns: Iterable[str]) -> None:
         doc_ids = list(self._ids(conn, list(urns)).values())
         self._forget_rows(conn, list(self._versions(conn, doc_ids)))
-        conn.executemany("DELETE FROM search_names WHERE rowid = ?", [(r,) for r in self._names_rowids(conn, doc_ids)])
-        for table, column in (("search_versions", "doc_id"), ("search_fts", "rowid"), ("search_terms", "rowid"),
-                              ("search_docs", "id")):
+        conn.executemany(f"DELETE FROM {self.t.names} WHERE rowid = ?",
+                         [(r,) for r in self._names_rowids(conn, doc_ids)])
+        for table, column in ((self.t.versions, "doc_id"), (self.t.fts, "rowid"), (self.t.terms, "rowid"),
+                              (self.t.docs, "id")):
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(doc_id,) for doc_id in doc_ids])
 
     def preparer(self) -> FragmentPreparer:
@@ -296,11 +313,38 @@ class SqliteSearchIndex(SearchIndex):
 
     def close(self) -> None:
         """Stop the threads that count totals and facets beside the ranking."""
-        self._aside.shutdown()
+        if self._owns_aside:
+            self._aside.shutdown()
 
     def clear(self) -> None:
-        for table in _TABLES:
+        for table in self.t:
             self.db.writer.execute(f"DELETE FROM {table}")
+
+    # -- rebuilds -------------------------------------------------------------------------
+
+    def staging(self, name: str, fresh: bool) -> SqliteSearchIndex:
+        if fresh:
+            with self.db.transaction() as conn:
+                for table in Tables(name):
+                    conn.execute(f"DROP TABLE IF EXISTS {table}")
+        return SqliteSearchIndex(self.db, self.annotations, name, self._aside)
+
+    def switch_to(self, name: str) -> None:
+        """Drop the live tables and rename the staging ones into their place (and build the URN
+        index under the live name), in one transaction."""
+        staged = Tables(name)
+        with self.db.transaction() as conn:
+            for live, table in zip(self.t, staged, strict=True):
+                conn.execute(f"DROP TABLE {live}")
+                conn.execute(f"ALTER TABLE {table} RENAME TO {live}")
+            conn.execute(f"DROP INDEX {staged.docs}_urn")
+            conn.execute(f"CREATE UNIQUE INDEX {self.t.docs}_urn ON {self.t.docs} (urn)")
+
+    def switched(self, name: str) -> bool:
+        return not self.building(name)
+
+    def building(self, name: str) -> bool:
+        return table_exists(self.db.reader(), Tables(name).docs)
 
     # -- queries --------------------------------------------------------------------------
 
@@ -313,7 +357,7 @@ class SqliteSearchIndex(SearchIndex):
         if parsed.matches_nothing or (types is not None and not types) or (within is not None and restriction is None):
             return SearchResult(0, [], {})
         conn = self.db.reader()
-        hits = _Hits.of(conn, parsed, types, include_removed, scope, restriction)
+        hits = _Hits.of(conn, self.t, parsed, types, include_removed, scope, restriction)
         if parsed.terms and sort == "relevance":  # the total and facets are counted beside the ranking
             counted = self._aside.submit(self._total_and_facets, hits)
             found = self._hits(conn, _ranked(conn, parsed, hits, start, count), parsed)
@@ -337,7 +381,7 @@ class SqliteSearchIndex(SearchIndex):
         matching = f"meta : ({wanted})" if wanted else _any_of([everything_token()])
         if unwanted:
             matching = f"({matching}) NOT (meta : ({unwanted}))"
-        hits = _Hits("", "", matching, f" NOT {_any_of([removed_token()])}", "", [], False, table="search_terms")
+        hits = _Hits(self.t, "", "", matching, f" NOT {_any_of([removed_token()])}", "", [], False, self.t.terms)
         conn = self.db.reader()
         total = hits.count(conn)
         if total == 0:
@@ -355,7 +399,7 @@ class SqliteSearchIndex(SearchIndex):
             return []
         marks = ",".join("?" * len(page))
         docs = {row[0]: row[1:] for row in conn.execute(
-            f"SELECT id, urn, entity_type, name, description FROM search_docs WHERE id IN ({marks})", page)}
+            f"SELECT id, urn, entity_type, name, description FROM {self.t.docs} WHERE id IN ({marks})", page)}
         fragments = self._fragments(conn, page)
         out = []
         for doc_id in page:
@@ -371,8 +415,8 @@ class SqliteSearchIndex(SearchIndex):
         conn = self.db.reader()
         low = prefix.strip().lower()
         found: dict[tuple[str, str], tuple[str, int]] = {}
-        for lvalue, kind, value in _distinct_suggestions(conn, low, 2 * limit):  # whole values first
-            carriers = self._carriers(conn, "SELECT doc_id FROM search_suggestions WHERE lvalue = ? AND kind = ?"
+        for lvalue, kind, value in _distinct_suggestions(conn, self.t, low, 2 * limit):  # whole values first
+            carriers = self._carriers(conn, f"SELECT doc_id FROM {self.t.suggestions} WHERE lvalue = ? AND kind = ?"
                                       " LIMIT ?", (lvalue, kind, SUGGESTION_COUNT))
             if carriers:
                 found[(lvalue, kind)] = (value, len(carriers))
@@ -380,8 +424,8 @@ class SqliteSearchIndex(SearchIndex):
             matching = f"{{name schema keywords}} : ({_phrase(tuple(wanted), True)}) NOT {_any_of([removed_token()])}"
             later: dict[tuple[str, str], tuple[str, set[int]]] = {}
             for doc_id, data in conn.execute(
-                    "SELECT v.doc_id, v.fragment FROM (SELECT rowid FROM search_fts WHERE search_fts MATCH ?"
-                    " LIMIT 50) h JOIN search_versions v ON v.doc_id = h.rowid WHERE v.fragment IS NOT NULL",
+                    f"SELECT v.doc_id, v.fragment FROM (SELECT rowid FROM {self.t.fts} WHERE {self.t.fts} MATCH ?"
+                    f" LIMIT 50) h JOIN {self.t.versions} v ON v.doc_id = h.rowid WHERE v.fragment IS NOT NULL",
                     (matching,)):
                 for lvalue, kind, value in Fragment.decode(data).suggestions:
                     if not lvalue.startswith(low) and _has_tokens(lvalue, wanted):
@@ -390,11 +434,10 @@ class SqliteSearchIndex(SearchIndex):
         ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -kv[1][1], kv[0]))
         return [Suggestion(value, kind, count) for (_, kind), (value, count) in ranked[:limit]]
 
-    @staticmethod
-    def _carriers(conn: sqlite3.Connection, select_ids: str, params: tuple) -> list[int]:
+    def _carriers(self, conn: sqlite3.Connection, select_ids: str, params: tuple) -> list[int]:
         """The visible documents among those the query selects."""
         return [row[0] for row in conn.execute(
-            f"SELECT d.id FROM ({select_ids}) h JOIN search_docs d ON d.id = h.doc_id"
+            f"SELECT d.id FROM ({select_ids}) h JOIN {self.t.docs} d ON d.id = h.doc_id"
             " WHERE d.live = 1 AND d.removed = 0", params)]
 
     # -- consistency ----------------------------------------------------------------------
@@ -407,7 +450,7 @@ class SqliteSearchIndex(SearchIndex):
         for chunk in chunks(sorted(urn_of)):
             marks = ",".join("?" * len(chunk))
             for doc_id, aspect, version, data in conn.execute(
-                    f"SELECT doc_id, aspect, version, fragment FROM search_versions WHERE doc_id IN ({marks})"
+                    f"SELECT doc_id, aspect, version, fragment FROM {self.t.versions} WHERE doc_id IN ({marks})"
                     " AND fragment IS NOT NULL", chunk):
                 if not is_derived(aspect):
                     stored[(urn_of[doc_id], aspect)] = (version, data)
@@ -416,9 +459,10 @@ class SqliteSearchIndex(SearchIndex):
                                 lambda change: self.analyzers[change.aspect].fragment(change.value).encode())
 
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
+        versions = self.t.versions
         return [row[0] for row in self.db.reader().execute(
-            "SELECT urn FROM search_docs d WHERE urn > ? AND live = 1 AND (NOT EXISTS (SELECT 1 FROM search_versions v"
-            " WHERE v.doc_id = d.id AND substr(v.aspect, 1, 1) = ?) OR EXISTS (SELECT 1 FROM search_versions v"
+            f"SELECT urn FROM {self.t.docs} d WHERE urn > ? AND live = 1 AND (NOT EXISTS (SELECT 1 FROM {versions} v"
+            f" WHERE v.doc_id = d.id AND substr(v.aspect, 1, 1) = ?) OR EXISTS (SELECT 1 FROM {versions} v"
             " WHERE v.doc_id = d.id AND v.fragment IS NOT NULL AND substr(v.aspect, 1, 1) <> ?)) ORDER BY urn LIMIT ?",
             (after, DERIVED_PREFIX, DERIVED_PREFIX, limit))]
 
@@ -457,8 +501,9 @@ class _Hits:
     soft-deleted state, plus an SQL condition for the rare prefix filters that are not expanded.
     `by_type_only`: the filters are of entity types at most, so `search_names` can evaluate them."""
 
-    def __init__(self, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str],
-                 by_type_only: bool, table: str = "search_fts"):
+    def __init__(self, t: Tables, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str],
+                 by_type_only: bool, table: str | None = None):
+        self.t = t
         self.exact = exact
         self.prefix = prefix
         self.filters = filters  # positive filters, "" when none
@@ -466,7 +511,7 @@ class _Hits:
         self.sql = sql
         self.params = params
         self.by_type_only = by_type_only
-        self.table = table  # search_fts, or search_terms for expressions of CDAP terms only
+        self.table = table or t.fts  # or t.terms, for expressions of CDAP terms only
         self.expression = self._with_filters(f"{TEXT_COLUMNS} : ({prefix})" if prefix else "")
 
     def _with_filters(self, expression: str) -> str:
@@ -474,21 +519,21 @@ class _Hits:
         return f"({both}){self.hidden}"
 
     @classmethod
-    def of(cls, conn: sqlite3.Connection, parsed: Query, types: Sequence[str] | None, include_removed: bool,
+    def of(cls, conn: sqlite3.Connection, t: Tables, parsed: Query, types: Sequence[str] | None, include_removed: bool,
            scope: str | None, restriction: str | None = None) -> _Hits:
         """`restriction`: CDAP terms (search/cdap.py) every hit has, e.g. the caller's readable resources."""
         scopes = (scope,) if scope else SCOPES
         parts = [_any_of([type_token(t) for t in types])] if types is not None else []
         sql, params = [], []
         if restriction:
-            sql.append(" AND rowid IN (SELECT rowid FROM search_terms WHERE search_terms MATCH ?)")
+            sql.append(f" AND rowid IN (SELECT rowid FROM {t.terms} WHERE {t.terms} MATCH ?)")
             params.append(f"meta : ({restriction})")
         for key, flt in [(f.key, f) for f in parsed.filters] + [(TAGS_KEY, f) for f in parsed.tags]:
-            values = _expand(conn, key, flt.value) if flt.prefix else [flt.value]
+            values = _expand(conn, t, key, flt.value) if flt.prefix else [flt.value]
             if values is not None:
                 parts.append(_any_of([property_token(s, key, v) for s in scopes for v in values] or ["none"]))
             else:
-                sql.append(f" AND rowid IN (SELECT doc_id FROM search_properties WHERE key = ? AND lvalue >= ?"
+                sql.append(f" AND rowid IN (SELECT doc_id FROM {t.properties} WHERE key = ? AND lvalue >= ?"
                            f" AND lvalue < ? AND scope IN ({','.join('?' * len(scopes))}))")
                 params.extend([key, flt.value, flt.value + "\U0010ffff", *scopes])
         parts.extend(f"schema : ({_phrase(term.tokens, term.prefix)})" for term in parsed.schema)
@@ -496,10 +541,10 @@ class _Hits:
         exact = " OR ".join(_phrase(t.tokens, False) for t in parsed.terms if not t.prefix)
         prefix = " OR ".join(_phrase(t.tokens, True) for t in parsed.terms)
         by_type_only = not (parsed.filters or parsed.tags or parsed.schema or restriction)
-        return cls(exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only)
+        return cls(t, exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only)
 
     def narrowed(self, expression: str) -> _Hits:
-        narrowed = _Hits(self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only,
+        narrowed = _Hits(self.t, self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only,
                          self.table)
         narrowed.expression = narrowed._with_filters(expression)
         return narrowed
@@ -517,8 +562,8 @@ class _Hits:
     def ranked(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
         """A page by bm25 relevance (column-weighted); ties by URN."""
         return [row[0] for row in conn.execute(
-            f"SELECT search_fts.rowid FROM search_fts JOIN search_docs d ON d.id = search_fts.rowid"
-            f" WHERE search_fts MATCH ?{self.sql} ORDER BY bm25(search_fts, {', '.join(map(str, BM25_WEIGHTS))}),"
+            f"SELECT {self.t.fts}.rowid FROM {self.t.fts} JOIN {self.t.docs} d ON d.id = {self.t.fts}.rowid"
+            f" WHERE {self.t.fts} MATCH ?{self.sql} ORDER BY bm25({self.t.fts}, {', '.join(map(str, BM25_WEIGHTS))}),"
             f" d.urn LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
 
     def page(self, conn: sqlite3.Connection, sort: str, start: int, count: int, total: int) -> list[int]:
@@ -532,7 +577,7 @@ class _Hits:
     def sorted(self, conn: sqlite3.Connection, order: str, start: int, count: int) -> list[int]:
         tie = "d.urn DESC" if order.endswith("DESC") else "d.urn"
         return [row[0] for row in conn.execute(
-            f"SELECT d.id FROM ({self._select()}) h JOIN search_docs d ON d.id = h.rowid"
+            f"SELECT d.id FROM ({self._select()}) h JOIN {self.t.docs} d ON d.id = h.rowid"
             f" ORDER BY {order}, {tie} LIMIT ? OFFSET ?", (self.expression, *self.params, count, start))]
 
     def shortest_names(self, conn: sqlite3.Connection, start: int, count: int) -> tuple[list[int], int | None]:
@@ -542,7 +587,7 @@ class _Hits:
         start + count (else None)."""
         wanted = start + count
         rowids = [row[0] for row in conn.execute(
-            "SELECT rowid FROM search_names WHERE search_names MATCH ? ORDER BY rowid LIMIT ?",
+            f"SELECT rowid FROM {self.t.names} WHERE {self.t.names} MATCH ? ORDER BY rowid LIMIT ?",
             (self.expression, wanted))]
         if len(rowids) < wanted:
             size: int | None = len(rowids)
@@ -552,8 +597,8 @@ class _Hits:
         else:
             size, bound = None, ((rowids[-1] >> 32) + 1) << 32  # the rest of the last length too: ties go by URN
         return [row[0] for row in conn.execute(
-            "SELECT d.id FROM (SELECT rowid AS r FROM search_names WHERE search_names MATCH ? AND rowid < ?) h"
-            f" JOIN search_docs d ON d.id = h.r & {DOC_ID_MASK} ORDER BY h.r >> 32, d.urn LIMIT ? OFFSET ?",
+            f"SELECT d.id FROM (SELECT rowid AS r FROM {self.t.names} WHERE {self.t.names} MATCH ? AND rowid < ?) h"
+            f" JOIN {self.t.docs} d ON d.id = h.r & {DOC_ID_MASK} ORDER BY h.r >> 32, d.urn LIMIT ? OFFSET ?",
             (self.expression, bound, count, start))], size
 
     def walk(self, conn: sqlite3.Connection, order: str, start: int, count: int, total: int) -> list[int]:
@@ -565,14 +610,14 @@ class _Hits:
         every = None
         if "*" in self.expression or total <= WALK_SET_LIMIT:
             every = {row[0] for row in conn.execute(self._select(), (self.expression, *self.params))}
-        documents = conn.execute("SELECT max(id) FROM search_docs").fetchone()[0] or 1
+        documents = conn.execute(f"SELECT max(id) FROM {self.t.docs}").fetchone()[0] or 1
         batch = min(4096, 16 + (start + count) * documents // max(total, 1))  # about enough to walk past
         page: list[int] = []
         cursor: tuple = ()
         while len(page) < count:
             after = f" AND ({keys}) {beyond} ({','.join('?' * len(cursor))})" if cursor else ""
-            rows = conn.execute(f"SELECT id, {keys} FROM search_docs WHERE live = 1{after} ORDER BY {order_by} LIMIT ?",
-                                (*cursor, batch)).fetchall()
+            rows = conn.execute(f"SELECT id, {keys} FROM {self.t.docs} WHERE live = 1{after} ORDER BY {order_by}"
+                                " LIMIT ?", (*cursor, batch)).fetchall()
             if not rows:
                 break
             ids = [row[0] for row in rows]
@@ -609,16 +654,16 @@ class _Hits:
                 for facet, values in sorted(grouped.items())}, sampled
 
     def _facet_rows(self, conn: sqlite3.Connection, expression: str) -> list[tuple[bytes]]:
-        return conn.execute(f"SELECT d.facets FROM ({self._select()} LIMIT ?) h JOIN search_docs d ON d.id = h.rowid",
+        return conn.execute(f"SELECT d.facets FROM ({self._select()} LIMIT ?) h JOIN {self.t.docs} d ON d.id = h.rowid",
                             (expression, *self.params, FACET_SAMPLE)).fetchall()
 
 
-def _expand(conn: sqlite3.Connection, key: str, prefix: str) -> list[str] | None:
+def _expand(conn: sqlite3.Connection, t: Tables, key: str, prefix: str) -> list[str] | None:
     """The values of a key starting with prefix, when there are at most EXPAND_LIMIT of them."""
     values: list[str] = []
     bound, operator = prefix, ">="
     while len(values) <= EXPAND_LIMIT:
-        row = conn.execute(f"SELECT lvalue FROM search_properties WHERE key = ? AND lvalue {operator} ?"
+        row = conn.execute(f"SELECT lvalue FROM {t.properties} WHERE key = ? AND lvalue {operator} ?"
                            " AND lvalue < ? ORDER BY lvalue LIMIT 1", (key, bound, prefix + "\U0010ffff")).fetchone()
         if row is None:
             return values
@@ -677,13 +722,13 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
     return page
 
 
-def _distinct_suggestions(conn: sqlite3.Connection, prefix: str, limit: int) -> list[tuple[str, str, str]]:
+def _distinct_suggestions(conn: sqlite3.Connection, t: Tables, prefix: str, limit: int) -> list[tuple[str, str, str]]:
     """Up to `limit` distinct (lower-cased value, kind, value) suggestions starting with prefix,
     in order, one index seek each."""
     out: list[tuple[str, str, str]] = []
     bound, operator = (prefix, ""), ">="
     while len(out) < limit:
-        row = conn.execute(f"SELECT lvalue, kind, value FROM search_suggestions WHERE (lvalue, kind) {operator} (?, ?)"
+        row = conn.execute(f"SELECT lvalue, kind, value FROM {t.suggestions} WHERE (lvalue, kind) {operator} (?, ?)"
                            " AND lvalue < ? ORDER BY lvalue, kind LIMIT 1", (*bound, prefix + "\U0010ffff")).fetchone()
         if row is None:
             break

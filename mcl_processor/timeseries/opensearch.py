@@ -1,14 +1,12 @@
 """Timeseries points on OpenSearch: one index per aspect, `<prefix>_timeseries_<aspect>`.
 
-A staging model NAME is the index family `<prefix>_timeseries_<aspect>__NAME`; the switch makes
+A staging model NAME is the index family `<prefix>_timeseries-NAME_<aspect>`; the switch makes
 the live names aliases of its indices in one atomic alias change (IndexFamily.adopt).
 
 A point's document id is a hash of (urn, aspect, timestampMillis, partition, messageId), so
 appending it again replaces it. Appends to the live indices refresh the indices they touched
 before returning (`refresh_interval` is off), so a point is readable once the batch that carried
-it is applied. A staging model is read by nobody but a rebuild until the switch: it is built
-without replicas and refreshed only before its own queries and at the switch (a refresh per
-batch, making a segment each, would cost most of a bulk load's time).
+it is applied; a staging model is refreshed only before its own queries and at the switch.
 """
 
 from __future__ import annotations
@@ -22,7 +20,7 @@ from opensearchpy import OpenSearch
 
 from mcl_processor.changes import TimeseriesPoint
 from mcl_processor.opensearch_indices import DEFAULT_PREFIX, IndexFamily, bulk, search_page
-from mcl_processor.timeseries import TimeseriesStore, staging_name
+from mcl_processor.timeseries import TimeseriesStore
 
 MODEL = "timeseries"
 BODY = {"mappings": {"dynamic": "strict", "properties": {
@@ -43,11 +41,9 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
     """Timeseries points in the OpenSearch indices `<prefix>_timeseries_<aspect>`."""
 
     def __init__(self, client: OpenSearch, prefix: str = DEFAULT_PREFIX, shards: int = 1, replicas: int = 0,
-                 suffix: str = ""):
+                 indices: IndexFamily | None = None):
         self.client = client
-        self.prefix, self.shards, self.replicas = prefix, shards, replicas
-        self.indices = IndexFamily(client, prefix, MODEL, lambda _: BODY, shards, 0 if suffix else replicas, suffix)
-        self._unrefreshed: set[str] | None = set() if suffix else None  # of a staging model: refreshed when read
+        self.indices = indices or IndexFamily(client, prefix, MODEL, lambda _: BODY, shards, replicas)
 
     def append(self, points: Sequence[TimeseriesPoint]) -> None:
         if not points:
@@ -57,10 +53,7 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
         bulk(self.client, [({"index": {"_index": names[p.aspect], "_id": point_id(p)}},
                             {"urn": p.urn, "timestampMillis": p.timestamp_ms, "partition": p.partition,
                              "messageId": p.message_id, "value": orjson.Fragment(p.value_json)}) for p in points])
-        if self._unrefreshed is None:
-            self.indices.refresh(names.values())
-        else:
-            self._unrefreshed.update(names.values())
+        self.indices.written(names.values())
 
     def remove_entities(self, urns: Sequence[str]) -> None:
         if urns:
@@ -70,9 +63,7 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
               limit: int = 1000) -> list[dict[str, Any]]:
         if not self.indices.valid(aspect):
             return []
-        if self._unrefreshed:
-            self.indices.refresh(self._unrefreshed)
-            self._unrefreshed.clear()
+        self.indices.readable()
         bounds = {key: bound for key, bound in (("gte", start), ("lte", end)) if bound is not None}
         query: list[dict[str, Any]] = [{"term": {"urn": urn}}]
         if bounds:
@@ -86,20 +77,21 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
         self.indices.delete_where({"match_all": {}})
 
     def staging(self, name: str, fresh: bool) -> OpenSearchTimeseriesStore:
-        store = OpenSearchTimeseriesStore(self.client, self.prefix, self.shards, self.replicas,
-                                          f"__{staging_name(name)}")
+        if fresh and self.indices.adopted(name):
+            raise ValueError(f"{name!r} names the live timeseries indices now: choose another name")
+        store = OpenSearchTimeseriesStore(self.client, indices=self.indices.staging(name))
         if fresh:
-            if self.switched(name):
-                raise ValueError(f"{name!r} names the live timeseries indices now: choose another name")
             store.drop()
         return store
 
     def switched(self, name: str) -> bool:
-        staging = self.staging(name, fresh=False).indices
-        return any(staging.aliases(index) for index in staging.existing())
+        return not self.indices.building(name)
+
+    def building(self, name: str) -> bool:
+        return self.indices.building(name)
 
     def switch_to(self, name: str, aspects: Collection[str] | None = None) -> None:
-        self.indices.adopt(self.staging(name, fresh=False).indices, aspects)
+        self.indices.adopt(self.indices.staging(name), aspects)
 
     def drop(self) -> None:
         """Delete this prefix's timeseries indices."""

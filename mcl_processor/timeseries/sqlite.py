@@ -14,8 +14,9 @@ from typing import Any
 import orjson
 
 from mcl_processor.changes import TimeseriesPoint
-from mcl_processor.sqlite_db import Database
-from mcl_processor.timeseries import TimeseriesStore, staging_name
+from mcl_processor.sqlite_db import Database, table_exists
+from mcl_processor.staging import staging_name
+from mcl_processor.timeseries import TimeseriesStore
 
 LIVE = "timeseries"
 _SCHEMA = """
@@ -72,5 +73,7 @@ class SqliteTimeseriesStore(TimeseriesStore):
             conn.execute(f"DROP TABLE {staged}")
 
     def switched(self, name: str) -> bool:
-        table = f"{LIVE}__{staging_name(name)}"
-        return self.db.reader().execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone() is None
+        return not self.building(name)
+
+    def building(self, name: str) -> bool:
+        return table_exists(self.db.reader(), f"{LIVE}__{staging_name(name)}")
