@@ -162,14 +162,16 @@ class Replay:
     def run(self, plan: Plan, positions: dict[int, int], progress: Callable[[dict[int, int], int], None]) -> int:
         """Replay from positions (partition -> next offset) to the plan's ends; after each batch
         progress(positions, records read) is called. Returns the changes applied. A thread
-        reads and decodes the next batches (with `workers`, worker processes decode them)
-        while this one applies."""
+        reads and decodes the next batches (with `workers`, worker processes decode them and
+        run the read models' preparer, the search analysis) while this one applies."""
         applied = 0
         starts = dict(positions)
         batches = ((part, records) for part, end in plan.ends.items()
                    for records in self._batches(plan.topic, part, starts[part], end))
         with ExitStack() as stack:
-            pooled = stack.enter_context(pool(self.processor.decoder, None, self.workers)) if self.workers else None
+            models = self.target or self.processor.read_models
+            pooled = stack.enter_context(pool(self.processor.decoder, models.preparer(), self.workers)) \
+                if self.workers else None
             if pooled is None:
                 decoded: Iterator[tuple[tuple[int, list[LogRecord]], list[Decoded]]] = (
                     (batch, self._decode(batch[1])) for batch in batches)

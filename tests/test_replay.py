@@ -162,10 +162,13 @@ class ReplayContract(ABC):
         series, hits = live.series(), live.models.search.query("db").total
         for workers in (0, 1):  # decoded here, or ahead in a worker process
             assert live.replay(workers=workers) == 200
-            live.replay(topics.MCL_VERSIONED)
+            live.replay(topics.MCL_VERSIONED, workers=workers)  # search analysed in the worker too
             assert live.series() == series and live.models.search.query("db").total == hits
         live.replay(into="again")
         assert live.series() == series
+        found = live.models.search.query("db", count=100).to_json()
+        live.replay(topics.MCL_VERSIONED, into="again", workers=1)  # analysed in the worker, into a fresh index
+        assert live.models.search.query("db", count=100).to_json() == found
 
     def test_only_the_chosen_aspect_is_rebuilt(self, live):
         live.write(*profiles(0, 80),
