@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from gms.cli_tail import parse_time, reports_errors
 from gms.faults import crash_point
-from mcl_processor.rebuild import Rebuild
+from mcl_processor.rebuild import Rebuild, StagedModels
 from mcl_processor.replay import TOPICS, Checkpoint, Filters, Plan, Replay, make_plan, remaining
 from mcl_processor.restore import restore
 from mcl_processor.staging import staging_name
@@ -70,7 +70,7 @@ def _bar(topic: str) -> Progress:
 
 @reports_errors
 def cmd_replay(args: argparse.Namespace) -> int:
-    from gms.cli import CliError, _config, _Local
+    from gms.cli import _config, _Local
 
     _checked(args)
     topic = TOPICS[args.topic]
@@ -82,14 +82,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         into = args.into
         rebuild = Rebuild(local.read_models, topic, into, [args.aspect] if args.aspect else None) if into else None
         resumed = checkpoint.load()
-        if rebuild and not resumed and not args.restart and rebuild.live_model.building(into):
-            raise CliError(f"--into {into}: an unfinished rebuild into {into} exists: run its command again to"
-                           " resume it, add --restart to start it over, or choose another name")
-        try:
-            target = rebuild.staging(fresh=not resumed) if rebuild and not (
-                resumed and rebuild.live_model.switched(into)) else None
-        except ValueError as err:
-            raise CliError(f"--into: {err}") from None
+        target = _staging(rebuild, resumed is not None, args.restart) if rebuild else None
         if resumed:
             plan, positions = resumed
             print(f"resuming: {sum(positions[p] - plan.starts[p] for p in plan.starts):,} of {plan.total:,} events"
@@ -137,6 +130,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     print(f"replayed {events:,} events of {topic} ({applied:,} applied) in {seconds:.1f} s:"
           f" {events / max(seconds, 1e-9):,.0f} events/s" + (f"; readers now use {into}" if into else ""))
     return 0
+
+
+def _staging(rebuild: Rebuild, resumed: bool, restart: bool) -> StagedModels | None:
+    """The read models a rebuild writes until its switch (None: a resumed rebuild that switched
+    already). Refuses the name of an unfinished rebuild of another request, and a name the
+    live model is kept under now."""
+    from gms.cli import CliError
+
+    name, live = rebuild.name, rebuild.live_model
+    if not resumed and not restart and live.building(name):
+        raise CliError(f"--into {name}: an unfinished rebuild into {name} exists: run its command again to"
+                       " resume it, add --restart to start it over, or choose another name")
+    if resumed and live.switched(name):
+        return None
+    try:
+        return rebuild.staging(fresh=not resumed)
+    except ValueError as err:
+        raise CliError(f"--into: {err}") from None
 
 
 def register(sub: Any) -> None:
