@@ -61,7 +61,8 @@ def _open_store(config: Config, data_dir: Path, process: str) -> AspectStore:
         from gms.store.cassandra import CassandraAspectStore
 
         return CassandraAspectStore.connect(config.endpoints, config.cassandra_keyspace,
-                                            producer_id=f"{instance_id(data_dir)}-{process}")
+                                            producer_id=f"{instance_id(data_dir)}-{process}",
+                                            lease_ttl=config.cassandra_lease_ttl)
     from gms.store.sqlite import SqliteAspectStore
 
     return SqliteAspectStore(data_dir / DATABASE)  # its MCLs go through the outbox to the configured log

@@ -6,7 +6,7 @@ event_log: kafka            # sqlite (default) | kafka
 aspect_store: cassandra     # sqlite (default) | cassandra
 read_models: distributed    # sqlite (default) | distributed: OpenSearch search and timeseries, Cassandra lineage
 kafka: {bootstrap: "127.0.0.1:9092", prefix: "", session_timeout_ms: 45000}
-cassandra: {hosts: ["127.0.0.1:9042"], keyspace: lodestar}
+cassandra: {hosts: ["127.0.0.1:9042"], keyspace: lodestar, lease_ttl: 10}
 opensearch: {url: "http://127.0.0.1:9200", prefix: lodestar}
 ```
 
@@ -14,11 +14,16 @@ opensearch: {url: "http://127.0.0.1:9200", prefix: lodestar}
 partitions move to the others (a killed GMS or MCL processor is replaced after it; the broker
 bounds it, by default to 6000..1800000).
 
+`cassandra.lease_ttl` (seconds, default 10) is how long a GMS's lease on its producer id
+outlives its last renewal: a GMS that died is taken over by another (its pending MCLs
+published) about this long after, and a restarted one waits up to this long for its own.
+
 Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_STORE`,
 `LODESTAR_READ_MODELS`, `LODESTAR_KAFKA_BOOTSTRAP`, `LODESTAR_KAFKA_PREFIX`,
 `LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_CASSANDRA_HOSTS` (comma-separated),
-`LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_OPENSEARCH_URL`, `LODESTAR_OPENSEARCH_PREFIX`. The
-file is `--config`, else `LODESTAR_CONFIG`, else `lodestar.yml` in the data directory if it exists.
+`LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_CASSANDRA_LEASE_TTL`, `LODESTAR_OPENSEARCH_URL`,
+`LODESTAR_OPENSEARCH_PREFIX`. The file is `--config`, else `LODESTAR_CONFIG`, else
+`lodestar.yml` in the data directory if it exists.
 """
 
 from __future__ import annotations
@@ -53,6 +58,7 @@ class Config:
     kafka_prefix: str = ""
     kafka_session_timeout_ms: int = 45_000
     cassandra_keyspace: str = "lodestar"
+    cassandra_lease_ttl: int = 10
     opensearch_prefix: str = "lodestar"
 
     @property
@@ -97,8 +103,11 @@ class Config:
         values.update(_present(kafka_prefix=kafka.get("prefix"), cassandra_keyspace=cassandra.get("keyspace"),
                                opensearch_prefix=opensearch.get("prefix")))
         if kafka.get("session_timeout_ms") is not None:
-            values["kafka_session_timeout_ms"] = _milliseconds(kafka["session_timeout_ms"], "kafka.session_timeout_ms",
-                                                               str(path))
+            values["kafka_session_timeout_ms"] = _positive(kafka["session_timeout_ms"], "kafka.session_timeout_ms",
+                                                           str(path), "milliseconds")
+        if cassandra.get("lease_ttl") is not None:
+            values["cassandra_lease_ttl"] = _positive(cassandra["lease_ttl"], "cassandra.lease_ttl", str(path),
+                                                      "seconds")
         return cls(endpoints=endpoints, **values)._checked(str(path))
 
     def _with_env(self, env: Mapping[str, str]) -> Config:
@@ -107,9 +116,10 @@ class Config:
         values.update(_present(kafka_prefix=env.get("LODESTAR_KAFKA_PREFIX"),
                                cassandra_keyspace=env.get("LODESTAR_CASSANDRA_KEYSPACE"),
                                opensearch_prefix=env.get("LODESTAR_OPENSEARCH_PREFIX")))
-        if env.get("LODESTAR_KAFKA_SESSION_TIMEOUT_MS"):
-            values["kafka_session_timeout_ms"] = _milliseconds(env["LODESTAR_KAFKA_SESSION_TIMEOUT_MS"],
-                                                               "LODESTAR_KAFKA_SESSION_TIMEOUT_MS", "the environment")
+        for key, unit in (("kafka_session_timeout_ms", "milliseconds"), ("cassandra_lease_ttl", "seconds")):
+            if env.get(f"LODESTAR_{key.upper()}"):
+                values[key] = _positive(env[f"LODESTAR_{key.upper()}"], f"LODESTAR_{key.upper()}", "the environment",
+                                        unit)
         endpoints = Endpoints.from_env(env, base=self.endpoints)
         return replace(self, endpoints=endpoints, **values)._checked("the environment")
 
@@ -133,9 +143,9 @@ def _section(raw: Mapping[str, Any], name: str, path: Path) -> dict[str, Any]:
     return section
 
 
-def _milliseconds(value: Any, key: str, source: str) -> int:
+def _positive(value: Any, key: str, source: str, unit: str) -> int:
     if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
-        raise ConfigError(f"{source}: {key} must be a positive number of milliseconds, not {value!r}")
+        raise ConfigError(f"{source}: {key} must be a positive number of {unit}, not {value!r}")
     return int(value)
 
 

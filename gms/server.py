@@ -120,13 +120,17 @@ class Node:
 
 
 def _sweep_outbox(gms: Gms, stop: threading.Event) -> None:
-    """Publish what is pending every RELAY_INTERVAL; a failure (a backend down or timing out)
-    is logged and the next sweep tries again."""
-    while not stop.wait(RELAY_INTERVAL):
+    """Publish what is pending, this store's and that of dead producers (taken over), every
+    RELAY_INTERVAL (or half the store's lease TTL if shorter); a failure (a backend down or
+    timing out) is logged and the next sweep tries again."""
+    ttl = gms.store.lease_ttl
+    interval = min(RELAY_INTERVAL, ttl / 2) if ttl else RELAY_INTERVAL
+    while not stop.wait(interval):
         try:
             gms.relay.publish_pending()
+            gms.relay.take_over()
         except Exception as err:
-            log.warning("outbox relay: %s; trying again in %gs", err, RELAY_INTERVAL)
+            log.warning("outbox relay: %s; trying again in %gs", err, interval)
 
 
 def serve_one(data_dir: Path, host: str, port: int, token: str, config: Config | None = None,

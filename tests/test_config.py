@@ -48,6 +48,14 @@ def test_the_kafka_session_timeout_comes_from_the_file_or_the_environment(tmp_pa
     assert Config.load(path, env={"LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}).kafka_session_timeout_ms == 6000
 
 
+def test_the_cassandra_lease_ttl_comes_from_the_file_or_the_environment(tmp_path):
+    path = tmp_path / "lodestar.yml"
+    path.write_text("cassandra: {lease_ttl: 30}\n")
+    assert Config.load(env={}).cassandra_lease_ttl == 10
+    assert Config.load(path, env={}).cassandra_lease_ttl == 30
+    assert Config.load(path, env={"LODESTAR_CASSANDRA_LEASE_TTL": "3"}).cassandra_lease_ttl == 3
+
+
 @pytest.mark.parametrize("text, env, message", [
     ("event_log: rabbit\n", {}, "event_log must be one of sqlite, kafka, not 'rabbit'"),
     ("evnt_log: kafka\n", {}, "unknown setting(s) evnt_log"),
@@ -59,6 +67,9 @@ def test_the_kafka_session_timeout_comes_from_the_file_or_the_environment(tmp_pa
     ("kafka: {session_timeout_ms: soon}\n", {}, "kafka.session_timeout_ms must be a positive number of milliseconds"),
     ("", {"LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "0"},
      "the environment: LODESTAR_KAFKA_SESSION_TIMEOUT_MS must be a positive number of milliseconds, not '0'"),
+    ("cassandra: {lease_ttl: 2.5}\n", {}, "cassandra.lease_ttl must be a positive number of seconds, not 2.5"),
+    ("", {"LODESTAR_CASSANDRA_LEASE_TTL": "-1"},
+     "the environment: LODESTAR_CASSANDRA_LEASE_TTL must be a positive number of seconds, not '-1'"),
 ])
 def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
     path = tmp_path / "lodestar.yml"

@@ -18,7 +18,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -54,6 +54,17 @@ class OutboxMessage:
     topic: str
     key: str
     value: bytes
+
+
+class Outbox(Protocol):
+    """One producer's committed events awaiting publication, as the relay sees them."""
+
+    @property
+    def producer_id(self) -> str: ...
+
+    def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]: ...
+
+    def ack_outbox(self, ids: Sequence[int]) -> None: ...
 
 
 class StoreUnavailable(Exception):
@@ -103,6 +114,9 @@ class AspectStore(ABC):
     #: as a store whose batch is one transaction needs; a store whose every operation is a round
     #: trip to a server, with no transaction across entities (Cassandra), gains from more.
     entity_concurrency: int = 1
+    #: Seconds after which a dead producer's outbox may be taken over by another process
+    #: (`orphaned_producers`, `take_over`); None when it never is.
+    lease_ttl: int | None = None
 
     @abstractmethod
     def batch(self) -> AbstractContextManager[AspectBatch]:
@@ -135,6 +149,16 @@ class AspectStore(ABC):
     @abstractmethod
     def ack_outbox(self, ids: Sequence[int]) -> None:
         """Forget published events: every pending event up to the largest id given."""
+
+    def orphaned_producers(self) -> list[str]:
+        """Other producer ids whose holder is gone (its lease expired) with events still pending.
+        Default: none (a store whose outbox commits with the log, or that has no leases)."""
+        return []
+
+    def take_over(self, producer: str) -> AbstractContextManager[Outbox] | None:
+        """The outbox of an orphaned producer, held by this store alone until the context exits
+        (then released); None if another process holds it."""
+        return None
 
     @abstractmethod
     def scan_latest(self, after: tuple[str, str] | None = None, limit: int = 1000) -> Iterator[StoredAspect]:

@@ -62,17 +62,20 @@ synchronised, as Cassandra assumes for mixed LWT and plain writes.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 from itertools import chain, islice
 from typing import Any
 
 import orjson
 from cassandra.cluster import Session
 
-from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect, StoreUnavailable
+from gms.store import AspectBatch, AspectStore, Outbox, OutboxMessage, StoredAspect, StoreUnavailable
+from gms.store.cassandra_lease import LEASE_TTL, Lease, Leases
 from gms.store.cassandra_outbox import CassandraOutbox, Reserved
 from gms.store.cassandra_schema import (
     ASPECT,
@@ -85,6 +88,7 @@ from gms.store.cassandra_schema import (
     prepare,
     quoted_keyspace,
 )
+from gms.store.cassandra_takeover import Takeover
 from ingest.backends import BackendUnavailable, Endpoints, cassandra_session
 
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner
@@ -122,7 +126,7 @@ class CassandraBatch(AspectBatch):
     def prefetch(self, urn: str, versions: int) -> None:
         known = self._known[urn] = {row.aspect: row for row in self._store._newest(urn, SERIAL)}
         if versions > 1:
-            self._reserved[urn] = self._store._outbox.reserve(urn, versions + (0 if known else 1))
+            self._reserved[urn] = self._store._held_outbox().reserve(urn, versions + (0 if known else 1))
 
     def release(self) -> None:
         """Remove the pointers of the reserved outbox ids no event took."""
@@ -156,7 +160,7 @@ class CassandraBatch(AspectBatch):
             known[aspect] = replace(known[aspect], system_metadata=system_metadata)
 
     def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
-        self._store._outbox.append(outbox)
+        self._store._held_outbox().append(outbox)
 
     def purge(self, urn: str) -> None:
         self._known.pop(urn, None)
@@ -168,10 +172,13 @@ class CassandraAspectStore(AspectStore):
 
     def __init__(self, session: Session, keyspace: str, producer_id: str | None = None, *,
                  replication_factor: int = 1, id_block: int = 1000, settle_after: float = 30.0,
-                 owns_session: bool = False, entity_concurrency: int = ENTITY_CONCURRENCY):
+                 owns_session: bool = False, entity_concurrency: int = ENTITY_CONCURRENCY,
+                 lease_ttl: int = LEASE_TTL):
         """Tables are created if absent. `producer_id`: this store's own (see the module
-        docstring). `owns_session`: close() shuts the session's cluster down.
-        `entity_concurrency`: entities the write path works on at once (see AspectStore)."""
+        docstring); its lease is acquired first, waiting up to twice `lease_ttl` seconds for an
+        earlier holder's to expire (else ProducerInUse). `owns_session`: close() shuts the
+        session's cluster down. `entity_concurrency`: entities the write path works on at once
+        (see AspectStore)."""
         self.entity_concurrency = entity_concurrency
         self._session = session
         self._db = Runner(session)
@@ -181,7 +188,16 @@ class CassandraAspectStore(AspectStore):
             raise ValueError(f"the Cassandra aspect store needs the Murmur3Partitioner, not {partitioner}")
         ensure_schema(session, keyspace, replication_factor)
         ks = quoted_keyspace(keyspace)
-        self._outbox = CassandraOutbox(self._db, keyspace, producer_id or uuid.uuid4().hex, id_block, settle_after)
+        producer = producer_id or uuid.uuid4().hex
+        leases = Leases(self._db, keyspace)
+        self._lease = Lease(leases, producer, lease_ttl)
+        self._lease.acquire(wait=2 * lease_ttl)
+        self._lease.keep()
+        self._new_outbox = partial(CassandraOutbox, self._db, keyspace, producer, id_block, settle_after)
+        self._outbox = self._new_outbox()
+        self._outbox_generation = self._lease.check()
+        self._outbox_lock = threading.Lock()
+        self._takeover = Takeover(self._db, keyspace, leases, producer, lease_ttl, settle_after)
         columns = f"SELECT urn, kind, name, seq, value, system_metadata FROM {ks}.aspects"
         aspect = f"{columns} WHERE urn = ? AND kind = '{ASPECT}' AND name = ?"
         self._get_latest = prepare(session, f"{aspect} LIMIT 1")
@@ -226,8 +242,14 @@ class CassandraAspectStore(AspectStore):
     def producer_id(self) -> str:
         return self._outbox.producer
 
+    @property
+    def lease_ttl(self) -> int:
+        """Seconds this store's lease on its producer id outlives its last renewal."""
+        return self._lease.ttl
+
     @contextmanager
     def batch(self) -> Iterator[AspectBatch]:
+        self._lease.check()
         batch = CassandraBatch(self)
         try:
             yield batch
@@ -246,10 +268,16 @@ class CassandraAspectStore(AspectStore):
         return self._live(urn, QUORUM)
 
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
-        return self._outbox.pending(limit)
+        return self._held_outbox().pending(limit)
 
     def ack_outbox(self, ids: Sequence[int]) -> None:
-        self._outbox.ack(ids)
+        self._held_outbox().ack(ids)
+
+    def orphaned_producers(self) -> list[str]:
+        return self._takeover.orphaned(self.producer_id)
+
+    def take_over(self, producer: str) -> AbstractContextManager[Outbox] | None:
+        return self._takeover.take(producer) if producer != self.producer_id else None
 
     def scan_latest(self, after: tuple[str, str] | None = None, limit: int = 1000,
                     within: TokenRange | None = None) -> Iterator[StoredAspect]:
@@ -275,8 +303,19 @@ class CassandraAspectStore(AspectStore):
         return TokenRange().split(parts)
 
     def close(self) -> None:
+        self._lease.close()
         if self._owns_session:
             self._session.cluster.shutdown()
+
+    def _held_outbox(self) -> CassandraOutbox:
+        """The outbox, if this store's lease is held (else LeaseLost). A lease lost and acquired
+        again means another process may have relayed and fenced in between: the outbox starts
+        afresh, its earlier ids all to be confirmed, as in a restarted process."""
+        generation = self._lease.check()
+        with self._outbox_lock:
+            if generation != self._outbox_generation:
+                self._outbox, self._outbox_generation = self._new_outbox(), generation
+            return self._outbox
 
     def _latest(self, urn: str, aspect: str, consistency: int) -> StoredAspect | None:
         statement = self._get_latest.bind((urn, aspect))
@@ -295,7 +334,7 @@ class CassandraAspectStore(AspectStore):
     def _insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage], reserved: Reserved | None = None) -> bool:
         version = (self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
                                           orjson.dumps(row.system_metadata).decode()))
-        with self._outbox.writing(row.urn, outbox, reserved) as staged:
+        with self._held_outbox().writing(row.urn, outbox, reserved) as staged:
             staged.applied = applied(self._db.execute(partition_batch([version, *staged.rows])))
         return staged.applied
 

@@ -19,15 +19,12 @@ from typing import Any
 from cassandra.query import PreparedStatement
 
 from gms.store import OutboxMessage
+from gms.store.cassandra_lease import ProducerInUse
 from gms.store.cassandra_schema import OUTBOX, SERIAL, Runner, applied, partition_batch, prepare, quoted_keyspace
 
 _NO_LIMIT = 2**31 - 1
 REMEMBERED = 100_000  # events kept in memory for the relay, at most
 FENCE_TTL = 86_400  # seconds a fence outlives the write it stopped (Cassandra gives up on a write in seconds)
-
-
-class ProducerInUse(RuntimeError):
-    """Another open store reserved outbox ids for the same producer id."""
 
 
 class OutboxIds:

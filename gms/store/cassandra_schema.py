@@ -37,6 +37,8 @@ _TABLES = {
         )""",
     # Each producer's next unreserved outbox id; blocks of ids are reserved by LWT.
     "producers": "CREATE TABLE IF NOT EXISTS {ks}.producers (producer text PRIMARY KEY, next_id bigint)",
+    # Who holds each producer id, written with a TTL and renewed by LWT (gms.store.cassandra_lease).
+    "leases": "CREATE TABLE IF NOT EXISTS {ks}.leases (producer text PRIMARY KEY, holder text)",
 }
 _KEYSPACE = re.compile(r"[a-z0-9_]{1,48}")
 

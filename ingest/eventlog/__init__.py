@@ -83,6 +83,10 @@ class EventLog(ABC):
         any whose sequence is not above the last it stored for that producer (Kafka's
         idempotent-producer model), so re-sending after a crash adds nothing twice."""
 
+    def release_producer(self, producer: str) -> None:  # noqa: B027 (nothing to release is a valid answer)
+        """Drop what this log keeps for appending as `producer` (e.g. a producer whose outbox
+        was taken over); a later append as it starts afresh. Default: nothing kept."""
+
     @abstractmethod
     def consumer(self, group: str, topics: Sequence[str], start: Mapping[tuple[str, int], int] | None = None
                  ) -> Consumer:

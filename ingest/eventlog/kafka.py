@@ -282,6 +282,10 @@ class KafkaEventLog(EventLog):
             state = self._transactional[producer] = _TransactionalProducer(client, self._last_sequence(producer))
         return state
 
+    def release_producer(self, producer: str) -> None:
+        with self._producer_lock(producer):
+            self._discard(producer)
+
     def _discard(self, producer: str) -> None:
         """Close a producer id's producer (aborting its open transaction if it still can)."""
         state = self._transactional.pop(producer, None)
