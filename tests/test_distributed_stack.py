@@ -18,9 +18,10 @@ round the MCP group has committed before any fault; aspects first written later 
 
 Faults. A GMS and an MCL processor die mid-run; the survivors take their partitions over after
 the session timeout (6 s here). Versions the dead GMS stored but whose MCLs it had not published
-wait in its outbox, which only a store with its producer id publishes: it is restarted on its
-data directory. That restart publishes them at once: an outbox entry whose write was still in
-flight at the SIGKILL is fenced (see gms.store.cassandra), so nothing waits for it.
+wait in its outbox: the other GMS takes it over once the dead one's lease on its producer id has
+expired (tests/test_outbox_takeover.py), and the dead one is restarted on its data directory,
+which waits for that lease and publishes whatever is left. An outbox entry whose write was
+still in flight at the SIGKILL is fenced (see gms.store.cassandra), so nothing waits for it.
 """
 
 from __future__ import annotations

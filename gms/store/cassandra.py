@@ -9,6 +9,7 @@ configurable; a keyspace created beforehand, e.g. with NetworkTopologyStrategy, 
   (name = producer id, seq = outbox id) in the partition of the entity they describe.
 - `outbox_pending`: pointers (producer, outbox id) -> urn, one partition per producer, in id order.
 - `producers`: each producer's counter, the next unreserved outbox id.
+- `leases`: the holder of each producer id, a row with a TTL renewed by LWT.
 
 What is atomic. `insert` writes the version row with `IF NOT EXISTS` and its events in one
 single-partition conditional batch: the version and its MCLs are applied together or not at
@@ -27,8 +28,10 @@ used from several threads at once, one entity per thread (`entity_concurrency`).
 Producers and the relay. Every open store is one producer of events (the event log drops a
 message whose sequence is not above the producer's last, Kafka's idempotent-producer model),
 so a producer id must be used by one open store at a time: give each GMS instance its own,
-stable one (e.g. its name); without one, a fresh id is generated and registered (then what
-such a store leaves pending at a crash is published only by a store opened with that id). Outbox ids
+stable one (e.g. its name); without one, a fresh id is generated and registered. A store
+holds a lease on its producer id (`leases`, gms.store.cassandra_lease): it writes and publishes
+only while the lease is renewed; once a dead store's lease has expired, another store takes its
+outbox over (`orphaned_producers`, `take_over`: gms.store.cassandra_takeover). Outbox ids
 come from the producer's counter row, reserved in blocks by an LWT (a second store using the
 same id is detected when it reserves). For each event the store writes its pointer first,
 then the conditional batch; a batch that did not apply removes its pointers. (Before several
