@@ -230,6 +230,31 @@ class ReplayContract(ABC):
         live.write(proposal(URNS[5], "datasetProperties", {"name": "t5", "description": "written after"}))
         assert [h.urn for h in live.models.search.query("after").hits] == [URNS[5]]  # into the rebuilt index
 
+    def test_readers_see_the_old_index_or_the_rebuilt_one_whole(self, live):
+        live.write(*[proposal(dataset_urn(f"db.r{i}"), "datasetProperties", {"name": f"r{i}"}) for i in range(60)])
+        live.models.search.clear()
+        stop, totals = threading.Event(), []
+
+        def read() -> None:  # a reader querying all along, the switch included
+            while not stop.is_set():
+                totals.append(live.models.search.query("*").total)
+                stop.wait(0.005)
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        try:
+            while not totals:  # the reader saw the old index first
+                stop.wait(0.005)
+            live.replay(topics.MCL_VERSIONED, into="whole", batch=3)
+            totals_at_switch = len(totals)
+            while len(totals) == totals_at_switch:  # at least one read after the switch
+                stop.wait(0.005)
+        finally:
+            stop.set()
+            reader.join()
+        assert set(totals) == {0, 60} and totals[0] == 0 and totals[-1] == 60
+        assert totals == sorted(totals)  # never back to the old index
+
     def test_a_search_rebuild_beside_live_ingestion_loses_nothing(self, live):
         live.write(*[proposal(urn, "datasetProperties", {"name": urn, "description": "round 0"}) for urn in URNS])
         stop, done = threading.Event(), threading.Event()
