@@ -34,7 +34,7 @@ def open_gms(config: Config, data_dir: Path, limits: Limits | None = None, proce
     """GMS on the configured aspect store and event log. `process` names this process among
     those sharing the data directory (e.g. a worker), so each has a producer id of its own."""
     if config.event_log == "sqlite" and config.aspect_store == "sqlite":
-        return Gms.embedded(data_dir, limits or Limits())
+        return Gms.embedded(data_dir, limits or _limits(config))
     data_dir.mkdir(parents=True, exist_ok=True)
     log_ = open_event_log(config, data_dir)
     try:
@@ -42,7 +42,11 @@ def open_gms(config: Config, data_dir: Path, limits: Limits | None = None, proce
     except BaseException:
         log_.close()
         raise
-    return Gms(store, log_, limits=limits or Limits())
+    return Gms(store, log_, limits=limits or _limits(config))
+
+
+def _limits(config: Config) -> Limits:
+    return Limits(metadata_max_length=config.metadata_max_length)
 
 
 def open_event_log(config: Config, data_dir: Path) -> EventLog:

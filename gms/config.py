@@ -24,6 +24,9 @@ Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_
 `LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_CASSANDRA_LEASE_TTL`, `LODESTAR_OPENSEARCH_URL`,
 `LODESTAR_OPENSEARCH_PREFIX`. The file is `--config`, else `LODESTAR_CONFIG`, else
 `lodestar.yml` in the data directory if it exists.
+
+`LODESTAR_METADATA_MAX_LENGTH` (environment only; default 50, CDAP's) is the longest tag,
+property key or value the v3 metadata API accepts.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Config:
     cassandra_keyspace: str = "lodestar"
     cassandra_lease_ttl: int = 10
     opensearch_prefix: str = "lodestar"
+    metadata_max_length: int = 50
 
     @property
     def embedded(self) -> bool:
@@ -116,7 +120,8 @@ class Config:
         values.update(_present(kafka_prefix=env.get("LODESTAR_KAFKA_PREFIX"),
                                cassandra_keyspace=env.get("LODESTAR_CASSANDRA_KEYSPACE"),
                                opensearch_prefix=env.get("LODESTAR_OPENSEARCH_PREFIX")))
-        for key, unit in (("kafka_session_timeout_ms", "milliseconds"), ("cassandra_lease_ttl", "seconds")):
+        for key, unit in (("kafka_session_timeout_ms", "milliseconds"), ("cassandra_lease_ttl", "seconds"),
+                          ("metadata_max_length", "characters")):
             if env.get(f"LODESTAR_{key.upper()}"):
                 values[key] = _positive(env[f"LODESTAR_{key.upper()}"], f"LODESTAR_{key.upper()}", "the environment",
                                         unit)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 
@@ -42,7 +41,7 @@ class Limits:
     max_request_bytes: int = 64 * 1024 * 1024
     max_batch: int = 10_000
     #: the longest tag, property key or value of the v3 metadata API (CDAP's default: 50)
-    metadata_max_length: int = field(default_factory=lambda: int(os.environ.get("LODESTAR_METADATA_MAX_LENGTH", 50)))
+    metadata_max_length: int = 50
 
 
 class Gms:

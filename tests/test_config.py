@@ -56,6 +56,11 @@ def test_the_cassandra_lease_ttl_comes_from_the_file_or_the_environment(tmp_path
     assert Config.load(path, env={"LODESTAR_CASSANDRA_LEASE_TTL": "3"}).cassandra_lease_ttl == 3
 
 
+def test_the_metadata_length_limit_comes_from_the_environment():
+    assert Config.load(env={}).metadata_max_length == 50
+    assert Config.load(env={"LODESTAR_METADATA_MAX_LENGTH": "120"}).metadata_max_length == 120
+
+
 @pytest.mark.parametrize("text, env, message", [
     ("event_log: rabbit\n", {}, "event_log must be one of sqlite, kafka, not 'rabbit'"),
     ("evnt_log: kafka\n", {}, "unknown setting(s) evnt_log"),
@@ -70,6 +75,9 @@ def test_the_cassandra_lease_ttl_comes_from_the_file_or_the_environment(tmp_path
     ("cassandra: {lease_ttl: 2.5}\n", {}, "cassandra.lease_ttl must be a positive number of seconds, not 2.5"),
     ("", {"LODESTAR_CASSANDRA_LEASE_TTL": "-1"},
      "the environment: LODESTAR_CASSANDRA_LEASE_TTL must be a positive number of seconds, not '-1'"),
+    ("", {"LODESTAR_METADATA_MAX_LENGTH": "long"},
+     "the environment: LODESTAR_METADATA_MAX_LENGTH must be a positive number of characters, not 'long'"),
+    ("", {"LODESTAR_METADATA_MAX_LENGTH": "0"}, "LODESTAR_METADATA_MAX_LENGTH must be a positive number"),
 ])
 def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
     path = tmp_path / "lodestar.yml"

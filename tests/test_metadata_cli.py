@@ -12,11 +12,13 @@ from tests.metadata_fixtures import dataset_mcps
 from tests.processes import TOKEN, ServeProcess, run_cli
 
 FIELD = "default/datasets/customers/field/ssn"
+MAX_LENGTH = 20  # LODESTAR_METADATA_MAX_LENGTH of the served process (CDAP's default: 50)
 
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    with ServeProcess(tmp_path_factory.mktemp("cli") / "data") as serve:
+    env = {"LODESTAR_METADATA_MAX_LENGTH": str(MAX_LENGTH)}
+    with ServeProcess(tmp_path_factory.mktemp("cli") / "data", env) as serve:
         mcps = dataset_mcps("default", "customers", fields=(("ssn", "string"),))
         results = RestClient(serve.url, TOKEN).propose(mcps)
         assert all(r["status"] == "applied" for r in results)
@@ -64,6 +66,16 @@ def test_bad_input_is_one_line(served):
     _fails(cli(served, "tag", "add", "default/datasets/customers", "ba$d"), "tag 'ba$d' holds '$'")
     _fails(cli(served, "tag", "list", "default/datasets/nosuch"), "HTTP 404")
     _fails(cli(served, "tag", "list", "default/datasets"), "needs a name")
+
+
+def test_the_length_limit_is_configured_by_the_environment(served, tmp_path):
+    assert _ok(cli(served, "tag", "add", FIELD, "t" * MAX_LENGTH)) == ["t" * MAX_LENGTH]
+    _fails(cli(served, "tag", "add", FIELD, "u" * (MAX_LENGTH + 1)),
+           f"is {MAX_LENGTH + 1} characters long, over the limit of {MAX_LENGTH}")
+    _fails(cli(served, "property", "set", FIELD, "k=" + "v" * (MAX_LENGTH + 1)), f"over the limit of {MAX_LENGTH}")
+    assert "u" * (MAX_LENGTH + 1) not in _ok(cli(served, "tag", "list", FIELD))
+    refused = run_cli("serve", "--data-dir", str(tmp_path), "--port", "0", env={"LODESTAR_METADATA_MAX_LENGTH": "lots"})
+    _fails(refused, "LODESTAR_METADATA_MAX_LENGTH must be a positive number of characters, not 'lots'")
 
 
 def test_principals_tokens_and_grants(served):
