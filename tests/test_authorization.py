@@ -150,6 +150,10 @@ def test_resource_chains():
     assert resource_chain(f"urn:li:schemaField:({CUSTOMERS},ssn)") == [CUSTOMERS, "urn:li:container:default",
                                                                          "instance"]
     assert resource_chain("urn:li:customEntity:(instance,table,database=db/table=t)") == ["instance"]
+    assert resource_chain("urn:li:customEntity:(urn:li:container:default,table,database=db/table=t)") == [
+        "urn:li:container:default", "instance"]  # an external table of a namespace
+    assert resource_chain(f"urn:li:customEntity:({CUSTOMERS},file,file=part01)") == [
+        CUSTOMERS, "urn:li:container:default", "instance"]  # a file of a fileset
     job = "urn:li:dataJob:(urn:li:dataFlow:(cdap,app@2,ns),p)"
     assert resource_chain(job) == [job, "urn:li:dataFlow:(cdap,app@2,ns)", "urn:li:dataFlow:(cdap,app,ns)",
                                    "urn:li:container:ns", "instance"]

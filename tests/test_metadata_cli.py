@@ -90,6 +90,13 @@ def test_principals_tokens_and_grants(served):
     cli(served, "revoke", "carol", "default/datasets/customers", "WRITE")
     _fails(cli(served, "tag", "remove", FIELD, "x", token=token), "has no WRITE or ADMIN privilege")
     _fails(cli(served, "grant", "carol", "instance", "FLY"), "READ, WRITE, ADMIN")
+    second = json.loads(cli(served, "token", "create", "carol").stdout)
+    _ok(cli(served, "token", "revoke", second["id"]))
+    _fails(cli(served, "tag", "list", FIELD, token=second["token"]), "HTTP 401")
+    assert _ok(cli(served, "tag", "list", FIELD, token=token))  # carol's other token still works
+    _ok(cli(served, "principal", "remove", "carol"))
+    _fails(cli(served, "tag", "list", FIELD, token=token), "HTTP 401")
+    _fails(cli(served, "token", "revoke", "0" * 64), "HTTP 404")
 
 
 def test_cdap_search(served):

@@ -108,6 +108,19 @@ def test_bad_searches_are_400_saying_why(client, params, says):
     assert status == 400 and says in answer["message"], answer
 
 
+def test_the_python_client_searches_with_every_option(client):
+    assert _names(client.search("finance")) == ["alpha", "leads"]  # every namespace
+    assert _names(client.search("finance", "default", showHidden=True)) == ["_hidden", "alpha"]
+    fields = client.search("pii", "default", target=["field"], scope="USER")["results"]
+    assert [r["metadataEntity"]["details"].get("field") for r in fields] == ["id"]
+    assert client.search("pii", "default", target=["field"], scope="SYSTEM")["total"] == 0
+    sorted_by = {"target": ["dataset"], "sort": "entity-name desc", "limit": 2}
+    first = client.search("*", "default", **sorted_by, numCursors=1)
+    assert _names(first) == ["echo", "delta"]
+    page = client.search("*", "default", **sorted_by, cursor=first["cursors"][0])
+    assert _names(page) == ["charlie", "bravo"]
+
+
 def test_a_cursor_belongs_to_its_search(client):
     cursor = _search(client, query="*", sort="entity-name asc", limit=1, numCursors=1)[1]["cursors"][0]
     status, answer = _search(client, query="*", sort="entity-name desc", limit=1, cursor=cursor)

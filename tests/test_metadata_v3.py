@@ -22,7 +22,8 @@ def client(server) -> MetadataClient:
     results = rest.propose(dataset_mcps("default", "customers", "Every customer",
                                         (("empname", '["null","string"]'), ("age", "int")), ttl="3600")
                            + app_mcps("default", "Shop", programs={"Loader": "mapreduce"})
-                           + app_mcps("default", "Shop", "1.0") + app_mcps("default", "Shop", "2.0"))
+                           + app_mcps("default", "Shop", "1.0") + app_mcps("default", "Shop", "2.0")
+                           + dataset_mcps("default", "clicks", sub_type="Stream"))
     assert all(r["status"] == "applied" for r in results), results
     return MetadataClient(server.url, rest=rest)
 
@@ -134,6 +135,18 @@ def test_custom_field_entities_and_the_type_parameter(client):
     assert client.tags(FIELD) == ["PII"]
     client.add_tags("default/datasets/customers/file/part01", "raw")
     assert client.metadata("default/datasets/customers/file/part01")[0]["metadataEntity"]["type"] == "file"
+
+
+def test_streams(client):
+    stream = "default/streams/clicks"
+    client.add_tags(stream, "raw")
+    client.set_properties(stream, source="web")
+    record = client.metadata(stream, scope="USER")[0]
+    assert record == {"metadataEntity": {"details": {"namespace": "default", "stream": "clicks"}, "type": "stream"},
+                      "scope": "USER", "properties": {"source": "web"}, "tags": ["raw"]}
+    assert client.tags(cdap_dataset("default", "clicks"), scope="USER") == ["raw"]
+    client.remove_tags(stream, "raw")
+    assert client.tags(stream, scope="USER") == [] and client.properties(stream, scope="USER") == {"source": "web"}
 
 
 def test_external_tables_of_the_instance_by_urn(client):
