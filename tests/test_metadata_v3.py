@@ -149,6 +149,13 @@ def test_streams(client):
     assert client.tags(stream, scope="USER") == [] and client.properties(stream, scope="USER") == {"source": "web"}
 
 
+def test_a_runs_system_name_is_its_name(client):
+    run = "urn:li:dataProcessInstance:283-0rwedfk"
+    client.rest.propose([mcp(run, "dataProcessInstanceProperties", {"name": "nightly load", "created": {
+        "time": 1441310434000, "actor": "urn:li:corpuser:cdap"}})])
+    assert client.properties(run, scope="SYSTEM")["entity-name"] == "nightly load"
+
+
 def test_external_tables_of_the_instance_by_urn(client):
     urn = "urn:li:customEntity:(instance,table,database=db/table=t)"
     client.add_tags(urn, "external")

@@ -29,7 +29,8 @@ DERIVED_KEYS = frozenset({"entity-name", "creation-time", "description", "schema
                           "last-updated-time", "last-updated-by"})
 _DESCRIBED = ("editableDatasetProperties", "datasetProperties", "dataFlowInfo", "dataJobInfo",
               "containerProperties")
-_NAMED = ("datasetProperties", "dataFlowInfo", "dataJobInfo", "containerProperties")
+_NAMED = ("datasetProperties", "dataFlowInfo", "dataJobInfo", "containerProperties", "dataProcessInstanceProperties",
+          "schemafieldInfo")
 
 
 def derived_properties(entity: MetadataEntity, rows: Sequence[StoredAspect], key_aspect: str) -> dict[str, str]:
