@@ -318,6 +318,70 @@ def test_field_lineage_from_the_schema_table_simple_and_detailed(page: Page, ser
     expect(page.locator(".graph")).to_contain_text("No field lineage in this window.")
 
 
+def test_the_scope_selector_and_the_platform_facet(page: Page, server: ServeProcess) -> None:
+    page.goto(server.url + "/#/search?q=tags:sales")
+    count = page.locator(".count")
+    expect(count).to_have_text("1–5 of 5")  # USER tags
+    page.select_option("#scope", "SYSTEM")
+    expect(page).to_have_url(re.compile(r"scope=SYSTEM"))
+    expect(count).to_have_text("No results")
+    page.select_option("#scope", "USER")
+    expect(count).to_have_text("1–5 of 5")
+    page.select_option("#scope", "")
+    page.locator("#q").fill("*")
+    page.keyboard.press("Enter")
+    page.locator(".facet", has_text="Platform").locator("button", has_text="file").click()
+    expect(page.locator("#q")).to_have_value("platform:file")
+    expect(count).to_have_text("1–1 of 1")
+    expect(page.locator(".result-link")).to_have_text(["customers.csv"])
+    expect(page.locator(".result .badge.platform")).to_have_text(["file"])
+
+
+def test_a_field_page_and_a_run_page(page: Page, server: ServeProcess) -> None:
+    store = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD)"
+    page.goto(f"{server.url}/#/entity/{quote(store, safe='')}")
+    id_row = page.locator("table.schema tbody tr", has_text="id").first
+    expect(id_row.locator(".tag.user")).to_have_text(["PII"])  # the field entity's own USER tag
+    id_row.get_by_role("link", name="id", exact=True).click()
+    expect(page.locator(".entity-head .badge").first).to_contain_text("field", ignore_case=True)
+    expect(page.locator(".scope-user")).to_contain_text("PII")
+    expect(page.locator(".scope-user")).to_contain_text("classification")
+    expect(page.locator(".scope-system")).to_contain_text("operations")
+    expect(page.locator(".scope-system")).not_to_contain_text("PII")
+    page.get_by_role("link", name="Field lineage").click()
+    expect(page.locator("h1")).to_contain_text("Field lineage of Store.id")
+    page.go_back()
+    page.get_by_role("link", name="Dataset").click()
+    expect(page.locator("h1")).to_have_text("Store")
+    run = "urn:li:dataProcessInstance:283-99sd032-adsf90"
+    page.goto(f"{server.url}/#/entity/{quote(run, safe='')}")
+    expect(page.locator("h1")).to_have_text("283-99sd032-adsf90")
+    card = page.locator("section.card", has=page.get_by_role("heading", name="Run", exact=True))
+    expect(card).to_contain_text("PurchaseHistoryBuilder")  # its program
+    expect(card).to_contain_text("BATCH_SCHEDULED")
+    events = card.locator("table", has=page.get_by_role("columnheader", name="result")).locator("tbody tr")
+    expect(events).to_have_count(2)
+    expect(events.filter(has_text="STARTED")).to_contain_text("2015-09-03 20:55:00 UTC")
+    expect(events.filter(has_text="COMPLETE")).to_contain_text("SUCCESS")
+    expect(card.locator("h3", has_text="Inputs")).to_be_visible()
+    expect(card).to_contain_text("purchases")
+    shot(page, "run")
+
+
+def test_the_lineage_depth(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}?levels=1")
+    expect(page.locator("#levels")).to_have_value("1")
+    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryBuilder")
+    nodes, _ = drawn(page)
+    assert "PurchaseHistoryService" not in nodes and {"purchases", "history", "PurchaseHistoryBuilder"} <= nodes
+    page.fill("#levels", "2")
+    page.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(r"levels=2"))
+    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryService")  # reads history, 2 levels away
+    nodes, _ = drawn(page)
+    assert "PurchaseHistoryService" in nodes
+
+
 def test_narrow_window(browser: Browser, server: ServeProcess) -> None:
     context = browser.new_context(viewport={"width": 420, "height": 800})
     page = context.new_page()
