@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from ingest.sqlitedb import WalCheckpointer, connect
 
 FILE_NAME = "readmodels.db"
 MMAP_BYTES = 0x7FFF0000  # SQLite's default ceiling: read through the OS page cache, which every
 # connection and process shares, so a fresh connection is not cold
+SCHEMA_CHANGE_ATTEMPTS = 5  # a query is tried this many times while other connections change the schema
 
 
 class Database:
@@ -50,6 +53,21 @@ class Database:
                 self._readers.append(conn)
         return conn
 
+    @contextmanager
+    def snapshot(self) -> Iterator[sqlite3.Connection]:
+        """This thread's reader connection in one read transaction: every statement inside sees
+        the same state of the database (a rebuild's switch lands before them all or after them
+        all); nested uses join the outer one."""
+        conn = self.reader()
+        if conn.in_transaction:
+            yield conn
+            return
+        conn.execute("BEGIN")
+        try:
+            yield conn
+        finally:
+            conn.execute("COMMIT")  # a read transaction: this only lets the snapshot go
+
     def close(self) -> None:
         self._checkpointer.close()
         with self._lock:
@@ -57,6 +75,36 @@ class Database:
                 conn.close()
             self._readers.clear()
             self.writer.close()
+
+
+class _OnDatabase(Protocol):
+    db: Database
+
+
+Model = TypeVar("Model", bound=_OnDatabase)
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+def consistent_read(
+        query: Callable[Concatenate[Model, Params], Result]) -> Callable[Concatenate[Model, Params], Result]:
+    """Runs a read model's query method in one snapshot (`Database.snapshot`), and again when
+    another connection changed the schema as it started: after a rebuild's switch renamed
+    tables, SQLite may fail a virtual table's constructor once with SQLITE_SCHEMA."""
+
+    @functools.wraps(query)
+    def run(model: Model, *args: Params.args, **kwargs: Params.kwargs) -> Result:
+        attempt = 1
+        while True:
+            try:
+                with model.db.snapshot():
+                    return query(model, *args, **kwargs)
+            except sqlite3.OperationalError as error:
+                if error.sqlite_errorcode != sqlite3.SQLITE_SCHEMA or attempt == SCHEMA_CHANGE_ATTEMPTS:
+                    raise
+                attempt += 1
+
+    return run
 
 
 def table_exists(conn: sqlite3.Connection, table: str) -> bool:

@@ -233,25 +233,32 @@ class ReplayContract(ABC):
     def test_readers_see_the_old_index_or_the_rebuilt_one_whole(self, live):
         live.write(*[proposal(dataset_urn(f"db.r{i}"), "datasetProperties", {"name": f"r{i}"}) for i in range(60)])
         live.models.search.clear()
-        stop, totals = threading.Event(), []
+        stop, totals, failures = threading.Event(), [], []
 
         def read() -> None:  # a reader querying all along, the switch included
-            while not stop.is_set():
-                totals.append(live.models.search.query("*").total)
+            try:
+                while not stop.is_set():
+                    totals.append(live.models.search.query("*").total)
+                    stop.wait(0.005)
+            except Exception as error:
+                failures.append(error)
+
+        def reads_until(condition) -> None:
+            deadline = time.monotonic() + WAIT
+            while not condition() and not failures and time.monotonic() < deadline:
                 stop.wait(0.005)
 
         reader = threading.Thread(target=read)
         reader.start()
         try:
-            while not totals:  # the reader saw the old index first
-                stop.wait(0.005)
+            reads_until(lambda: totals)  # the reader saw the old index first
             live.replay(topics.MCL_VERSIONED, into="whole", batch=3)
             totals_at_switch = len(totals)
-            while len(totals) == totals_at_switch:  # at least one read after the switch
-                stop.wait(0.005)
+            reads_until(lambda: len(totals) > totals_at_switch)  # at least one read after the switch
         finally:
             stop.set()
             reader.join()
+        assert failures == []
         assert set(totals) == {0, 60} and totals[0] == 0 and totals[-1] == 60
         assert totals == sorted(totals)  # never back to the old index
 

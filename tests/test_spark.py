@@ -14,9 +14,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
+@pytest.mark.timeout(1800)  # the subprocess's own limit; each case there has the suite's limit
 def test_spark_listener_cases() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/spark_cases_lineage.py",

@@ -49,7 +49,7 @@ from mcl_processor.search.document import (
 )
 from mcl_processor.search.matching import has_tokens as _has_tokens
 from mcl_processor.search.matching import hit_matches
-from mcl_processor.sqlite_db import Database, table_exists
+from mcl_processor.sqlite_db import Database, consistent_read, table_exists
 from mcl_processor.staging import staging_name
 
 _SCHEMA = """
@@ -348,6 +348,7 @@ class SqliteSearchIndex(SearchIndex):
 
     # -- queries --------------------------------------------------------------------------
 
+    @consistent_read
     def query(self, query: str, types: Sequence[str] | None = None, start: int = 0, count: int = 10,
               include_removed: bool = False, sort: str = "relevance", scope: str | None = None,
               within: cdap.Expr | None = None) -> SearchResult:
@@ -370,6 +371,7 @@ class SqliteSearchIndex(SearchIndex):
         facets, sampled = hits.facets(conn, total)
         return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
 
+    @consistent_read
     def select(self, expr: cdap.Expr, exclude: cdap.Expr | None = None, start: int = 0, count: int = 10,
                sort: str = "name") -> SearchResult:
         _, start, count = checked_options(sort, None, start, count)
@@ -390,9 +392,9 @@ class SqliteSearchIndex(SearchIndex):
         return SearchResult(total, self._hits(conn, page, Query()), {})
 
     def _total_and_facets(self, hits: _Hits) -> tuple[int, tuple[dict[str, list[tuple[str, int]]], bool]]:
-        conn = self.db.reader()  # this thread's own connection
-        total = hits.count(conn)
-        return total, (hits.facets(conn, total) if total else ({}, False))
+        with self.db.snapshot() as conn:  # this thread's own connection
+            total = hits.count(conn)
+            return total, (hits.facets(conn, total) if total else ({}, False))
 
     def _hits(self, conn: sqlite3.Connection, page: list[int], parsed: Query) -> list[SearchHit]:
         if not page:
@@ -408,6 +410,7 @@ class SqliteSearchIndex(SearchIndex):
             out.append(SearchHit(urn, entity_type, name, description, matches))
         return out
 
+    @consistent_read
     def autocomplete(self, prefix: str, limit: int = 10) -> list[Suggestion]:
         wanted = tokens(prefix)
         if not wanted or limit <= 0:
