@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from pathlib import Path
+
+BUSY_TIMEOUT_S = 30  # how long a statement waits for another connection's lock
+WAL_LIMIT_BYTES = 64 << 20  # a write-ahead log past this is started over, then cut back to it
+RESTART_WAIT_MS = 1000  # how long a restarting checkpoint waits for readers still in the log
 
 
 def connect(path: Path) -> sqlite3.Connection:
     """A connection tuned for the embedded stores: WAL, NORMAL sync (durable across process
     crashes; fsync happens at checkpoints), autocommit mode, no automatic checkpoints."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=30)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA wal_autocheckpoint=0")  # a WalCheckpointer does it, so commits stay cheap
@@ -43,3 +48,32 @@ class WalCheckpointer:
     def close(self) -> None:
         self._stop.set()
         self._thread.join()
+
+
+class WalLimit:
+    """Keeps a database's write-ahead log from growing without end under writes that never pause.
+
+    A log starts over from its beginning only when a writer begins while every frame of it has
+    been copied into the database; passive checkpoints running beside writers that never pause
+    never get there. So a writer calls `after_commit` right after its commit, still holding
+    its own locks (no writer of its own appends meanwhile): past `limit` bytes, a RESTART
+    checkpoint copies what the passive ones left (little) and waits briefly for readers to
+    leave the log, and the next write starts it over and cuts the file back to `limit`."""
+
+    def __init__(self, path: Path, limit: int = WAL_LIMIT_BYTES):
+        self._wal = f"{path}-wal"
+        self._limit = limit
+
+    def after_commit(self, conn: sqlite3.Connection) -> None:
+        try:
+            size = os.stat(self._wal).st_size
+        except FileNotFoundError:
+            return
+        if size <= self._limit:
+            return
+        conn.execute(f"PRAGMA journal_size_limit={self._limit}")  # the write starting the log over cuts it back
+        conn.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(RESTART)")  # readers that stayed: tried again after the next commit
+        finally:
+            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")

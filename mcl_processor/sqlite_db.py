@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from ingest.sqlitedb import WalCheckpointer, connect
+from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
 
 FILE_NAME = "readmodels.db"
 MMAP_BYTES = 0x7FFF0000  # SQLite's default ceiling: read through the OS page cache, which every
@@ -26,6 +26,7 @@ class Database:
         self.path = Path(path)
         self.writer = _connect(self.path)
         self._checkpointer = WalCheckpointer(self.path)
+        self._wal_limit = WalLimit(self.path)
         self._lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
@@ -44,6 +45,7 @@ class Database:
                 self.writer.execute("ROLLBACK")
                 raise
             self.writer.execute("COMMIT")
+            self._wal_limit.after_commit(self.writer)
 
     def reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

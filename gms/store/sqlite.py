@@ -17,7 +17,7 @@ import orjson
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from ingest.eventlog import LogMessage
 from ingest.eventlog.sqlite import SqliteEventLog
-from ingest.sqlitedb import WalCheckpointer, connect
+from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS aspects (
@@ -113,6 +113,7 @@ class SqliteAspectStore(AspectStore, _Reads):
         self._writer = connect(self.path)
         self._writer.executescript(_SCHEMA)
         self._checkpointer = None if colocated_log is not None else WalCheckpointer(self.path)
+        self._wal_limit = WalLimit(self.path)
         self._writer.execute("INSERT OR IGNORE INTO store_meta VALUES ('producer_id', ?)", (uuid.uuid4().hex,))
         (self._producer_id,) = self._writer.execute(
             "SELECT value FROM store_meta WHERE name = 'producer_id'").fetchone()
@@ -140,6 +141,7 @@ class SqliteAspectStore(AspectStore, _Reads):
                 self._writer.execute("ROLLBACK")
                 raise
             self._writer.execute("COMMIT")
+            self._wal_limit.after_commit(self._writer)
         if self._log is not None and batch.events:
             self._log.notify_appended()
 

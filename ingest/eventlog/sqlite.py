@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for, unseen
-from ingest.sqlitedb import WalCheckpointer, connect
+from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -35,6 +35,7 @@ class SqliteEventLog(EventLog):
         self._appended = threading.Condition()
         self._conn().executescript(_SCHEMA)
         self._checkpointer = WalCheckpointer(self.path)
+        self._wal_limit = WalLimit(self.path)
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -58,6 +59,7 @@ class SqliteEventLog(EventLog):
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        self._wal_limit.after_commit(conn)
         self.notify_appended()
 
     def append_in_transaction(self, conn: sqlite3.Connection, topic: str, messages: Sequence[LogMessage]) -> None:

@@ -1,0 +1,57 @@
+"""The embedded databases' write-ahead logs stay bounded under writes that never pause."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
+
+LIMIT = 1 << 20
+COMMITS = 3000  # of 8 KiB each: 24 times the limit
+
+
+def write_while_reading(path: Path, limit: WalLimit | None) -> list[int]:
+    """The log's size after each of COMMITS commits made while two readers query all along
+    and a checkpointer copies the log beside them, as in `lodestar serve`."""
+    writer = connect(path)
+    writer.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB)")
+    checkpointer = WalCheckpointer(path, interval=0.01)
+    stop, sizes = threading.Event(), []
+
+    def read() -> None:
+        reader = connect(path)
+        while not stop.is_set():
+            reader.execute("SELECT count(*) FROM rows WHERE id > (SELECT max(id) - 50 FROM rows)").fetchone()
+        reader.close()
+
+    readers = [threading.Thread(target=read) for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    try:
+        for _ in range(COMMITS):
+            writer.execute("BEGIN IMMEDIATE")
+            writer.execute("INSERT INTO rows (body) VALUES (randomblob(8192))")
+            writer.execute("COMMIT")
+            if limit is not None:
+                limit.after_commit(writer)
+            sizes.append(os.stat(f"{path}-wal").st_size)
+    finally:
+        stop.set()
+        for thread in readers:
+            thread.join()
+        checkpointer.close()
+    assert writer.execute("SELECT count(*) FROM rows").fetchone()[0] == COMMITS
+    writer.close()
+    return sizes
+
+
+def test_passive_checkpoints_alone_let_the_log_grow_with_every_write(tmp_path: Path):
+    sizes = write_while_reading(tmp_path / "unbounded.db", None)
+    assert max(sizes) > 10 * LIMIT  # why WalLimit exists
+
+
+def test_the_log_starts_over_past_its_limit_and_is_cut_back(tmp_path: Path):
+    sizes = write_while_reading(tmp_path / "bounded.db", WalLimit(tmp_path / "bounded.db", LIMIT))
+    assert max(sizes) < 4 * LIMIT, f"the log grew to {max(sizes)} bytes"  # a restart may wait for readers
