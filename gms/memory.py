@@ -6,6 +6,10 @@ malloc's and SQLite's page caches) and file-backed pages (code and the mapped re
 database, which the OS may drop at will), the bytes SQLite's allocator holds (page caches and
 statements, bounded by `cache_size` per connection) and the blocks Python's allocator has
 handed out (the Python heap). With `--workers` every process shows up, labelled by role and pid.
+
+Before each sample, the process hands the memory malloc holds free back to the system
+(glibc's `malloc_trim`): large request bodies and batches are freed in the middle of malloc's
+heaps, which it would otherwise keep, so the resident memory would creep up with each peak.
 """
 
 from __future__ import annotations
@@ -56,6 +60,16 @@ def _sqlite_memory_used() -> Callable[[], int] | None:
     return function
 
 
+def malloc_trimmer() -> Callable[[], None] | None:
+    """glibc's malloc_trim(0), or None where the C library has none."""
+    try:
+        function = ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):
+        return None
+    function.restype, function.argtypes = ctypes.c_int, [ctypes.c_size_t]
+    return lambda: function(0)
+
+
 def sample(process: str, sqlite_used: Callable[[], int] | None) -> None:
     """Set this process's gauges once."""
     for kind, value in resident().items():
@@ -66,8 +80,11 @@ def sample(process: str, sqlite_used: Callable[[], int] | None) -> None:
 
 
 def sample_until(process: str, stop: threading.Event, every: float = INTERVAL) -> None:
-    """Sample at once, then every `every` seconds until stop is set (a thread's loop)."""
-    sqlite_used = _sqlite_memory_used()
-    sample(process, sqlite_used)
-    while not stop.wait(every):
+    """Trim and sample at once, then every `every` seconds until stop is set (a thread's loop)."""
+    sqlite_used, trim = _sqlite_memory_used(), malloc_trimmer()
+    while True:
+        if trim is not None:
+            trim()
         sample(process, sqlite_used)
+        if stop.wait(every):
+            return
