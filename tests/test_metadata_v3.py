@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -168,16 +167,77 @@ def test_versioned_applications(client):
     base, v1, v2 = "default/apps/Shop", "default/apps/Shop/versions/1.0", "default/apps/Shop/versions/2.0"
     client.add_tags(v1, "dev")
     assert client.tags(v1) == ["dev"] and client.tags(v2) == [] and client.tags(base) == []
-    deadline = time.monotonic() + 10
-    while client.tags(v2) != ["prod"]:  # every version the index knows
-        client.add_tags(base, "prod")
-        assert time.monotonic() < deadline, "versions never got the application's tag"
-    assert client.tags(base) == ["prod"] and client.tags(v1) == ["dev", "prod"]
+    client.add_tags(base, "prod")  # the versions were written just before: the request finds them all
+    assert client.tags(base) == ["prod"] and client.tags(v1) == ["dev", "prod"] and client.tags(v2) == ["prod"]
+    client.set_properties(base, owner="web")
+    assert client.properties(v2, scope="USER") == {"owner": "web"}
+    client.remove_tags(base, "prod")
+    assert client.tags(v1) == ["dev"] and client.tags(v2) == [] and client.tags(base) == []
     program = "default/apps/Shop/mapreduce/Loader"
     client.add_tags(program, "etl")
     record = client.metadata(program, scope="USER")[0]
     assert record["metadataEntity"]["details"] == {"namespace": "default", "application": "Shop",
                                                    "type": "mapreduce", "program": "Loader"}
+
+
+def test_an_application_known_only_by_its_versions(client):
+    client.rest.propose(app_mcps("default", "Cart", "1.0") + app_mcps("default", "Cart", "1.1")
+                        + app_mcps("other", "Cart", "9.0"))
+    base = "default/apps/Cart"
+    assert client.tags(base) == []  # no application entity without a version, but versions: it exists
+    client.add_tags(base, "retail")
+    assert client.tags("default/apps/Cart/versions/1.0") == ["retail"]
+    assert client.tags("default/apps/Cart/versions/1.1") == ["retail"]
+    assert client.tags("other/apps/Cart/versions/9.0") == []  # another namespace's application
+    assert client.tags(base) == ["retail"]
+    status, answer = _status(client, "POST", client.path("default/apps/Nothing", "tags"), ["x"])
+    assert status == 404 and "Nothing" in answer["message"]
+
+
+def test_a_deleted_version_gets_nothing(client, server):
+    server.gms.delete_entity("urn:li:dataFlow:(cdap,Shop@2.0,default)", False, "urn:li:corpuser:admin")
+    client.add_tags("default/apps/Shop", "prod")
+    assert client.tags("default/apps/Shop/versions/1.0") == ["prod"]
+    assert server.gms.store.history("urn:li:dataFlow:(cdap,Shop@2.0,default)", "userScopeMetadata") == []
+
+
+def test_namespace_metadata(client, server):
+    ns = "default"
+    assert client.metadata(ns) == [
+        {"metadataEntity": {"details": {"namespace": "default"}, "type": "namespace"}, "scope": "USER",
+         "properties": {}, "tags": []},
+        {"metadataEntity": {"details": {"namespace": "default"}, "type": "namespace"}, "scope": "SYSTEM",
+         "properties": {}, "tags": []}]
+    client.add_tags(ns, "shared")
+    client.set_properties(ns, team="platform")
+    assert client.tags(ns) == ["shared"] and client.properties(ns, scope="USER") == {"team": "platform"}
+    assert client.rest.call("GET", client.path(ns, "tags", "shared")) == ["shared"]
+    assert server.gms.store.entity("urn:li:container:default")  # the first write created the namespace entity
+    client.remove_tags(ns, "shared")
+    assert client.tags(ns) == []
+    client.remove_all(ns)
+    assert client.properties(ns, scope="USER") == {}
+    assert client.tags("urn:li:container:default") == []
+    status, answer = _status(client, "POST", "/v3/namespaces/bad-name/metadata/tags", ["x"])
+    assert status == 400 and "namespace 'bad-name'" in answer["message"]
+
+
+def test_external_tables_of_a_namespace(client):
+    table = "default/database/db/table/t"
+    client.add_tags(table, "external")
+    client.set_properties(table, location="s3://bucket/t (v2)")
+    record = client.metadata(table, scope="USER")[0]
+    assert record == {"metadataEntity": {"details": {"namespace": "default", "database": "db", "table": "t"},
+                                         "type": "table"}, "scope": "USER",
+                      "properties": {"location": "s3://bucket/t (v2)"}, "tags": ["external"]}
+    urn = "urn:li:customEntity:(urn:li:container:default,table,database=db/table=t)"
+    assert client.tags(urn) == ["external"]
+    client.remove_tags(table, "external")
+    assert client.tags(table) == [] and client.properties(table, scope="USER") == {"location": "s3://bucket/t (v2)"}
+    client.remove_all(table)
+    assert client.metadata(table, scope="USER")[0]["properties"] == {}
+    status, answer = _status(client, "GET", client.path("bad-ns/database/db/table/t"))
+    assert status == 400 and "namespace 'bad-ns'" in answer["message"]
 
 
 def test_system_metadata_is_kept_by_the_platform(client, server):
@@ -199,3 +259,12 @@ def test_system_metadata_is_kept_by_the_platform(client, server):
     assert status == 400 and "kept by the platform" in answer["message"]
     with pytest.raises(LodestarError, match="HTTP 404"):
         client.properties("default/datasets/gone")
+
+
+def test_the_openapi_document_lists_every_method_of_the_metadata_routes(client):
+    paths = client.rest.call("GET", "/openapi.json")["paths"]
+    assert set(paths["/v3/namespaces/{ns}/{entity}/metadata/tags/{tag}"]) == {"get", "delete"}
+    assert set(paths["/v3/namespaces/{ns}/{entity}/metadata/properties/{key}"]) == {"get", "delete"}
+    client.add_tags(DS, "t")
+    assert client.rest.call("GET", client.path(DS, "tags", "t")) == ["t"]
+    assert _status(client, "GET", client.path(DS, "tags", "nosuch"))[0] == 404

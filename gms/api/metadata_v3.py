@@ -26,6 +26,7 @@ from gms.metadata.validation import InvalidMetadata
 from schemas.metadata_entity import EntityError, MetadataEntity, from_path, to_urn
 
 SERVICE_KEY = web.AppKey("metadata_service", MetadataService)
+INDEX_WAIT = 10.0  # seconds a request on an application without a version waits for the index
 _PRIVILEGES = {"GET": READ, "POST": WRITE, "DELETE": REMOVE}  # CDAP's table: any one of them
 _METADATA = r"metadata(?:/(?:properties|tags)(?:/[^/]+)?|/changes)?"
 _TAIL = r"(?:[^/]+/[^/]+/)*?" + _METADATA  # the first `metadata` after pairs of entity segments
@@ -60,6 +61,11 @@ async def _handle(request: web.Request) -> web.Response:
         entity, what, item = _target(request)
         scope = parse_scope(request.query.get("scope"))
         require(request, _PRIVILEGES[request.method], to_urn(entity))
+        service = service_of(request)
+        if service.needs_index(entity, request.method != "GET") and not await api_of(request).wait_for_index(
+                INDEX_WAIT):
+            return error(503, "index_behind", f"the versions of application {entity.get('application')!r} are"
+                         f" found in the search index, which did not catch up within {INDEX_WAIT:g} s; retry")
         if what == "changes":
             if request.method != "GET":
                 return error(405, "method_not_allowed", "change records are read-only (GET)")
@@ -137,7 +143,8 @@ OPENAPI_PATHS = {
         "get": _operation("One property"), "delete": _operation("Remove one property")},
     "/v3/namespaces/{ns}/{entity}/metadata/tags": {
         "get": _operation("Tags"), "post": _operation("Add tags", "array"), "delete": _operation("Remove every tag")},
-    "/v3/namespaces/{ns}/{entity}/metadata/tags/{tag}": {"delete": _operation("Remove one tag")},
+    "/v3/namespaces/{ns}/{entity}/metadata/tags/{tag}": {
+        "get": _operation("The tag, if the entity has it (else 404)"), "delete": _operation("Remove one tag")},
     "/v3/namespaces/{ns}/{entity}/metadata/changes": {
         "get": _operation("Change records of tags and properties: previous, updated, additions, deletions")},
     # {entity}: CDAP's entity path, slashes included: datasets/myds, apps/app/mapreduce/p, datasets/ds/field/f

@@ -3,9 +3,20 @@ as MCPs (USER scope: `userScopeMetadata`, SYSTEM scope: `systemScopeMetadata`).
 
 Each change reads the scope's aspect, computes the new value and proposes it with
 `If-Version-Match` on the version it read, so concurrent changes never lose one another (a
-loser reads again). A change that changes nothing writes nothing. Metadata given for an
-application without a version goes to the application and to each of its versions the search
-index knows; with a version, to that version only.
+loser reads again). A change that changes nothing writes nothing.
+
+Which entities exist: those with an aspect in the store; a namespace (`urn:li:container:<ns>`)
+whenever its name is a valid namespace name (letters, digits, `_`), so its metadata and its
+external tables (`ns/database/db/table/t`) need no namespace entity first (the first write
+creates it); an application without a version when it, or one of its versions, exists.
+
+Versioned applications: metadata given to an application without a version goes to the
+application and to each of its existing versions; with a version, to that version only. The
+store cannot list URNs by prefix, so the versions are found in the search index by an exact
+term (each version's resource chain holds the unversioned application's URN: see
+search/cdap.py), every one confirmed live in the store. The v3 routes first wait until the
+index holds every MCL published before the request (`needs_index`), so a version written
+before the request is never missed.
 """
 
 from __future__ import annotations
@@ -23,10 +34,13 @@ from gms.metadata.validation import DEFAULT_MAX_LENGTH, InvalidMetadata, check_p
 from gms.service import Gms
 from ingest.proposal import Proposal
 from mcl_processor.search import SearchIndex
+from mcl_processor.search.cdap import RESOURCE, TYPE, All, system
 from schemas.metadata_entity import MetadataEntity, from_urn, to_urn
 from schemas.urns import Urn
 
 SCOPES = ("USER", "SYSTEM")
+NAMESPACE_NAME = re.compile(r"[A-Za-z0-9_]+")  # CDAP's namespace ids
+_PAGE = 1000
 SCOPE_ASPECTS = {"USER": "userScopeMetadata", "SYSTEM": "systemScopeMetadata"}
 MAX_ATTEMPTS = 5
 
@@ -109,22 +123,60 @@ class MetadataService:
         return from_urn(urn, self.hint)
 
     def require(self, entity: MetadataEntity) -> str:
-        """The entity's URN; raises NotFound unless its real entity exists."""
+        """The entity's URN; raises NotFound unless its real entity exists (see the module
+        docstring), InvalidMetadata for a namespace whose name is not a valid one."""
         urn = to_urn(entity)
         real = real_entity(urn)
-        if real is not None and not self.gms.store.entity(real):
-            raise NotFound(f"entity {entity} ({urn}) not found" if real == urn
-                           else f"entity {real}, which {entity} belongs to, not found")
-        return urn
+        if real is None or self.gms.store.entity(real):
+            return urn
+        parsed = Urn.parse(real)
+        if parsed.entity_type == "container" and entity.get("namespace") == parsed.parts[0]:
+            if not NAMESPACE_NAME.fullmatch(parsed.parts[0]):
+                raise InvalidMetadata(f"namespace {parsed.parts[0]!r}: a namespace name holds letters, digits"
+                                      " and _ only")
+            return urn
+        if real == urn and self.unversioned_application(entity) and self.versions(urn):
+            return urn
+        raise NotFound(f"entity {entity} ({urn}) not found" if real == urn
+                       else f"entity {real}, which {entity} belongs to, not found")
+
+    @staticmethod
+    def unversioned_application(entity: MetadataEntity) -> bool:
+        return entity.type == "application" and entity.get("version") is None and to_urn(entity).startswith(
+            "urn:li:dataFlow:")
+
+    def needs_index(self, entity: MetadataEntity, writes: bool) -> bool:
+        """Whether a request on the entity reads the application versions from the search index
+        (a write to an application without a version, or a read of one that exists only in its
+        versions): the caller should let the index catch up with the event log first."""
+        if self.search is None or not self.unversioned_application(entity):
+            return False
+        return writes or not self.gms.store.entity(to_urn(entity))
+
+    def versions(self, app_urn: str) -> list[str]:
+        """The URNs of the live versions of an application without a version (see the module
+        docstring), sorted."""
+        if self.search is None:
+            return []
+        parts = Urn.parse(app_urn).parts
+        version = re.compile(re.escape(f"urn:li:dataFlow:({parts[0]},{parts[1]}@") + r"[^,]+"
+                             + re.escape(f",{parts[2]})"))
+        expr = All((system(TYPE, "application"), system(RESOURCE, app_urn)))
+        found: list[str] = []
+        start = 0
+        while True:
+            page = self.search.select(expr, None, start, _PAGE, "urn")
+            found += [hit.urn for hit in page.hits if version.fullmatch(hit.urn)]
+            start += len(page.hits)
+            if not page.hits or start >= page.total:
+                break
+        return sorted(urn for urn in found if self.gms.store.entity(urn))
 
     def targets(self, entity: MetadataEntity, urn: str) -> list[str]:
         """Where a change goes: the URN, and for an application without a version, its versions."""
-        if entity.type != "application" or entity.get("version") is not None or self.search is None:
+        if not self.unversioned_application(entity):
             return [urn]
-        app, ns = entity.get("application"), entity.get("namespace")
-        version = re.compile(re.escape(f"urn:li:dataFlow:(cdap,{app}@") + r"[^,]+" + re.escape(f",{ns})"))
-        hits = self.search.query(f'"{app}"', ["dataFlow"], 0, 1000).hits
-        return [urn, *sorted(h.urn for h in hits if version.fullmatch(h.urn))]
+        return [urn, *self.versions(urn)]
 
     # -- reads ----------------------------------------------------------------------------------
 
