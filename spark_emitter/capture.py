@@ -10,6 +10,7 @@ slices would take longer comes in one piece.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,7 +72,7 @@ class JvmReader:
             captured.write = {"path": plan.outputPath().toString(), "format": _format(plan.fileFormat()),
                               "columns": plan.outputColumnNames().mkString(SEP)}
         elif command in V2_WRITES:
-            captured.write = {"name": plan.table().name()}
+            captured.write = _v2_facts(plan.table())
         captured.write["schema"] = plan.query().schema().json()
         wanted = _relations_needing_facts(parse(nodes))
         if wanted:
@@ -111,7 +112,7 @@ def _format(file_format: Any) -> str:
 
 def _leaf_facts(leaf: Any, kind: str) -> dict[str, Any]:
     if kind == "DataSourceV2Relation":
-        return {"kind": "v2", "name": leaf.table().name()}
+        return {"kind": "v2", **_v2_facts(leaf)}
     relation = leaf.relation()
     relation_class = relation.getClass().getSimpleName()
     if relation_class == "HadoopFsRelation":
@@ -121,6 +122,20 @@ def _leaf_facts(leaf: Any, kind: str) -> dict[str, Any]:
         options = relation.jdbcOptions()
         return {"kind": "jdbc", "url": options.url(), "table": options.tableOrQuery()}
     return {"kind": "other", "name": relation_class}
+
+
+def _v2_facts(relation: Any) -> dict[str, Any]:
+    """A DataSource V2 relation's table name and, when a catalog resolved it, the catalog's name and
+    the identifier's namespace and name (about ten round trips): `name()` alone is whatever the
+    table says (`db2.T` may be catalog `db2`'s table `T`, or a table of namespace `db2`)."""
+    facts: dict[str, Any] = {"name": relation.name()}
+    with contextlib.suppress(Exception):  # a NamedRelation that is not a DataSourceV2Relation
+        catalog, identifier = relation.catalog(), relation.identifier()
+        if catalog.isDefined() and identifier.isDefined():
+            identifier = identifier.get()
+            facts.update(catalog=catalog.get().name(), namespace=list(identifier.namespace()),
+                         table=identifier.name())
+    return facts
 
 
 def _relations_needing_facts(root: Node) -> set[int]:

@@ -4,7 +4,9 @@
 
 - a table of the session catalog (`saveAsTable`, `insertInto`, CTAS, `INSERT`, `spark.table`):
   platform `spark.lodestar.catalogPlatform` (default `hive`), name `<database>.<table>`;
-- a table of another catalog (DataSource V2): platform the catalog's name, name `<namespace>.<table>`;
+- a table of another catalog (DataSource V2): platform the catalog's name, name `<namespace>.<table>`
+  (`<table>` when its identifier has no namespace), from the catalog and identifier Spark resolved,
+  not from the table's `name()`;
 - files by path (parquet, csv, json, orc, text, ...): platform from the path's scheme (`file`,
   `hdfs`, `s3` for s3/s3a/s3n, `gcs` for gs, `adls` for abfs[s]/wasb[s], else the scheme; delta,
   iceberg and hudi paths take the format's name), name the path without its scheme (`/data/x`,
@@ -14,10 +16,12 @@
 - an in-memory DataFrame (`createDataFrame`, `range`, an RDD): platform `spark`, name
   `<app name>.<view name>` when read through a temp view, else `<app name>.local_<hash>` (the
   first 8 hex digits of the SHA-1 of its comma-joined column names);
-- any other DataSource V2 table: platform `spark`, name the table's `name()`.
+- a DataSource V2 table without a catalog (the `noop` sink, `format(...).save()` of a V2 source):
+  platform `spark`, name the table's `name()`.
 
-`<env>` is `spark.lodestar.env` (default `PROD`). A V2 name `spark_catalog.db.t` is the session
-catalog's `db.t`, so `writeTo` and `saveAsTable` of one table are one entity.
+`<env>` is `spark.lodestar.env` (default `PROD`). A V2 table of the session catalog
+(`spark_catalog`) is the session catalog's `<database>.<table>`, so `writeTo` and `saveAsTable` of
+one table are one entity.
 """
 
 from __future__ import annotations

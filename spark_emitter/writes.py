@@ -25,7 +25,7 @@ def analyze(captured: Captured, naming: Naming) -> WriteLineage | None:
         columns = write["columns"].split(SEP) if write.get("columns") else None
         properties = {"format": write.get("format", ""), "path": write.get("path", "")}
     elif root.cls in V2_WRITES:
-        platform, name = _v2(naming, write["name"])
+        platform, name = _v2(naming, write)
         query, properties = root.children[0], {"table": write["name"]}
     else:
         table = root.get("table") or root.get("tableDesc")
@@ -65,7 +65,7 @@ class _Resolver:
             platform, name = self.naming.jdbc(facts["url"], facts["table"])
             properties = {"format": "jdbc"}
         elif facts.get("kind") == "v2":
-            platform, name = _v2(self.naming, facts["name"])
+            platform, name = _v2(self.naming, facts)
         else:
             return None
         return Dataset(platform, name, self.naming.env, schema, tuple(sorted(properties.items())))
@@ -76,9 +76,13 @@ def _identifier(table: dict[str, Any]) -> list[str]:
     return [ident.get("catalog") or "", ident.get("database") or "", ident.get("table") or ""]
 
 
-def _v2(naming: Naming, name: str) -> tuple[str, str]:
-    parts = name.split(".")
-    return naming.table(parts) if len(parts) >= 2 else ("spark", name)
+def _v2(naming: Naming, facts: dict[str, Any]) -> tuple[str, str]:
+    """A V2 table of a catalog is named by its catalog and identifier (the session catalog's as
+    `saveAsTable` names it); a table without a catalog (the `noop` sink, a path-based source) by
+    its `name()` on platform `spark`."""
+    if facts.get("catalog"):
+        return naming.table([*facts.get("namespace", []), facts["table"]], facts["catalog"])
+    return "spark", facts["name"]
 
 
 def _schema(struct_json: str | None, names: list[str] | None) -> tuple[tuple[str, str], ...]:

@@ -284,14 +284,101 @@ def test_jdbc_source_and_datasource_v2_writes(job: Job) -> None:
     url, driver = "jdbc:derby:memory:lodestar;create=true", {"driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"}
     job.spark.table("regions").write.jdbc(url, "REGIONS", properties=driver)
     jdbc = job.spark.read.jdbc(url, "REGIONS", properties=driver)
-    jdbc.write.format("noop").mode("append").save()
-    job.spark.table("orders").write.format("noop").mode("overwrite").save()
-    job.flush(2)  # the JDBC write is not a file, table or V2 write: not recorded
+    jdbc.filter("k > 1").select("k", F.upper("region").alias("region")).write.format("noop").mode("append").save()
+    job.flush(1)  # the JDBC write (a V1 save() through a data source) is not a file, table or V2 write: not recorded
     source, target = dataset_urn("derby", "REGIONS", "PROD"), dataset_urn("spark", "noop-table", "PROD")
     assert job.recorded.schema(source) == [("k", "long"), ("region", "string")]
+    assert job.recorded.lineage(target) == ([source], sorted_entries([
+        fine(target, "k", [(source, "k")], "identity"),
+        fine(target, "region", [(source, "region")], "upper"),
+        control("filter", [(source, "k")]),
+    ]))
+    (jdbc_run,) = job.recorded.runs_producing(target)
+    assert job.recorded.aspect(jdbc_run, "dataProcessInstanceInput") == {"inputs": [source]}
+    assert job.recorded.aspect(jdbc_run, "dataProcessInstanceOutput") == {"outputs": [target]}
+    job.spark.table("orders").write.format("noop").mode("overwrite").save()
+    job.flush(1)
     assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
         fine(target, column, [(ORDERS, column)], "identity") for column in ("k", "name", "v")]))
+    runs = job.recorded.runs_producing(target, 2)
+    assert len(runs) == 2 and jdbc_run in runs
+
+
+def test_write_to_a_session_catalog_table_is_the_save_as_table_entity(job: Job) -> None:
+    """`writeTo(...).create()` on the session catalog is a CTAS of the table `saveAsTable` writes and
+    `spark.table` reads: one entity. Appending with `writeTo` to such a (V1) table fails in analysis:
+    nothing is recorded."""
+    orders = job.spark.table("orders")
+    orders.select("k", "v").writeTo("v2_orders").using("parquet").create()
+    job.flush(1)
+    orders.select("k", (F.col("v") * 2).alias("v")).write.mode("append").saveAsTable("v2_orders")
+    job.flush(1)
+    target = table("v2_orders")
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "k", [(ORDERS, "k")], "identity"), fine(target, "v", [(ORDERS, "v")], "multiply")]))
     assert len(job.recorded.runs_producing(target, 2)) == 2
+    with pytest.raises(Exception, match="Cannot write into v1 table"):
+        orders.select("k", "v").writeTo("v2_orders").append()
+    job.flush(0)
+    read_path = job.root / "from_v2_orders"
+    job.spark.table("v2_orders").filter("v > 10").write.parquet(str(read_path))
+    job.flush(1)
+    read = files(read_path)
+    assert job.recorded.lineage(read) == ([target], sorted_entries([
+        fine(read, "k", [(target, "k")], "identity"), fine(read, "v", [(target, "v")], "identity"),
+        control("filter", [(target, "v")])]))
+    (run,) = job.recorded.runs_producing(read)
+    assert job.recorded.aspect(run, "dataProcessInstanceInput") == {"inputs": [target]}
+    assert job.recorded.aspect(run, "dataProcessInstanceOutput") == {"outputs": [read]}
+
+
+def test_tables_of_a_datasource_v2_catalog(job: Job) -> None:
+    """A registered V2 catalog (Spark's JDBC catalog over Derby): CTAS, append and overwrite of
+    `<catalog>.<namespace>.<table>` and of `<catalog>.<table>` are the catalog's tables, read back
+    as the same entities."""
+    spark, catalog = job.spark, "warehouse_db"
+    conf = {"": "org.apache.spark.sql.execution.datasources.v2.jdbc.JDBCTableCatalog",
+            ".url": "jdbc:derby:memory:v2catalog;create=true", ".driver": "org.apache.derby.iapi.jdbc.AutoloadedDriver"}
+    for key, value in conf.items():
+        spark.conf.set(f"spark.sql.catalog.{catalog}{key}", value)
+    orders, regions = spark.table("orders"), spark.table("regions")
+    target = dataset_urn(catalog, "APP.NAMES", "PROD")
+    orders.select("k", F.upper("name").alias("name")).writeTo(f"{catalog}.APP.NAMES").create()
+    job.flush(1)
+    assert job.recorded.schema(target) == [("k", "long"), ("name", "string")]
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "k", [(ORDERS, "k")], "identity"), fine(target, "name", [(ORDERS, "name")], "upper")]))
+    orders.filter("v > 5").select("k", "name").writeTo(f"{catalog}.APP.NAMES").append()
+    job.flush(1)
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "k", [(ORDERS, "k")], "identity"), fine(target, "name", [(ORDERS, "name")], "identity"),
+        control("filter", [(ORDERS, "v")])]))
+    regions.select("k", F.col("region").alias("name")).writeTo(f"{catalog}.APP.NAMES").overwrite(F.lit(True))
+    job.flush(1)
+    assert job.recorded.lineage(target) == ([REGIONS], sorted_entries([
+        fine(target, "k", [(REGIONS, "k")], "identity"), fine(target, "name", [(REGIONS, "region")], "identity")]))
+    runs = job.recorded.runs_producing(target, 3)
+    assert len(runs) == 3
+    for run in runs:
+        assert job.recorded.aspect(run, "dataProcessInstanceOutput") == {"outputs": [target]}
+    # a name without a namespace is still the catalog's table, not a session-catalog table `warehouse_db.KEYS`
+    keys = dataset_urn(catalog, "KEYS", "PROD")
+    orders.select("k").writeTo(f"{catalog}.KEYS").create()
+    job.flush(1)
+    assert job.recorded.lineage(keys) == ([ORDERS], [fine(keys, "k", [(ORDERS, "k")], "identity")])
+    assert job.recorded.aspect(dataset_urn("hive", f"{catalog}.KEYS", "PROD"), "schemaMetadata") is None
+    # another job reads them: the same entities
+    read_path = job.root / "from_v2_catalog"
+    spark.table(f"{catalog}.APP.NAMES").join(spark.table(f"{catalog}.KEYS"), "k") \
+        .select("k", F.lower("name").alias("name")).write.parquet(str(read_path))
+    job.flush(1)
+    read = files(read_path)
+    assert job.recorded.lineage(read) == ([target, keys], sorted_entries([
+        fine(read, "k", [(target, "k")], "identity"), fine(read, "name", [(target, "name")], "lower"),
+        control("join", [(keys, "k"), (target, "k")])]))
+    (run,) = job.recorded.runs_producing(read)
+    assert job.recorded.aspect(run, "dataProcessInstanceInput") == {"inputs": [target, keys]}
+    assert job.recorded.aspect(run, "dataProcessInstanceOutput") == {"outputs": [read]}
 
 
 def test_failed_write_records_a_failed_run_without_lineage(job: Job) -> None:
