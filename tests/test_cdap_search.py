@@ -30,7 +30,8 @@ def _user(tags: list[str], **properties: str):
 
 def build(harness: Indexed) -> None:
     harness.write(
-        proposal(CUSTOMERS, "datasetProperties", {"name": "customers", "description": "All our buyers"}),
+        proposal(CUSTOMERS, "datasetProperties", {"name": "customers", "description": "All our buyers",
+                                                  "customProperties": {"ttl": "3600"}}),
         proposal(CUSTOMERS, "schemaMetadata", schema(("empname", '["null","string"]'), ("age", "int"),
                                                      ("zip_code", "long"))),
         proposal(CUSTOMERS, "userScopeMetadata", _user(["pii", "finance_data"], owner="sales-team", region="us,eu")),
@@ -121,6 +122,24 @@ class CdapSearchContract:
         for query in ("-_,", ":", " ", "-:* _"):
             assert value_tokens(query.strip("*")) == [] or query == "-:* _"
             assert self.found(catalog, query) == set(), query
+
+    def test_derived_system_properties(self, catalog):
+        assert self.found(catalog, "ttl:3600") == {CUSTOMERS}
+        assert self.found(catalog, "ttl:36*") == {CUSTOMERS}
+        assert self.found(catalog, "ttl:36") == set()
+        assert self.found(catalog, "properties:ttl") == {CUSTOMERS}
+        assert self.found(catalog, "ttl:*") == {CUSTOMERS}
+        assert self.found(catalog, "3600", "SYSTEM") == {CUSTOMERS}
+        assert self.found(catalog, "ttl:3600", "USER") == set()
+        assert self.found(catalog, "type:stream") == {CLICKS}
+        assert self.found(catalog, "type:file") == {FILE}
+        assert self.found(catalog, "type:program") == {PROGRAM}
+        assert {CUSTOMERS, ORDERS, CLICKS, HIVE} <= self.found(catalog, "type:dataset")
+        assert FIELD not in self.found(catalog, "type:dataset")
+        assert {CUSTOMERS, ORDERS, CLICKS, LEADS, FIELD, FILE, APP, PROGRAM, HIVE} <= self.found(
+            catalog, "properties:type")
+        assert self.found(catalog, "description:buyers") == {CUSTOMERS}
+        assert self.found(catalog, "entity-name:customers") == {CUSTOMERS}
 
     def test_scopes(self, catalog):
         assert self.found(catalog, "pii", "USER") == {CUSTOMERS, FIELD}

@@ -12,7 +12,18 @@ Values are split into tokens at `-`, `_`, `:`, `,` and white space, lower-cased.
     the key aspect (SYSTEM)       the entity's name (`<type>:<name>`, `entity-name:`), its type,
                                   namespace, the resources authorization checks it against, and
                                   `hidden` when its name starts with `_`
-    subTypes (SYSTEM)             a subtype (a CDAP stream is a dataset of subtype stream)
+    subTypes (SYSTEM)             a subtype (a CDAP stream is a dataset of subtype stream), and
+                                  the first as `type:` (as GET shows it)
+    datasetProperties (SYSTEM)    `ttl:` of the `ttl` custom property
+
+The derived SYSTEM properties gms/metadata/system.py shows that these aspects' values hold
+(`ttl`, `type`; `description`, `schema` and `entity-name` above) are searchable as CDAP's
+SYSTEM properties are: under their key (`ttl:3600`, `properties:ttl`) and, but for
+descriptions, schema field names and names, under any key. `type:` holds the metadata
+entity's type (from the key aspect) and the first subtype, so a stream is found by
+`type:stream` and by `type:dataset`. `creation-time` and `last-updated-*` come from the
+versions' system metadata, which terms never see: they are not searchable (a sort by
+creation time reads them from the store).
 
 Schema field names, descriptions and names are not written under any key (the largest share
 of terms): a plain term looks for them under their own keys as well.
@@ -94,9 +105,16 @@ def terms(aspect: str, value: Any) -> set[str]:
             if name and kind:
                 out.add(_cached_term(("SYSTEM", name.lower(), kind.lower())))
     elif aspect == "subTypes":
-        out.update(term("SYSTEM", SUBTYPE, str(t).lower()) for t in value.get("typeNames") or [])
-    elif aspect in _DESCRIBED and isinstance(value.get("description"), str):
-        _add(out, "SYSTEM", "description", value["description"], any_key=False)
+        names = [str(t) for t in value.get("typeNames") or []]
+        out.update(term("SYSTEM", SUBTYPE, name.lower()) for name in names)
+        if names:
+            _add(out, "SYSTEM", "type", names[0].lower())
+    elif aspect in _DESCRIBED:
+        if isinstance(value.get("description"), str):
+            _add(out, "SYSTEM", "description", value["description"], any_key=False)
+        ttl = (value.get("customProperties") or {}).get("ttl") if aspect == "datasetProperties" else None
+        if ttl:
+            _add(out, "SYSTEM", "ttl", str(ttl))
     elif (urn := _key_urn(aspect, value)) is not None:
         out |= _entity_terms(urn)
     return out
@@ -141,6 +159,7 @@ def _entity_terms(urn: str) -> set[str]:
         name = entity.get(entity.type) or entity.details[-1][1]
     out = {term("SYSTEM", TYPE, entity.type.lower()), *(term("SYSTEM", RESOURCE, r) for r in resource_chain(urn))}
     out.update(term("SYSTEM", NAME, token) for token in value_tokens(name))
+    _add(out, "SYSTEM", "type", entity.type.lower())
     if entity.get("namespace"):
         out.add(term("SYSTEM", NAMESPACE, entity.get("namespace").lower()))  # type: ignore[union-attr]
     if name.startswith("_"):
