@@ -37,7 +37,8 @@ def build(harness: Indexed) -> None:
         proposal(CUSTOMERS, "userScopeMetadata", _user(["pii", "finance_data"], owner="sales-team", region="us,eu")),
         proposal(ORDERS, "datasetProperties", {"name": "orders"}),
         proposal(ORDERS, "schemaMetadata", schema(("id", "long"))),
-        proposal(ORDERS, "userScopeMetadata", _user(["finance"], owner="ops")),
+        proposal(ORDERS, "userScopeMetadata", _user(["finance"], owner="ops", path="/data/in (2020)",
+                                                    emails="a@x.com, b@y.org", where="s3://bucket/t;v=2")),
         proposal(STAGING, "datasetProperties", {"name": "_staging"}),
         proposal(STAGING, "userScopeMetadata", _user(["finance"])),
         proposal(CLICKS, "datasetProperties", {"name": "clicks"}),
@@ -122,6 +123,22 @@ class CdapSearchContract:
         for query in ("-_,", ":", " ", "-:* _"):
             assert value_tokens(query.strip("*")) == [] or query == "-:* _"
             assert self.found(catalog, query) == set(), query
+
+    def test_values_with_special_characters_split_at_separators_only(self, catalog):
+        assert self.found(catalog, "path:/data/in") == {ORDERS}
+        assert self.found(catalog, "path:(2020)") == {ORDERS}
+        assert self.found(catalog, "path:/dat*") == {ORDERS}
+        assert self.found(catalog, "path:data") == set()  # '/' splits nothing: /data/in is one token
+        assert self.found(catalog, "path:2020") == set()
+        assert self.found(catalog, "emails:a@x.com") == {ORDERS}  # ", " splits the list
+        assert self.found(catalog, "emails:B@Y.ORG") == {ORDERS}
+        assert self.found(catalog, "emails:a@x*") == {ORDERS}
+        assert self.found(catalog, "a@x.com") == {ORDERS}
+        assert self.found(catalog, "emails:x.com") == set()
+        assert self.found(catalog, "where:s3") == {ORDERS}  # ':' splits: s3, //bucket/t;v=2
+        assert self.found(catalog, "where://bucket/t;v=2") == {ORDERS}
+        assert self.found(catalog, "where:s3://bucket*") == {ORDERS}  # both tokens, the last a prefix
+        assert self.found(catalog, "where:bucket") == set()
 
     def test_derived_system_properties(self, catalog):
         assert self.found(catalog, "ttl:3600") == {CUSTOMERS}

@@ -164,3 +164,13 @@ def test_native_search_and_autocomplete_leave_out_what_a_caller_may_not_read(cli
     assert outsider.call("GET", "/v1/autocomplete?query=lea")["suggestions"] == []
     admin = server.client().call("GET", "/v1/autocomplete?query=alp")["suggestions"]
     assert "alpha" in [s["text"] for s in admin]
+
+
+def test_values_with_special_characters_over_http(client, server):
+    client.set_properties("default/datasets/bravo", {"path": "/data/in (2020)", "emails": "a@x.com, b@y.org"})
+    _indexed(server)
+    for query in ("path:/data/in", "emails:b@y.org", "path:(2020)", "a@x*", "path:/data/in emails:nobody"):
+        status, answer = _search(client, query=query)
+        assert status == 200 and _names(answer) == ["bravo"], (query, answer)
+    for query in ("path:data", "emails:x.com", ", : -"):
+        assert _search(client, query=query)[1]["total"] == 0, query

@@ -2,9 +2,11 @@
 
 Keys and tags: letters, digits, `_` and `-`. Values: those, spaces, and the common special
 characters `. , : ; / @ # & + = ( ) ' ! ?` (CDAP's custom-entities design widens values so a
-value can hold a list or a path; search splits values into tokens at `-`, `_`, `:`, `,` and
-white space, and at every other character that is not a letter or a digit). `tags` is no
-property key (it would shadow `tags:` in search). Each is at most `max_length` characters
+value can hold a list or a path). Search splits values into tokens at `-`, `_`, `:`, `,` and
+white space only (mcl_processor/search/cdap.py `value_tokens`); every other character stays
+in its token, so `/data/in (2020)` is the tokens `/data/in` and `(2020)`: `path:/data/in` and
+`path:/dat*` find it, `path:data` does not. `tags` is no property key (it would shadow `tags:`
+in search). Each is at most `max_length` characters
 (50 unless configured, as CDAP's `metadata.max.characters.allowed`).
 """
 
