@@ -1,5 +1,6 @@
-"""`lodestar tag|property|principal|token|grant|revoke|grants`, and `lodestar search --target/--scope`
-(CDAP-syntax search): metadata and access from the command line, over the REST API.
+"""`lodestar tag|property|principal|token|grant|revoke|grants`, and `lodestar search` with `--cdap`,
+`--target`, `--scope` or `--namespace` (CDAP-syntax search; without them `lodestar search` is
+the native /v1/search): metadata and access from the command line, over the REST API.
 
 ENTITY is a URN or a CDAP path below /v3/namespaces/ (`default/datasets/myds/field/empname`).
 """
@@ -20,8 +21,8 @@ ClientOptions = Callable[[argparse.ArgumentParser], None]
 
 def add_commands(sub: Any, client_options: ClientOptions, search: argparse.ArgumentParser,
                  rest: Callable[[argparse.Namespace], RestClient]) -> None:
-    """Register the commands on `sub`; `search` (the native search command) gains --target and
-    --scope, which switch it to CDAP-syntax search."""
+    """Register the commands on `sub`; `search` (the native search command) gains --cdap,
+    --target, --scope and --namespace, each of which switches it to CDAP-syntax search."""
     tag = sub.add_parser("tag", help="add, remove or list tags of an entity (URN or CDAP path)")
     tag_sub = tag.add_subparsers(dest="action", required=True)
     for action, text in (("add", "add tags"), ("remove", "remove tags (all when none is given)"), ("list", "list")):
@@ -29,7 +30,8 @@ def add_commands(sub: Any, client_options: ClientOptions, search: argparse.Argum
         p.add_argument("entity", metavar="ENTITY")
         if action != "list":
             p.add_argument("tags", nargs="+" if action == "add" else "*", metavar="TAG")
-        p.add_argument("--scope", help="USER (default for changes) or SYSTEM")
+        p.add_argument("--scope", help="USER (default for changes) or SYSTEM; a list without it shows"
+                       " each scope under its name")
         client_options(p)
         p.set_defaults(func=lambda args: _tag(MetadataClient("", rest=rest(args)), args))
 
@@ -42,7 +44,8 @@ def add_commands(sub: Any, client_options: ClientOptions, search: argparse.Argum
         if action != "list":
             p.add_argument("items", nargs="+" if action == "set" else "*", metavar="KEY=VALUE" if action == "set"
                            else "KEY")
-        p.add_argument("--scope", help="USER (default for changes) or SYSTEM")
+        p.add_argument("--scope", help="USER (default for changes) or SYSTEM; a list without it shows"
+                       " each scope under its name")
         client_options(p)
         p.set_defaults(func=lambda args: _property(MetadataClient("", rest=rest(args)), args))
 
@@ -50,9 +53,11 @@ def add_commands(sub: Any, client_options: ClientOptions, search: argparse.Argum
                         " dataset, stream, application, program, field, ... ")
     search.add_argument("--scope", help="CDAP-syntax search in USER or SYSTEM metadata only")
     search.add_argument("--namespace", help="CDAP-syntax search in one namespace (default: all)")
+    search.add_argument("--cdap", action="store_true", help="CDAP-syntax search (implied by --target, --scope"
+                        " and --namespace; without any of them QUERY is in /v1/search's language)")
     native = search.get_default("func")
     search.set_defaults(func=lambda args: _search(MetadataClient("", rest=rest(args)), args)
-                        if args.target or args.scope or args.namespace else native(args))
+                        if args.cdap or args.target or args.scope or args.namespace else native(args))
 
     _access_commands(sub, client_options, rest)
 
@@ -105,10 +110,20 @@ def _tag(client: MetadataClient, args: argparse.Namespace) -> int:
         client.add_tags(args.entity, *args.tags, scope=args.scope)
     elif args.action == "remove":
         client.remove_tags(args.entity, *args.tags, scope=args.scope)
-    shown = args.scope or (None if args.action == "list" else "USER")  # after a change: the scope changed
-    for tag in client.tags(args.entity, scope=shown):
+    if args.action == "list" and not args.scope:
+        _by_scope(client.tags_by_scope(args.entity), lambda tags: list(tags))
+        return 0
+    for tag in client.tags(args.entity, scope=args.scope or "USER"):  # after a change: the scope changed
         print(tag)
     return 0
+
+
+def _by_scope(found: dict[str, Any], lines: Callable[[Any], list[str]]) -> None:
+    """Each scope's items under its name (USER, then SYSTEM), indented; `(none)` for none."""
+    for scope in ("USER", "SYSTEM"):
+        print(f"{scope}:")
+        for line in lines(found.get(scope) or {}) or ["(none)"]:
+            print(f"  {line}")
 
 
 def _property(client: MetadataClient, args: argparse.Namespace) -> int:
@@ -122,8 +137,10 @@ def _property(client: MetadataClient, args: argparse.Namespace) -> int:
         client.set_properties(args.entity, pairs, scope=args.scope)
     elif args.action == "remove":
         client.remove_properties(args.entity, *args.items, scope=args.scope)
-    shown = args.scope or (None if args.action == "list" else "USER")
-    for key, value in sorted(client.properties(args.entity, scope=shown).items()):
+    if args.action == "list" and not args.scope:
+        _by_scope(client.properties_by_scope(args.entity), lambda props: [f"{k}={v}" for k, v in sorted(props.items())])
+        return 0
+    for key, value in sorted(client.properties(args.entity, scope=args.scope or "USER").items()):
         print(f"{key}={value}")
     return 0
 

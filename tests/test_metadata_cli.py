@@ -44,11 +44,12 @@ def test_tags_by_cdap_path_and_by_urn(served):
     assert _ok(cli(served, "tag", "add", FIELD, "PII", "raw")) == ["PII", "raw"]
     assert _ok(cli(served, "tag", "remove", FIELD, "raw")) == ["PII"]
     urn = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.customers,PROD),ssn)"
-    assert _ok(cli(served, "tag", "list", urn)) == ["PII"]
+    assert _ok(cli(served, "tag", "list", urn, "--scope", "user")) == ["PII"]
     assert _ok(cli(served, "tag", "add", urn, "checked", "--scope", "system")) == ["checked"]
-    assert _ok(cli(served, "tag", "list", FIELD)) == ["PII", "checked"]
+    assert _ok(cli(served, "tag", "list", FIELD)) == ["USER:", "  PII", "SYSTEM:", "  checked"]
     assert _ok(cli(served, "tag", "remove", FIELD)) == []
-    assert _ok(cli(served, "tag", "list", FIELD)) == ["checked"]
+    assert _ok(cli(served, "tag", "list", FIELD)) == ["USER:", "  (none)", "SYSTEM:", "  checked"]
+    assert _ok(cli(served, "tag", "list", FIELD, "--scope", "SYSTEM")) == ["checked"]
 
 
 def test_properties(served):
@@ -59,6 +60,9 @@ def test_properties(served):
     system = dict(line.split("=", 1) for line in _ok(cli(served, "property", "list", ds, "--scope", "SYSTEM")))
     assert system["entity-name"] == "customers" and json.loads(system["schema"]) == [{"name": "ssn",
                                                                                       "type": "STRING"}]
+    both = _ok(cli(served, "property", "list", ds))
+    assert both[:3] == ["USER:", "  owner=sales team", "SYSTEM:"]
+    assert "  entity-name=customers" in both[3:] and "  owner=sales team" not in both[3:]
 
 
 def test_bad_input_is_one_line(served):
@@ -109,3 +113,9 @@ def test_cdap_search(served):
     assert _ok(cli(served, "search", "field:ss*", "--namespace", "default", "--target", "field")) == [
         "1 result(s)", "field        namespace=default,dataset=customers,field=ssn"]
     assert _ok(cli(served, "search", "schema:ssn", "--namespace", "default"))[1].startswith("dataset")
+    # --cdap alone: CDAP's language in every namespace; without it nor the others, /v1/search's
+    assert _ok(cli(served, "search", "tags:gold", "--cdap")) == [
+        "1 result(s)", "dataset      namespace=default,dataset=customers"]
+    assert _ok(cli(served, "search", "gold*", "--cdap"))[0] == "1 result(s)"
+    native = _ok(cli(served, "search", "customers", "--types", "dataset"))  # /v1/search: its answer's shape
+    assert native[1].split() == ["dataset", "urn:li:dataset:(urn:li:dataPlatform:cdap,default.customers,PROD)"]

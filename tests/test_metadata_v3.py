@@ -78,6 +78,11 @@ def test_user_and_system_scopes_are_kept_apart(client):
     client.add_tags(DS, "s", scope="SYSTEM")
     by_scope = {r["scope"]: r for r in client.metadata(DS)}
     assert by_scope["USER"]["tags"] == ["u"] and by_scope["SYSTEM"]["tags"] == ["s"]
+    assert client.tags_by_scope(DS) == {"USER": ["u"], "SYSTEM": ["s"]}
+    client.set_properties(DS, owner="me")
+    by_scope = client.properties_by_scope(DS)
+    assert by_scope["USER"] == {"owner": "me"} and by_scope["SYSTEM"]["entity-name"] == "customers"
+    assert "owner" not in by_scope["SYSTEM"]
     client.remove_tags(DS, scope="USER")
     assert client.tags(DS) == ["s"]
 

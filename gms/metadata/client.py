@@ -44,10 +44,22 @@ class MetadataClient:
         return self.rest.call("GET", self.path(entity, scope=scope))
 
     def tags(self, entity: str, scope: str | None = None) -> list[str]:
+        """The tags of one scope; without a scope, those of both in one list, as CDAP's route
+        answers (`tags_by_scope` keeps them apart)."""
         return self.rest.call("GET", self.path(entity, "tags", scope=scope))
 
     def properties(self, entity: str, scope: str | None = None) -> dict[str, str]:
+        """The properties of one scope; without a scope, both merged, USER winning over SYSTEM,
+        as CDAP's route answers (`properties_by_scope` keeps them apart)."""
         return self.rest.call("GET", self.path(entity, "properties", scope=scope))
+
+    def tags_by_scope(self, entity: str) -> dict[str, list[str]]:
+        """{"USER": [...], "SYSTEM": [...]}: each scope's tags."""
+        return {r["scope"]: r["tags"] for r in self.metadata(entity)}
+
+    def properties_by_scope(self, entity: str) -> dict[str, dict[str, str]]:
+        """{"USER": {...}, "SYSTEM": {...}}: each scope's properties."""
+        return {r["scope"]: r["properties"] for r in self.metadata(entity)}
 
     def add_tags(self, entity: str, *tags: str, scope: str | None = None) -> list[dict[str, Any]]:
         return self.rest.call("POST", self.path(entity, "tags", scope=scope), list(tags))
