@@ -152,7 +152,16 @@ def test_join_group_by_sum_save_as_table_is_one_action(job: Job) -> None:
         control("group by", [(REGIONS, "region")]),
     ]))
     assert job.recorded.schema(ORDERS) == [("k", "long"), ("name", "string"), ("v", "long")]
-    assert len(job.recorded.runs_producing(target)) == 1
+    (run,) = job.recorded.runs_producing(target)
+    read_orders, read_regions = "read lodestar-test.orders", "read lodestar-test.regions"
+    assert _operations(job, run) == sorted([  # the join keys are the join's inputs; the grouping key, group by's
+        _read_op(ORDERS, "lodestar-test.orders", ["k", "v"]),
+        _read_op(REGIONS, "lodestar-test.regions", ["k", "region"]),
+        _transform_op("join", "join on k, k", [(read_orders, "k"), (read_regions, "k")], []),
+        _transform_op("group by", "group by on region", [(read_regions, "region")], []),
+        _transform_op("sum total", "total = sum(v)", [(read_orders, "v")], ["total"]),
+        _write_op(target, "default.region_totals", [(read_regions, "region"), ("sum total", "total")]),
+    ], key=lambda o: o["name"])
 
 
 def test_a_table_written_by_one_job_is_the_table_another_reads(job: Job) -> None:
@@ -196,6 +205,18 @@ def test_union_filter_write_json(job: Job) -> None:
         fine(target, "v", [(REGIONS, "region")], "length,cast"),  # Spark widens length's int to the long of v
         control("filter", [(ORDERS, "v"), (REGIONS, "region")]),
     ]))
+    (run,) = job.recorded.runs_producing(target)
+    read_orders, read_regions = "read lodestar-test.orders", "read lodestar-test.regions"
+    assert _operations(job, run) == sorted([  # the filter is on the union's column, made of both branches
+        _read_op(ORDERS, "lodestar-test.orders", ["k", "v"]),
+        _read_op(REGIONS, "lodestar-test.regions", ["k", "region"]),
+        _transform_op("length v", "v = length(region)", [(read_regions, "region")], ["v"]),
+        _transform_op("cast v", "v = cast(v)", [("length v", "v")], ["v"]),
+        _transform_op("union k", "k = union(k, k)", [(read_orders, "k"), (read_regions, "k")], ["k"]),
+        _transform_op("union v", "v = union(v, v)", [(read_orders, "v"), ("cast v", "v")], ["v"]),
+        _transform_op("filter", "filter on v", [("union v", "v")], []),
+        _write_op(target, str(target_path), [("union k", "k"), ("union v", "v")]),
+    ], key=lambda o: o["name"])
 
 
 def test_udf_inputs_are_its_arguments(job: Job) -> None:
@@ -239,6 +260,15 @@ def test_self_join(job: Job) -> None:
         fine(target, "right_name", [(ORDERS, "name")], "identity"),
         control("join", [(ORDERS, "k"), (ORDERS, "v")]),
     ]))
+    (run,) = job.recorded.runs_producing(target)
+    read = "read lodestar-test.orders"
+    assert _operations(job, run) == sorted([  # one READ of the table both sides read
+        _read_op(ORDERS, "lodestar-test.orders", ["k", "name", "v"]),
+        _transform_op("join", "join on k, v", [(read, "k"), (read, "v")], []),
+        _transform_op("rename left_name", "left_name = rename(name)", [(read, "name")], ["left_name"]),
+        _transform_op("rename right_name", "right_name = rename(name)", [(read, "name")], ["right_name"]),
+        _write_op(target, str(target_path), [("rename left_name", "left_name"), ("rename right_name", "right_name")]),
+    ], key=lambda o: o["name"])
 
 
 def test_select_star_passes_every_column_through(job: Job) -> None:
@@ -418,6 +448,26 @@ def test_job_with_two_writes_has_two_runs_under_one_application_run(job: Job) ->
         fine(second, "who", [(ORDERS, "name")], "init_cap"), control("filter", [(ORDERS, "v")])]))
     io = job.recorded.aspect(JOB, "dataJobInputOutput")
     assert {first, second} <= set(io["outputDatasets"]) and ORDERS in io["inputDatasets"]
+
+
+def _operations(job: Job, run: str) -> list[dict[str, Any]]:
+    """The run's fieldOperations, by name."""
+    return sorted(job.recorded.aspect(run, "fieldOperations")["operations"], key=lambda o: o["name"])
+
+
+def _read_op(dataset: str, name: str, outputs: list[str]) -> dict[str, Any]:
+    return {"name": f"read {name}", "description": f"read {dataset}", "type": "READ", "source": dataset,
+            "destination": None, "inputs": [], "outputs": outputs}
+
+
+def _transform_op(name: str, description: str, inputs: list[tuple[str, str]], outputs: list[str]) -> dict[str, Any]:
+    return {"name": name, "description": description, "type": "TRANSFORM", "source": None, "destination": None,
+            "inputs": [{"origin": o, "field": f} for o, f in inputs], "outputs": outputs}
+
+
+def _write_op(target: str, name: str, inputs: list[tuple[str, str]]) -> dict[str, Any]:
+    return {"name": f"write {name}", "description": f"write {target}", "type": "WRITE", "source": None,
+            "destination": target, "inputs": [{"origin": o, "field": f} for o, f in inputs], "outputs": []}
 
 
 def _quote(text: str) -> str:
