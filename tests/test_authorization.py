@@ -76,6 +76,40 @@ def test_field_metadata_needs_the_datasets_privilege(world):
     assert _status(clients["reader"], "GET", clients["reader"].path("sales/datasets/leads")) == 403
 
 
+def test_system_metadata_needs_admin_to_change(world):
+    server, clients = world
+    writer, remover, admin = clients["writer"], clients["remover"], clients["admin"]
+    for entity in (DS, FIELD):
+        status, answer = writer.rest.request("POST", writer.path(entity, "tags", scope="system"), ["checked"])
+        assert status == 403 and "no ADMIN privilege" in answer["message"], answer
+        assert _status(writer, "POST", writer.path(entity, "properties", scope="SYSTEM"), {"k": "v"}) == 403
+        assert _status(writer, "POST", writer.path(entity, "tags", scope="user"), ["ok"]) == 200
+        assert _status(remover, "POST", remover.path(entity, "tags", scope="system"), ["checked", "gone"]) == 200
+        assert _status(writer, "DELETE", writer.path(entity, "tags", "gone", scope="system")) == 403
+        assert _status(writer, "DELETE", writer.path(entity, scope="system")) == 403
+        assert _status(writer, "GET", writer.path(entity, "tags", scope="system")) == 200
+        assert _status(remover, "DELETE", remover.path(entity, "tags", "gone", scope="system")) == 200
+        assert admin.tags(entity, scope="SYSTEM") == ["checked"]
+    assert server.gms.store.get(CUSTOMERS, "systemScopeMetadata").value["tags"] == ["checked"]
+
+
+def test_namespace_metadata_and_its_external_tables_are_checked_against_the_namespace(world):
+    server, clients = world
+    table = "default/database/db/table/t"
+    clients["admin"].add_tags("default", "shared")
+    clients["admin"].add_tags(table, "external")
+    reader, writer, outsider = clients["reader"], clients["writer"], clients["outsider"]
+    for entity in ("default", table):
+        assert _status(reader, "GET", reader.path(entity, "tags")) == 200
+        assert _status(reader, "POST", reader.path(entity, "tags"), ["x"]) == 403
+        assert _status(writer, "POST", writer.path(entity, "tags"), ["x"]) == 403  # WRITE on a dataset only
+        assert _status(outsider, "GET", outsider.path(entity)) == 403
+    ns_writer = MetadataClient(server.url, principal_with_grants(server, "nswriter", [("default", ["READ", "WRITE"])]))
+    for entity in ("default", table):
+        assert _status(ns_writer, "POST", ns_writer.path(entity, "tags"), ["x"]) == 200
+        assert clients["admin"].tags(entity, scope="USER")[-1] == "x"
+
+
 def test_proposals_and_entity_reads_are_checked_as_the_caller(world):
     server, clients = world
     writer = clients["writer"].rest

@@ -21,7 +21,7 @@ from gms.access import READ, REMOVE, WRITE
 from gms.api import openapi
 from gms.api.access import require
 from gms.api.app import GMS_KEY, api_of, error, principal_of, read_json
-from gms.metadata.service import MetadataRecord, MetadataService, NotFound, WriteFailed, parse_scope
+from gms.metadata.service import MetadataRecord, MetadataService, NotFound, WriteFailed, parse_scope, privileges_for
 from gms.metadata.validation import InvalidMetadata
 from schemas.metadata_entity import EntityError, MetadataEntity, from_path, to_urn
 
@@ -60,7 +60,8 @@ async def _handle(request: web.Request) -> web.Response:
     try:
         entity, what, item = _target(request)
         scope = parse_scope(request.query.get("scope"))
-        require(request, _PRIVILEGES[request.method], to_urn(entity))
+        require(request, privileges_for(scope if request.method != "GET" else None, _PRIVILEGES[request.method]),
+                to_urn(entity))
         service = service_of(request)
         if service.needs_index(entity, request.method != "GET") and not await api_of(request).wait_for_index(
                 INDEX_WAIT):

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gms.access import REMOVE, WRITE
+from gms.access import ADMIN, READ, REMOVE, WRITE
 from gms.errors import ProposalFailed
 from gms.metadata.changes import records_of_history
 from gms.metadata.system import DERIVED_KEYS, derived_properties
@@ -78,6 +78,14 @@ class MetadataRecord:
     def to_json(self) -> dict[str, Any]:
         return {"metadataEntity": self.entity.to_json(), "scope": self.scope,
                 "properties": self.properties, "tags": self.tags}
+
+
+def privileges_for(scope: str | None, privileges: frozenset[str]) -> frozenset[str]:
+    """What a request on metadata needs: `privileges` (READ to get, WRITE to add, WRITE or
+    ADMIN to remove), but ADMIN to add or remove SYSTEM metadata, which is the platform's and
+    its programs' (so a principal that may write an entity's USER metadata may not write its
+    SYSTEM metadata without ADMIN on it or above it)."""
+    return ADMIN if scope == "SYSTEM" and privileges != READ else privileges
 
 
 def real_entity(urn: str) -> str | None:
@@ -244,10 +252,11 @@ class MetadataService:
     def _change(self, entity: MetadataEntity, scope: str, actor: str, privileges: frozenset[str],
                 change: Change) -> None:
         """Apply `change` to the scope's tags and properties as `actor`, who needs one of
-        `privileges` (CDAP: WRITE to add, WRITE or ADMIN to remove)."""
+        `privileges` (CDAP: WRITE to add, WRITE or ADMIN to remove) in USER scope, and ADMIN in
+        SYSTEM scope (`privileges_for`)."""
         urn = self.require(entity)
         for target in self.targets(entity, urn):
-            self._change_one(target, SCOPE_ASPECTS[scope], actor, privileges, change)
+            self._change_one(target, SCOPE_ASPECTS[scope], actor, privileges_for(scope, privileges), change)
 
     def _change_one(self, urn: str, aspect: str, actor: str, privileges: frozenset[str], change: Change) -> None:
         entity_type = Urn.parse(urn).entity_type
