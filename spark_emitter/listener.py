@@ -100,6 +100,7 @@ class LodestarListener:
         self._job_outputs: set[str] = set()
         self._token = f"LodestarListener-{uuid.uuid4()}"
         self._closed = False
+        self.failed_actions = 0  # write actions that failed (counted on Spark's listener thread)
         self.callback_ms: deque[float] = deque(maxlen=10_000)  # time on Spark's listener thread per write
         self._delivery = Delivery(settings.connect, self._build, settings.queue_size)
         self._delivery.offer(application_started(self.app))
@@ -139,6 +140,8 @@ class LodestarListener:
             command = self._reader.command(plan)
             if command not in WRITES:
                 return
+            if exception is not None:
+                self.failed_actions += 1
             end_ms = int(time.time() * 1000)
             if duration_ms is None:  # a failure: the action started when its analysis did
                 duration_ms = max(0, end_ms - qe.tracker().phases().apply("analysis").startTimeMs())
@@ -180,7 +183,8 @@ class LodestarListener:
         return self._delivery.flush(remaining)
 
     def close(self, timeout: float | None = 60.0) -> bool:
-        """Flush, record the application's end, detach from the session and stop the worker."""
+        """Flush, record the application's end (FAILURE if a write action failed), detach from the
+        session and stop the worker."""
         if self._closed:
             return True
         flushed = True
@@ -194,7 +198,7 @@ class LodestarListener:
             log.debug("Lodestar listener: detaching: %s", err)
         self._closed = True
         atexit.unregister(self.close)
-        self._delivery.offer(application_ended(self.app, int(time.time() * 1000)))
+        self._delivery.offer(application_ended(self.app, int(time.time() * 1000), self.failed_actions))
         return self._delivery.close(timeout) and flushed
 
 

@@ -4,7 +4,8 @@
 - the job: `urn:li:dataJob:(<flow>,<spark.lodestar.job or app name>)`, dataJobInfo and
   dataJobInputOutput (every dataset the application read or wrote so far);
 - the application's run: `urn:li:dataProcessInstance:<app id>`, properties, relationships
-  (parentTemplate: the flow) and run events (STARTED at attach, COMPLETE at close);
+  (parentTemplate: the flow) and run events (STARTED at attach, COMPLETE at close: SUCCESS, or
+  FAILURE when any of its write actions failed);
 - each write action's run: `urn:li:dataProcessInstance:<app id>-<execution id>`, properties,
   relationships (parentTemplate: the job; parentInstance: the application's run), input, output,
   run events (STARTED, then COMPLETE with SUCCESS, or FAILURE and the error class) and
@@ -92,10 +93,11 @@ def application_started(app: App) -> list[Proposal]:
     ]
 
 
-def application_ended(app: App, end_ms: int) -> list[Proposal]:
+def application_ended(app: App, end_ms: int, failed_actions: int = 0) -> list[Proposal]:
+    """The application's run completes with FAILURE when any of its write actions failed."""
     return [upsert(app.run_urn, "dataProcessInstanceRunEvent", {
         "timestampMillis": end_ms, "status": "COMPLETE", "durationMillis": end_ms - app.start_ms,
-        "result": {"type": "SUCCESS", "nativeResultType": "spark"}})]
+        "result": {"type": "FAILURE" if failed_actions else "SUCCESS", "nativeResultType": "spark"}})]
 
 
 def action_proposals(app: App, action: Action, lineage: WriteLineage | None,

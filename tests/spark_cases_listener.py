@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.sql import functions as F
 
 from ingest import topics
 from ingest.eventlog.kafka import KafkaEventLog
@@ -86,6 +87,27 @@ def test_settings_from_spark_conf_close_records_the_end_and_detaches(
         app_run = f"urn:li:dataProcessInstance:{spark.sparkContext.applicationId}"
         started, ended = recorded.run_events(app_run)
         assert (started["status"], ended["status"], ended["result"]["type"]) == ("STARTED", "COMPLETE", "SUCCESS")
+
+
+def test_a_failed_write_action_fails_the_application_run(
+        spark: Any, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    def refuse(value: int) -> int:
+        raise ValueError(f"refused {value}")
+
+    with ServeProcess(tmp_path_factory.mktemp("lodestar")) as lodestar:
+        listener = attach(spark, server=lodestar.url, token=TOKEN)
+        _write(spark, tmp_path / "fine")
+        with pytest.raises(Exception, match="refused"):
+            spark.range(1).select(F.udf(refuse, "long")("id").alias("x")).write.parquet(str(tmp_path / "refused"))
+        assert listener.close(30)
+        assert (listener.counts.delivered, listener.failed_actions) == (4, 1)  # start, two writes, end
+        recorded = Recorded(lodestar.client())
+        (fine_run,) = recorded.runs_producing(files(tmp_path / "fine"))
+        assert recorded.run_events(fine_run)[1]["result"]["type"] == "SUCCESS"
+        app_run = f"urn:li:dataProcessInstance:{spark.sparkContext.applicationId}"
+        started, ended = recorded.run_events(app_run)
+        assert (started["status"], ended["status"]) == ("STARTED", "COMPLETE")
+        assert ended["result"] == {"type": "FAILURE", "nativeResultType": "spark"}
 
 
 def test_kafka_appends_the_proposals_to_the_mcp_topic(spark: Any, tmp_path: Path, kafka_bootstrap: str) -> None:
