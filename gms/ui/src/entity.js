@@ -179,7 +179,8 @@ function runSection(urn, entity) {
       h("tr", {}, h("th", { scope: "row" }, "program"), h("td", {}, parent ? entityLink(parent) : "")),
       h("tr", {}, h("th", { scope: "row" }, "type"), h("td", {}, props.type || "")),
       h("tr", {}, h("th", { scope: "row" }, "created"), h("td", {}, formatTime(props.created?.time))),
-      Object.entries(props.customProperties || {}).map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v))))),
+      Object.entries(props.customProperties || {}).filter(([k]) => k !== "program")  // CDAP's copy of the row above
+        .map(([k, v]) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v))))),
     h("h3", {}, "Run events"),
     h("table", { class: "props" }, h("thead", {}, h("tr", {}, h("th", {}, "time"), h("th", {}, "status"), h("th", {}, "result"))), events),
     urnList("Inputs", aspectValue(entity, "dataProcessInstanceInput")?.inputs),
@@ -212,8 +213,8 @@ function historySection(urn, entity) {
   async function show() {
     const data = await api.versions(urn, select.value);
     const versions = data.versions;
-    const older = h("select", { "aria-label": "From version" }, versions.map((v) => h("option", { value: v.version }, `v${v.version}`)));
-    const newer = h("select", { "aria-label": "To version" }, versions.map((v) => h("option", { value: v.version }, `v${v.version}`)));
+    const older = h("select", { id: "history-from", "aria-label": "From version" }, versions.map((v) => h("option", { value: v.version }, `v${v.version}`)));
+    const newer = h("select", { id: "history-to", "aria-label": "To version" }, versions.map((v) => h("option", { value: v.version }, `v${v.version}`)));
     older.value = String(versions[Math.max(0, versions.length - 2)].version);
     newer.value = String(versions[versions.length - 1].version);
     const out = h("div", { class: "diff" });
@@ -232,8 +233,9 @@ function historySection(urn, entity) {
       h("ol", { class: "versions" }, versions.map((v) => h("li", {}, `v${v.version} `,
         formatTime(v.systemMetadata?.aspectModified?.time ?? v.systemMetadata?.lastObserved), " ",
         v.systemMetadata?.aspectModified?.actor || "", v.deleted ? " (deleted)" : ""))),
-      h("p", { class: "inline" }, "Diff ", older, " → ", newer), out);
-    render();
+      versions.length > 1 ? [h("p", { class: "inline" }, "Diff ", older, " → ", newer), out]
+        : h("p", { class: "hint" }, "One version: nothing to compare yet."));
+    if (versions.length > 1) render();
   }
   select.addEventListener("change", () => show().catch((err) => replace(body, errorBox(err))));
   const changed = aspects.sort((a, b) => b[1] - a[1])[0];

@@ -10,6 +10,9 @@ import { scoped } from "./metadata.js";
 import { windowForm, windowOf } from "./timewindow.js";
 import { shortName } from "./urns.js";
 
+// A run's custom properties that the rows above already show (CDAP writes them there too).
+const SHOWN_RUN_FIELDS = new Set(["program", "status"]);
+
 export async function lineagePage(main, urn, query) {
   const levels = Math.max(1, Math.min(10, Number(query.get("levels") || 3)));
   const { start, end } = windowOf(query);
@@ -35,12 +38,13 @@ export async function lineagePage(main, urn, query) {
     label: `${r.access} · ${r.runs.length} run${r.runs.length === 1 ? "" : "s"}`,
   }));
   if (!relations.length) canvas.append(h("p", { class: "hint empty" }, "No lineage in this window."));
-  const program = (id) => showProgram(panel, id, relations);
+  const program = (id, focus = false) => showProgram(panel, id, relations, focus);
   drawGraph(canvas, [...nodes.values()], edges, (node) => (node.kind === "program" ? program(node.id) : showDataset(panel, node.id, urn)));
   replace(table, h("table", { class: "relations" },
     h("thead", {}, h("tr", {}, ["Dataset", "Access", "Program", "Runs"].map((t) => h("th", { scope: "col" }, t)))),
     h("tbody", {}, relations.map((r) => h("tr", {}, h("td", {}, entityLink(r.data)), h("td", {}, r.access),
-      h("td", {}, h("button", { class: "link", onclick: () => program(r.program) }, shortName(r.program))),
+      // by keyboard: Tab to a program here, Enter lists its runs and moves the focus to the first one
+      h("td", {}, h("button", { class: "link", onclick: () => program(r.program, true) }, shortName(r.program))),
       h("td", {}, r.runs.length))))));
 }
 
@@ -49,7 +53,7 @@ function showDataset(panel, dataset, root) {
     dataset !== root && h("p", {}, h("a", { href: `#/lineage/${encodeURIComponent(dataset)}` }, "Lineage of this dataset")));
 }
 
-async function showProgram(panel, program, relations) {
+async function showProgram(panel, program, relations, focus) {
   const ids = [...new Set(relations.filter((r) => r.program === program).flatMap((r) => r.runs))];
   const list = h("ul", { class: "runs" });
   const detail = h("div", { class: "run-detail" });
@@ -60,6 +64,7 @@ async function showProgram(panel, program, relations) {
     replace(list, runs.map((run) => h("li", {},
       h("button", { class: "run", onclick: () => showRun(detail, run) }, shortName(run.run)),
       ` ${formatTime(run.start)} → ${run.end ? formatTime(run.end) : "running"} · ${run.status}`)));
+    if (focus) list.querySelector("button.run")?.focus();
   } catch (err) {
     replace(list, errorBox(err));
   }
@@ -76,7 +81,7 @@ async function showRun(detail, run) {
         row("program", run.program ? entityLink(run.program) : ""),
         row("started", formatTime(run.start)), row("ended", run.end ? formatTime(run.end) : "running"), row("status", run.status),
         row("type", props.type || ""),
-        Object.entries(props.customProperties || {}).map(([k, v]) => row(k, v)),
+        Object.entries(props.customProperties || {}).filter(([k]) => !SHOWN_RUN_FIELDS.has(k)).map(([k, v]) => row(k, v)),
         row("accesses", run.accesses.map((a) => h("div", {}, entityLink(a.dataset), ` ${a.access}`))),
         ["USER", "SYSTEM"].map((scope) => [
           md[scope].tags.length > 0 && row(`${scope} tags`, md[scope].tags.join(", ")),

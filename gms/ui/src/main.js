@@ -50,8 +50,7 @@ function loginPage() {
     session.token = input.value.trim();
     try {
       await showPrincipal();
-      if (session.token) showPrincipal().catch(() => {});
-route();
+      route();
     } catch (err) {
       session.token = null;
       replace(status, errorBox(err));

@@ -11,9 +11,12 @@ const FACETS = [
   ["entityType", "Type"],
   ["platform", "Platform"],
   ["tags", "Tags"],
+  ["scope", "Scope"],
   ["keys", "Metadata keys"],
 ];
+const SCOPES = ["USER", "SYSTEM"];
 const SHOWN = 12;
+let keepFocus = false;  // a query committed from the box: the page it opens focuses the box again
 
 function searchHash(state) {
   const params = new URLSearchParams();
@@ -28,6 +31,13 @@ function searchHash(state) {
 // While typing, the last word is still being written: it is searched as a prefix.
 export function asTyped(query) {
   return /(^|\s)[^\s:"*]+$/.test(query) ? `${query}*` : query;
+}
+
+// Whether the query has a filter the scope applies to: `tags:x` or `key:value` (not `schema:x`),
+// as mcl_processor/query_syntax.py parses them. Without one, every result matches in either scope.
+const FILTER = /(?:^|\s)([A-Za-z][\w.-]*):(?:"[^"]*"|[^\s"]+)/g;
+export function hasScopedFilter(query) {
+  return [...query.matchAll(FILTER)].some((m) => !["schema", "field"].includes(m[1].toLowerCase()));
 }
 
 function toggleTerm(query, term) {
@@ -62,14 +72,6 @@ export function searchPage(main, query) {
     "aria-expanded": "false",
   });
   const suggestions = h("ul", { id: "suggestions", role: "listbox", class: "suggestions", hidden: true });
-  const scope = h(
-    "select",
-    { id: "scope", "aria-label": "Scope of tags and key:value filters" },
-    h("option", { value: "" }, "USER and SYSTEM"),
-    h("option", { value: "USER" }, "USER scope"),
-    h("option", { value: "SYSTEM" }, "SYSTEM scope"),
-  );
-  scope.value = state.scope;
   const results = h("section", { class: "results", "aria-live": "polite" });
   const facets = h("aside", { class: "facets", "aria-label": "Facets" });
   replace(
@@ -78,12 +80,12 @@ export function searchPage(main, query) {
       "form",
       { class: "searchbar", role: "search", onsubmit: (e) => (e.preventDefault(), commit(input.value)) },
       h("div", { class: "combo" }, input, suggestions),
-      scope,
       h("button", { type: "submit" }, "Search"),
     ),
     h("div", { class: "search-layout" }, facets, results),
   );
-  if (!state.q) input.focus();
+  if (!state.q || keepFocus) input.focus();
+  keepFocus = false;
 
   let active = -1;
   let items = [];
@@ -99,6 +101,7 @@ export function searchPage(main, query) {
   }
   function commit(text) {
     closeSuggestions();
+    keepFocus = document.activeElement === input;
     location.hash = searchHash({ ...state, q: text.trim(), start: 0 });
   }
 
@@ -107,14 +110,12 @@ export function searchPage(main, query) {
     searchAbort?.abort();
     const controller = new AbortController();
     searchAbort = controller;
+    const text = (state.live ? asTyped(state.q) : state.q) || "*";
     try {
-      const data = await api.search(
-        (state.live ? asTyped(state.q) : state.q) || "*",
-        { types: state.types, scope: state.scope, start: state.start, count: PAGE },
-        controller.signal,
-      );
+      const data = await api.search(text, { types: state.types, scope: state.scope, start: state.start, count: PAGE },
+        controller.signal);
       if (run === searchRun) {
-        render(data, controller.signal);
+        render(data, text, controller.signal);
         announce("results", state.q);
       }
     } catch (err) {
@@ -122,7 +123,7 @@ export function searchPage(main, query) {
     }
   }
 
-  function render(data, signal) {
+  function render(data, text, signal) {
     const list = h("ol", { class: "result-list", start: state.start + 1 });
     const cards = data.results.map((hit) => resultCard(hit));
     list.append(...cards.map((c) => c.item));
@@ -138,7 +139,7 @@ export function searchPage(main, query) {
         h("button", { disabled: last >= data.total, onclick: () => go({ start: state.start + PAGE }) }, "Next →"),
       ),
     );
-    renderFacets(data.facets || {}, data.facetsSampled);
+    renderFacets({ ...data.facets, scope: scopeCounts(text, data.total, signal) }, data.facetsSampled);
     fillTags(cards, signal);
   }
 
@@ -171,9 +172,30 @@ export function searchPage(main, query) {
     }));
   }
 
+  // How many results the query has in each scope: the total when it has no filter the scope
+  // applies to, else one search per other scope for its total (count 1), after the page shows.
+  function scopeCounts(text, total, signal) {
+    return SCOPES.map((value) => {
+      const known = !hasScopedFilter(text) || value === state.scope;
+      const count = h("span", { class: "n" }, known ? total : "…");
+      if (!known) {
+        api.search(text, { types: state.types, scope: value, start: 0, count: 1 }, signal)
+          .then((data) => replace(count, data.total))
+          .catch((err) => err.name !== "AbortError" && replace(count, "?"));
+      }
+      return { value, count };
+    });
+  }
+
   function renderFacets(data, sampled) {
     const groups = FACETS.filter(([name]) => data[name]?.length).map(([name, title]) => {
       const values = data[name].map(({ value, count }) => {
+        if (name === "scope") {
+          const selected = state.scope === value;
+          return h("li", {}, h("button", { class: selected ? "facet-value selected" : "facet-value", "aria-pressed": String(selected),
+            title: `tags: and key:value filters look in ${value} metadata only`,
+            onclick: () => go({ scope: selected ? "" : value, start: 0, live: false }) }, value, count));
+        }
         const term = name === "keys" ? `${value}:*` : `${name}:${value}`;
         const selected = name === "entityType" ? state.types.split(",").includes(value) : state.q.split(/\s+/).includes(term);
         const toggle = () => (name === "entityType"
@@ -189,7 +211,7 @@ export function searchPage(main, query) {
       } }, `Show all ${values.length}`);
       return h("section", { class: "facet", "aria-label": title }, h("h3", {}, title), list, more);
     });
-    replace(facets, groups.length ? groups : h("p", { class: "hint" }, "No facets"));
+    replace(facets, groups);
   }
 
   // Autocomplete.
@@ -275,6 +297,5 @@ export function searchPage(main, query) {
       else links[at - 1].focus();
     }
   });
-  scope.addEventListener("change", () => go({ scope: scope.value, start: 0 }));
   runSearch();
 }
