@@ -45,8 +45,10 @@ class Gms:
         return requests.get(f"{self.url}{path}", headers=AUTH, timeout=60)
 
     def indexed(self) -> bool:
-        return requests.post(f"{self.url}/v1/proposals", headers=AUTH, timeout=60,
-                             json={"proposals": [], "waitForIndex": True}).json()["indexed"]
+        answer = requests.post(f"{self.url}/v1/proposals", headers=AUTH, timeout=60,
+                               json={"proposals": [], "waitForIndex": True})
+        assert answer.status_code == 200, f"waitForIndex answered {answer.status_code}: {answer.text}"
+        return answer.json()["indexed"]
 
 
 def step(urn: str, version: int, text: str) -> dict[str, Any]:

@@ -401,8 +401,20 @@ class KafkaEventLog(EventLog):
         request = ConsumerGroupTopicPartitions(self.group_name(group),
                                                [TopicPartition(self.topic_name(topic), partition)])
         with self._failing(f"reading the offsets of group {self.group_name(group)}"):
-            future = self._admin.list_consumer_group_offsets([request], request_timeout=self.timeout)
-            (result,) = future[self.group_name(group)].result().topic_partitions
+            try:
+                return self._committed(request)
+            except KafkaException as exc:
+                if exc.args[0].code() != KafkaError._TIMED_OUT:
+                    raise
+                # An admin client that lost its broker while the group had members may never hear
+                # from the group's coordinator again once the broker is back (librdkafka), while a
+                # new client is answered at once: ask again with one.
+                self._admin = AdminClient(self._config())
+                return self._committed(request)
+
+    def _committed(self, request: ConsumerGroupTopicPartitions) -> int:
+        future = self._admin.list_consumer_group_offsets([request], request_timeout=self.timeout)
+        (result,) = future[request.group_id].result().topic_partitions
         return max(result.offset, 0)
 
     def consumer(self, group: str, topics: Sequence[str], start: Mapping[tuple[str, int], int] | None = None
