@@ -14,6 +14,12 @@ committed unless the caller calls `commit`. SIGINT and SIGTERM (when iterating i
 thread) end the iteration cleanly: the change being handled finishes, what was processed is
 committed, and nothing committed is delivered again to the group.
 
+Iterating a subscription again goes on where the last iteration ended, with nothing skipped:
+after stop() (or a signal), with the change after the one being handled; after the loop was
+left otherwise (break, return, an exception), with the change in hand, which did not count as
+processed (unless it was committed explicitly). The rest of the batch already read from the
+log is kept for that, and handed out before the log is polled again.
+
 `start` chooses where the group starts reading: "committed" (its committed offsets, else the
 oldest record held), "earliest", "latest", or a time (a datetime, or epoch milliseconds): the
 first record appended at or after it. Any start but "committed" overrides the group's offsets.
@@ -220,32 +226,67 @@ class _Reader:
         self.poll_timeout = poll_timeout
         self.consumer: Consumer = log_.consumer(group, topics, start_positions(log_, topics, start))
         self.peek: Peek | None = None
-        self.refilter(change_filter)
         self.processed: dict[tuple[str, int], LogRecord] = {}  # latest processed record per partition
         self.delivered: dict[tuple[str, int], LogRecord] = {}  # latest record handed out (or skipped)
+        self.committed: dict[tuple[str, int], int] = {}  # offset of the last record committed here
+        # The last batch polled and where handing it out got to: the consumer has moved past all
+        # of it, so what an iteration ended before (stop, break, an exception) is handed out by
+        # the next one before anything is polled again. `at` is the record in hand while its
+        # change is yielded: it advances only once the caller asks for the next one.
+        self.batch: list[tuple[LogRecord, Change | None]] = []
+        self.at = 0
+        self.turn = 0  # the iteration that owns the batch (a newer one takes it over)
+        self.refilter(change_filter)
 
     def refilter(self, change_filter: ChangeFilter) -> None:
         self.filter = change_filter
         self.peek = (self.peek or Peek(self.codec)) if change_filter.needs_body else None
+        if self.at < len(self.batch):  # held, not processed yet: judged again by this filter
+            self.batch[self.at:] = [(record, self._change(record)) for record, _ in self.batch[self.at:]]
 
-    def poll(self) -> list[tuple[LogRecord, Change | None]]:
-        """The next records, each with its change, or None when it is filtered out or unreadable."""
-        out: list[tuple[LogRecord, Change | None]] = []
-        for record in self.consumer.poll(self.max_records, self.poll_timeout):
-            change = None
-            if self.filter.admits_key(record.key) and (self.peek is None or self.peek.admits(self.filter, record)):
-                try:
-                    change = decode_change(self.codec, record)
-                except EventDecodeError as err:
-                    log.warning("skipping record at %s/%d@%d: %s", record.topic, record.partition, record.offset, err)
-                else:
-                    if not self.filter.admits(change):
-                        change = None
-            out.append((record, change))
-        return out
+    def poll(self) -> None:
+        """Poll the next batch, unless records of the last one are still to be handed out."""
+        if self.at < len(self.batch):
+            return
+        self.batch = [(record, self._change(record))
+                      for record in self.consumer.poll(self.max_records, self.poll_timeout)]
+        self.at = 0
 
-    def delivering(self, record: LogRecord) -> None:
-        self.delivered[(record.topic, record.partition)] = record
+    def _change(self, record: LogRecord) -> Change | None:
+        """The record's change, or None when it is filtered out or unreadable."""
+        if not self.filter.admits_key(record.key) or (self.peek is not None and not self.peek.admits(self.filter,
+                                                                                                      record)):
+            return None
+        try:
+            change = decode_change(self.codec, record)
+        except EventDecodeError as err:
+            log.warning("skipping record at %s/%d@%d: %s", record.topic, record.partition, record.offset, err)
+            return None
+        return change if self.filter.admits(change) else None
+
+    def begin(self) -> int:
+        """A new iteration: it owns the batch from now on (an older one, left suspended, stops
+        touching it); its turn."""
+        self.turn += 1
+        return self.turn
+
+    def current(self) -> tuple[LogRecord, Change | None] | None:
+        """The next record of the batch to hand out, marked delivered (None at the batch's end).
+        Records committed already (an explicit commit of the change in hand, before the loop
+        was left) are passed over."""
+        while self.at < len(self.batch):
+            record, change = self.batch[self.at]
+            if record.offset > self.committed.get((record.topic, record.partition), -1):
+                self.delivered[(record.topic, record.partition)] = record
+                return record, change
+            self.at += 1
+        return None
+
+    def advance(self, record: LogRecord, auto_commit: bool) -> None:
+        """The record in hand was processed (the caller asked for the next one)."""
+        if auto_commit:
+            self.processed[(record.topic, record.partition)] = record
+        self.at += 1
 
     def done(self, record: LogRecord) -> None:
         self.processed[(record.topic, record.partition)] = record
@@ -260,6 +301,9 @@ class _Reader:
                                  through.timestamp_ms)]
         if records:
             self.consumer.commit(records)
+            for record in records:
+                key = (record.topic, record.partition)
+                self.committed[key] = max(self.committed.get(key, -1), record.offset)
 
     def close(self) -> None:
         self.consumer.close()
@@ -287,8 +331,9 @@ class _Base:
 
     def refilter(self, entity_types: Iterable[str] = (), aspects: Iterable[str] = (),
                  change_types: Iterable[str] = (), urn_pattern: str | None = None) -> None:
-        """Filter the records polled from now on by these options instead (same meanings as
-        the constructor's); what is filtered out is skipped and committed all the same."""
+        """Filter the records handed out from now on (those of the last batch not processed yet
+        too) by these options instead (same meanings as the constructor's); what is filtered out
+        is skipped and committed all the same."""
         self.filter = ChangeFilter.of(entity_types, aspects, change_types, urn_pattern)
         self._reader.refilter(self.filter)
 
@@ -320,16 +365,17 @@ class Subscription(_Base):
 
     def __iter__(self) -> Iterator[Change]:
         reader = self._reader
-        with self._signals():
+        turn = reader.begin()
+        with self._signals(turn):
             while not self._stop.is_set():
-                for record, change in reader.poll():
-                    reader.delivering(record)
+                reader.poll()
+                while not self._stop.is_set() and (item := reader.current()) is not None:
+                    record, change = item
                     if change is not None:
                         yield change  # resumes once the caller's code for it has returned
-                    if self.auto_commit:
-                        reader.done(record)
-                    if self._stop.is_set():
-                        break
+                        if reader.turn != turn:  # a newer iteration took the batch over
+                            return
+                    reader.advance(record, self.auto_commit)
                 if self._due():
                     self.commit()
             if self.auto_commit:
@@ -351,7 +397,7 @@ class Subscription(_Base):
         self._committed()
 
     @contextmanager
-    def _signals(self) -> Iterator[None]:
+    def _signals(self, turn: int) -> Iterator[None]:
         if not self.handle_signals or threading.current_thread() is not threading.main_thread():
             yield
             return
@@ -359,8 +405,9 @@ class Subscription(_Base):
         try:
             yield
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
+            if self._reader.turn == turn:  # else a newer iteration's handlers are in place
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
 
     def close(self) -> None:
         """Commit what was processed (auto_commit) and leave the group."""
@@ -387,7 +434,10 @@ class AsyncSubscription(_Base):
         return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
 
     async def __aiter__(self) -> AsyncIterator[Change]:
+        # An async generator left by `break` is closed later by the event loop, perhaps after
+        # the next iteration began: what the batch needs is kept in the reader, not here.
         reader = self._reader
+        turn = reader.begin()
         loop = asyncio.get_running_loop()
         signals = [sig for sig in (signal.SIGINT, signal.SIGTERM) if self.handle_signals
                    and threading.current_thread() is threading.main_thread()]
@@ -395,22 +445,23 @@ class AsyncSubscription(_Base):
             loop.add_signal_handler(sig, self.stop)
         try:
             while not self._stop.is_set():
-                for record, change in await self._call(reader.poll):
-                    reader.delivering(record)
+                await self._call(reader.poll)
+                while not self._stop.is_set() and (item := reader.current()) is not None:
+                    record, change = item
                     if change is not None:
                         yield change
-                    if self.auto_commit:
-                        reader.done(record)
-                    if self._stop.is_set():
-                        break
+                        if reader.turn != turn:
+                            return
+                    reader.advance(record, self.auto_commit)
                 if self._due():
                     await self.commit()
             if self.auto_commit:
                 await self.commit()
             self._stop.clear()
         finally:
-            for sig in signals:
-                loop.remove_signal_handler(sig)
+            if reader.turn == turn:  # else the handlers are a newer iteration's
+                for sig in signals:
+                    loop.remove_signal_handler(sig)
 
     async def commit(self, through: Change | None = None) -> None:
         """As Subscription.commit."""

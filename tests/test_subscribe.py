@@ -42,17 +42,20 @@ TAG = "urn:li:tag:pii"
 
 
 def take(subscription, count: int, timeout: float = WAIT) -> list[Change]:
-    """The next `count` changes (fails after timeout seconds)."""
-    deadline = time.monotonic() + timeout
+    """The next `count` changes (fails after timeout seconds, also when no more come)."""
     found: list[Change] = []
     if count == 0:
         return found
-    for change in subscription:
-        found.append(change)
-        if len(found) == count:
-            return found
-        assert time.monotonic() < deadline, f"only {len(found)} of {count} changes"
-    return found
+    timer = threading.Timer(timeout, subscription.stop)
+    timer.start()
+    try:
+        for change in subscription:
+            found.append(change)
+            if len(found) == count:
+                return found
+    finally:
+        timer.cancel()
+    raise AssertionError(f"only {len(found)} of {count} changes in {timeout} s")
 
 
 def drain(subscription) -> list[Change]:
@@ -256,6 +259,82 @@ class SubscriptionContract(ABC):
         assert sorted(asyncio.run(run()), key=str) == sorted(
             [(ITEMS, 1), (ORDERS, 1), (ORDERS, 2), (ORDERS, 3)], key=str)
         assert drain(self.sub(gms, "async", aspects=["datasetProperties"])) == []  # all four were committed
+
+    @staticmethod
+    def append_numbered(gms: Gms, numbers: range) -> None:
+        """MCLs of ORDERS' properties with descriptions "0", "1"...: one partition, in order."""
+        codec = default_codec()
+        gms.log.append(topics.MCL_VERSIONED, [LogMessage(ORDERS, codec.encode(
+            "com.linkedin.mxe.MetadataChangeLog", {
+                "entityType": "dataset", "entityUrn": ORDERS, "changeType": "UPSERT",
+                "aspectName": "datasetProperties",
+                "aspect": {"value": json.dumps({"description": str(n)}).encode(),
+                           "contentType": "application/json"}})) for n in numbers])
+
+    @staticmethod
+    def number(change: Change) -> int:
+        return int(change.value["description"])
+
+    def test_iterating_again_after_stop_hands_out_the_rest_of_the_batch_first(self, gms):
+        self.append_numbered(gms, range(10))
+        subscription = self.sub(gms, "rest", start="earliest")
+        first = []
+        for change in subscription:
+            first.append(self.number(change))
+            if len(first) == 3:
+                subscription.stop()
+        assert first == [0, 1, 2]
+        assert len(subscription._reader.batch) > 3  # the case in point: more was read than handed out
+        self.append_numbered(gms, range(10, 12))
+        assert [self.number(c) for c in take(subscription, 9)] == list(range(3, 12))
+        subscription.close()  # commits through 10 (11 was in hand when the loop was left)
+        assert [self.number(c) for c in drain(self.sub(gms, "rest"))] == [11]
+
+    def test_iterating_again_after_a_break_hands_out_the_change_in_hand_and_the_rest(self, gms):
+        self.append_numbered(gms, range(10))
+        subscription = self.sub(gms, "rest", start="earliest")
+        first = []
+        for change in subscription:
+            first.append(self.number(change))
+            if len(first) == 3:
+                break  # 2 was in hand: not processed
+        self.append_numbered(gms, range(10, 12))
+        assert first == [0, 1, 2]
+        assert [self.number(c) for c in take(subscription, 10)] == list(range(2, 12))
+        subscription.close()
+        assert [self.number(c) for c in drain(self.sub(gms, "rest"))] == [11]
+        # committed explicitly before the break, the change in hand does not come again
+        explicit = self.sub(gms, "explicit", start="earliest", auto_commit=False)
+        for change in explicit:
+            if self.number(change) == 4:
+                explicit.commit(change)
+                break
+        assert [self.number(c) for c in take(explicit, 7)] == list(range(5, 12))
+
+    def test_the_asyncio_flavour_goes_on_where_an_iteration_ended(self, gms):
+        self.append_numbered(gms, range(10))
+
+        async def run() -> tuple[list[int], list[int], list[int]]:
+            first, second, third = [], [], []
+            async with subscribe_async(gms.log, "async-rest", start="earliest", poll_timeout=0.2,
+                                       handle_signals=False) as subscription:
+                async for change in subscription:
+                    first.append(self.number(change))
+                    if len(first) == 3:
+                        subscription.stop()
+                async for change in subscription:
+                    second.append(self.number(change))
+                    if len(second) == 2:
+                        break  # 4 in hand; this generator is closed later, by the event loop
+                self.append_numbered(gms, range(10, 12))
+                async for change in subscription:
+                    third.append(self.number(change))
+                    if third[-1] == 11:
+                        subscription.stop()
+            return first, second, third
+
+        assert asyncio.run(asyncio.wait_for(run(), WAIT)) == ([0, 1, 2], [3, 4], list(range(4, 12)))
+        assert drain(self.sub(gms, "async-rest")) == []  # all of it was committed on the way out
 
     def test_an_mcl_written_with_the_older_mcl_schema_is_decoded(self, gms):
         old = parse_schema(json.loads((SCHEMA_DIR / "history" / "com.linkedin.mxe.MetadataChangeLog.1.avsc")
