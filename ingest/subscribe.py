@@ -314,14 +314,17 @@ class _Base:
     LIKE); start ("committed", "earliest", "latest", a datetime or epoch milliseconds); topics
     (default both MCL topics); auto_commit and commit_interval (seconds); max_records and
     poll_timeout of each poll; handle_signals (SIGINT/SIGTERM stop the iteration when it runs in
-    the main thread); codec (default: every known MCL writer schema)."""
+    the main thread); codec (default: every known MCL writer schema); on_poll, a function called
+    with no arguments by the iterating thread (or event loop) after the records of each poll were
+    handed out, also when a poll found none (e.g. to commit work other threads finished)."""
 
     def __init__(self, log_: EventLog, group: str, *, entity_types: Iterable[str] = (), aspects: Iterable[str] = (),
                  change_types: Iterable[str] = (), urn_pattern: str | None = None, start: Start = "committed",
                  topics: Sequence[str] = MCL_TOPICS, auto_commit: bool = True, commit_interval: float = 1.0,
                  max_records: int = 1000, poll_timeout: float = 0.5, handle_signals: bool = True,
-                 codec: EventCodec | None = None):
+                 codec: EventCodec | None = None, on_poll: Callable[[], object] | None = None):
         self.filter = ChangeFilter.of(entity_types, aspects, change_types, urn_pattern)
+        self.on_poll = on_poll
         self.auto_commit = auto_commit
         self.commit_interval = commit_interval
         self.handle_signals = handle_signals
@@ -376,6 +379,8 @@ class Subscription(_Base):
                         if reader.turn != turn:  # a newer iteration took the batch over
                             return
                     reader.advance(record, self.auto_commit)
+                if self.on_poll is not None:
+                    self.on_poll()
                 if self._due():
                     self.commit()
             if self.auto_commit:
@@ -453,6 +458,8 @@ class AsyncSubscription(_Base):
                         if reader.turn != turn:
                             return
                     reader.advance(record, self.auto_commit)
+                if self.on_poll is not None:
+                    self.on_poll()
                 if self._due():
                     await self.commit()
             if self.auto_commit:

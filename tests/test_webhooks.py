@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import os
+import signal
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -22,7 +25,7 @@ from ingest.eventlog.kafka import KafkaEventLog
 from tests.backends import unique_name
 from tests.builders import dataset_urn, mcp, proposal
 from tests.conftest import LiveServer, free_port
-from tests.processes import ServeProcess
+from tests.processes import LODESTAR, ServeProcess
 from tests.test_subscribe import drop_kafka_names
 
 WAIT = 20.0
@@ -35,6 +38,7 @@ class Receiver:
 
     def __init__(self) -> None:
         self.requests: list[tuple[dict[str, str], bytes]] = []
+        self.times: list[float] = []  # time.monotonic() of each request's arrival
         self.statuses: list[int] = []
         self.lock = threading.Condition()
         receiver = self
@@ -44,6 +48,7 @@ class Receiver:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
                 with receiver.lock:
                     receiver.requests.append((dict(self.headers), body))
+                    receiver.times.append(time.monotonic())
                     status = receiver.statuses.pop(0) if receiver.statuses else 200
                     receiver.lock.notify_all()
                 self.send_response(status)
@@ -92,6 +97,7 @@ def dispatching(server: LiveServer) -> Iterator[list[WebhookDispatcher]]:
         thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
         thread.start()
         started.append((dispatcher, thread))
+        dispatcher.test_thread = thread
         return dispatcher
 
     yield start
@@ -162,6 +168,86 @@ def test_a_failing_url_is_retried_and_then_dead_lettered(server, receiver, dispa
     assert letter["attempts"] == 3 and letter["lastError"] == "HTTP 502"
     assert json.loads(letter["body"])["change"]["aspect"] == {"description": "never accepted"}
     assert letter["messageId"] == json.loads(letter["body"])["delivery"]
+
+
+def test_a_failing_webhook_does_not_hold_the_others_up(server, receiver, dispatching):
+    dead = Receiver()
+    dead.statuses = [500] * 100
+    try:
+        client = server.client()
+        client.call("POST", "/v1/webhooks", {"url": dead.url, "aspects": ["datasetProperties"]}, ok=(201,))
+        client.call("POST", "/v1/webhooks", {"url": receiver.url, "aspects": ["datasetProperties"]}, ok=(201,))
+        dispatching(attempts=3, backoff=5.0)  # the dead URL's first change is retried 5 s, then 10 s later
+        for n in range(3):
+            propose(server, mcp(ORDERS, "datasetProperties", {"description": f"orders {n}"}),
+                    mcp(ITEMS, "datasetProperties", {"description": f"items {n}"}))
+        live = receiver.wait_for(6)
+        assert len(dead.requests) == 1  # the live URL had all six before the dead one's first retry
+        for urn in (ORDERS, ITEMS):  # and in version order per URN
+            assert [b["change"]["version"] for _, b in live if b["change"]["entityUrn"] == urn] == [1, 2, 3]
+    finally:
+        dead.close()
+
+
+def test_retries_back_off_doubling(server, receiver, dispatching):
+    server.client().call("POST", "/v1/webhooks", {"url": receiver.url, "aspects": ["datasetProperties"]},
+                         ok=(201,))
+    receiver.statuses = [500, 500, 500]  # the fourth send succeeds
+    dispatching(attempts=4, backoff=0.3)
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "retried"}))
+    receiver.wait_for(4)
+    times = receiver.times[:4]
+    gaps = [times[i + 1] - times[i] for i in range(3)]
+    assert all(gap >= nominal - 0.01 for gap, nominal in zip(gaps, (0.3, 0.6, 1.2), strict=True)), gaps
+    assert gaps[1] > 1.5 * gaps[0] and gaps[2] > 1.5 * gaps[1], gaps
+    assert receiver.settled() == 4
+
+
+def test_stop_ends_a_backoff_at_once_and_the_change_is_sent_again_after_a_restart(server, receiver, dispatching):
+    client = server.client()
+    hook = client.call("POST", "/v1/webhooks", {"url": receiver.url, "aspects": ["datasetProperties"]}, ok=(201,))
+    first = dispatching(attempts=3, backoff=60.0)
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "delivered"}))
+    receiver.wait_for(1)
+    receiver.statuses = [500]
+    propose(server, mcp(ORDERS, "datasetProperties", {"description": "cut short"}))
+    receiver.wait_for(2)
+    asked = time.monotonic()
+    first.stop()  # during the 60 s wait before the second send
+    first.test_thread.join(WAIT)
+    assert not first.test_thread.is_alive() and time.monotonic() - asked < 5.0
+    assert (first.delivered, first.dead) == (1, 0)  # the second neither delivered nor dead: not committed
+    dispatching(attempts=3, backoff=0.05)
+    requests = receiver.wait_for(3)
+    assert requests[2][1] == requests[1][1]  # the same delivery, sent again; the first one was committed
+    assert receiver.settled() == 3
+    assert client.call("GET", f"/v1/webhooks/{hook['id']}/dead-letters")["deadLetters"] == []
+
+
+def test_lodestar_webhooks_leaves_at_once_on_sigterm_during_a_backoff(tmp_path, receiver):
+    data_dir = tmp_path / "data"
+    gms = Gms.embedded(data_dir)
+    try:
+        Webhooks(gms).register(SUPERUSER, {"url": receiver.url, "aspects": ["datasetProperties"]})
+        receiver.statuses = [500] * 10
+        env = {**os.environ, "LODESTAR_EVENT_LOG": "sqlite", "LODESTAR_ASPECT_STORE": "sqlite"}
+        proc = subprocess.Popen([*LODESTAR, "webhooks", "--data-dir", str(data_dir), "--backoff", "60"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            assert "delivering changes to 1 webhook(s)" in proc.stdout.readline()
+            gms.apply([proposal(ORDERS, "datasetProperties", {"description": "x"})], SUPERUSER)
+            receiver.wait_for(1)
+            asked = time.monotonic()
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=WAIT)
+            assert proc.returncode == 0 and time.monotonic() - asked < 5.0, err
+            assert "0 delivered, 0 dead letter(s)" in out
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    finally:
+        gms.close()
 
 
 def test_a_removed_webhook_gets_nothing_more(server, receiver, dispatching):
