@@ -9,7 +9,7 @@ from pathlib import Path
 
 BUSY_TIMEOUT_S = 30  # how long a statement waits for another connection's lock
 WAL_LIMIT_BYTES = 64 << 20  # a write-ahead log past this is started over, then cut back to it
-RESTART_WAIT_MS = 1000  # how long a restarting checkpoint waits for readers still in the log
+RESTART_WAIT_MS = 50  # how long a restarting checkpoint waits for readers still in the log
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -57,8 +57,10 @@ class WalLimit:
     been copied into the database; passive checkpoints running beside writers that never pause
     never get there. So a writer calls `after_commit` right after its commit, still holding
     its own locks (no writer of its own appends meanwhile): past `limit` bytes, a RESTART
-    checkpoint copies what the passive ones left (little) and waits briefly for readers to
-    leave the log, and the next write starts it over and cuts the file back to `limit`."""
+    checkpoint copies what the passive ones left (little) and, unless a reader stays in the log
+    longer than RESTART_WAIT_MS (then it gives up, so writers never wait long for readers, and
+    is tried again after the next commit), the next write starts the log over and cuts the file
+    back to `limit`."""
 
     def __init__(self, path: Path, limit: int = WAL_LIMIT_BYTES):
         self._wal = f"{path}-wal"
@@ -74,6 +76,6 @@ class WalLimit:
         conn.execute(f"PRAGMA journal_size_limit={self._limit}")  # the write starting the log over cuts it back
         conn.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
         try:
-            conn.execute("PRAGMA wal_checkpoint(RESTART)")  # readers that stayed: tried again after the next commit
+            conn.execute("PRAGMA wal_checkpoint(RESTART)")
         finally:
             conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_S * 1000}")
