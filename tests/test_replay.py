@@ -12,6 +12,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +23,14 @@ from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
 from ingest.backends import Endpoints, cassandra_session
 from ingest.eventlog.kafka import KafkaEventLog
+from ingest.subscribe import decode_change
 from mcl_processor.distributed import DistributedReadModels
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 from mcl_processor.rebuild import Rebuild
 from mcl_processor.replay import Filters, Replay, make_plan
+from schemas.events import default_codec
 from schemas.registry import default_registry
 from tests.backends import unique_name
 from tests.builders import dataset_urn, proposal
@@ -203,6 +206,36 @@ class ReplayContract(ABC):
             stop.set()
             processor.join()
         assert caught_up and written[0] > 400  # ingestion went on during the rebuild
+        series = live.series()
+        assert sorted(p["rowCount"] for points in series.values() for p in points) == list(range(written[0]))
+
+    def test_an_in_place_replay_beside_live_ingestion_loses_and_doubles_nothing(self, live):
+        live.write(*profiles(0, 400))
+        stop, done = threading.Event(), threading.Event()
+        written = [400]
+        processor = threading.Thread(target=live.processor.run, args=(live.gms.log, stop),
+                                     kwargs={"poll_timeout": 0.1, "workers": 0})  # the live MCL processor
+
+        def ingest() -> None:  # up to 10 rounds, while the replay runs
+            while not done.is_set() and written[0] < 800:
+                assert all(r.failure is None for r in live.gms.apply(profiles(written[0], 40), ACTOR))
+                written[0] += 40
+
+        writer = threading.Thread(target=ingest)
+        processor.start()
+        try:
+            assert live.processor.wait_until_caught_up(live.gms.log, WAIT)  # its group is past the 400
+            live.models.timeseries.clear()  # so only the replay can bring them back
+            writer.start()
+            assert live.replay(batch=50) >= 400
+        finally:
+            done.set()
+            if writer.is_alive():
+                writer.join()
+            caught_up = live.processor.wait_until_caught_up(live.gms.log, WAIT)
+            stop.set()
+            processor.join()
+        assert caught_up and written[0] > 400
         series = live.series()
         assert sorted(p["rowCount"] for points in series.values() for p in points) == list(range(written[0]))
 
@@ -392,6 +425,71 @@ class ReplayCommandContract(ABC):
         assert live.models.search.query("about").total == len(URNS)
         timeseries = self.replay("--topic", "timeseries", "--from-offset", "0")
         assert timeseries.returncode == 0 and "past its retention" not in timeseries.stderr
+
+    def rows(self, live: Live) -> list[int]:
+        return sorted(p["rowCount"] for points in live.series().values() for p in points)
+
+    def held_rows(self, live: Live, start: int = 0, end: int | None = None) -> list[int]:
+        """The rowCounts of the profiles the timeseries topic holds at offsets [start, end)."""
+        log_, codec, found = live.gms.log, default_codec(), []
+        for part in range(log_.partitions(topics.MCL_TIMESERIES)):
+            first = max(start, log_.first_offset(topics.MCL_TIMESERIES, part))
+            found += [decode_change(codec, record).value["rowCount"]
+                      for record in log_.read(topics.MCL_TIMESERIES, part, first, 10_000)
+                      if end is None or record.offset < end]
+        return sorted(found)
+
+    def moment_after_all(self, live: Live) -> str:
+        """An ISO time after every record logged so far (which the clock has passed)."""
+        log_ = live.gms.log
+        newest = max(record.timestamp_ms for topic in (topics.MCL_VERSIONED, topics.MCL_TIMESERIES)
+                     for part in range(log_.partitions(topic)) for record in log_.read(topic, part, 0, 10_000))
+        moment = newest + 2  # a margin for the float seconds the command turns it into
+        while time.time() * 1000 <= moment:
+            time.sleep(0.001)
+        return (datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=moment)).isoformat()
+
+    def test_a_time_range_or_an_offset_range_replays_only_what_it_covers(self, live):
+        live.write(*profiles(0, 40))
+        start = self.moment_after_all(live)
+        live.write(*profiles(40, 40))
+        end = self.moment_after_all(live)
+        live.write(*profiles(80, 40))
+        live.models.timeseries.clear()
+        done = self.replay("--topic", "timeseries", "--from", start, "--to", end)
+        assert done.returncode == 0, done.stderr
+        assert "replayed 40 events" in done.stdout
+        assert self.rows(live) == list(range(40, 80))
+        live.models.timeseries.clear()
+        expected = self.held_rows(live, 1, 3)
+        assert 0 < len(expected) < 120
+        done = self.replay("--topic", "timeseries", "--from-offset", "1", "--to-offset", "3")
+        assert done.returncode == 0, done.stderr
+        assert self.rows(live) == expected
+
+    def test_urn_like_replays_only_the_matching_entities(self, live):
+        live.write(*profiles(0, 80))
+        expected = live.series()
+        assert len(expected[URNS[1]]) == 10
+        live.models.timeseries.clear()
+        done = self.replay("--topic", "timeseries", "--urn-like", "%db.t1,%")
+        assert done.returncode == 0, done.stderr
+        assert live.series() == {urn: expected[urn] if urn == URNS[1] else [] for urn in URNS}
+
+    def test_a_timeseries_start_past_retention_says_points_are_lost_and_replays_what_is_held(self, live):
+        live.write(*profiles(0, 80))
+        log_ = live.gms.log
+        for part in range(log_.partitions(topics.MCL_TIMESERIES)):
+            log_.delete_before(topics.MCL_TIMESERIES, part, max(0, log_.end_offset(topics.MCL_TIMESERIES, part) - 2))
+        held = self.held_rows(live)
+        assert 0 < len(held) < 80
+        live.models.timeseries.clear()
+        done = self.replay("--topic", "timeseries", "--from", "2020-01-01T00:00:00Z")
+        assert done.returncode == 0, done.stderr
+        assert "older than what MetadataChangeLog_Timeseries_v1 still holds" in done.stderr
+        assert "timeseries points older than that are lost (the topic is their only copy); replaying what it" \
+               " holds" in done.stderr
+        assert self.rows(live) == held
 
     def test_the_command_rebuilds_search_and_replays_lineage_in_place(self, live):
         catalog(live)
