@@ -8,12 +8,14 @@ import asyncio
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -376,10 +378,86 @@ class SubscriptionContract(ABC):
         assert [r.getMessage().split(":")[0] for r in caplog.records] == [  # only the one that passed was decoded
             f"skipping record at {topics.MCL_VERSIONED}/{part}@1"]
 
-    def tail(self, data_dir: Path, *args: str) -> subprocess.Popen:
-        return subprocess.Popen([*LODESTAR, "tail", "--data-dir", str(data_dir), "--json", *args],
+    def tail(self, data_dir: Path, *args: str, json_lines: bool = True) -> subprocess.Popen:
+        return subprocess.Popen([*LODESTAR, "tail", "--data-dir", str(data_dir), *(["--json"] * json_lines), *args],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                 env={**os.environ, **self.cli_env()})
+
+    def caught_up(self, gms: Gms, group: str) -> bool:
+        """Whether `group` committed every MCL appended so far (within WAIT seconds)."""
+        ends = {(topic, part): gms.log.end_offset(topic, part)
+                for topic in MCL_TOPICS for part in range(gms.log.partitions(topic))}
+        deadline = time.monotonic() + WAIT
+        while any(gms.log.committed(group, *key) < end for key, end in ends.items()):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    def tail_everything(self, gms: Gms, data_dir: Path, group: str, *filters: str) -> list[dict]:
+        """What `lodestar tail --group <group> --from earliest <filters> --json` prints of the whole
+        log (once its group committed the end of every partition, it is stopped with SIGTERM)."""
+        proc = self.tail(data_dir, "--group", group, "--from", "earliest", "--commit-interval", "0.1", *filters)
+        try:
+            assert self.caught_up(gms, group), proc.stderr.read() if proc.poll() is not None else "no commit"
+            proc.send_signal(signal.SIGTERM)
+            out, err = proc.communicate(timeout=WAIT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0 and "Traceback" not in err, err
+        return [json.loads(line) for line in out.splitlines()]
+
+    def test_tail_prints_one_plain_line_per_change_and_leaves_on_sigint(self, gms, tmp_path):
+        began = int(time.time() * 1000)
+        self.write_sample(gms)
+        proc = self.tail(tmp_path / "data", "--group", "plain", "--from", "earliest", "--aspect", "datasetProperties",
+                         "--commit-interval", "3600", json_lines=False)
+        try:
+            lines = [proc.stdout.readline() for _ in range(4)]
+            proc.send_signal(signal.SIGINT)
+            rest, err = proc.communicate(timeout=WAIT)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0 and rest == "" and "Traceback" not in err, err
+        pattern = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})Z (UPSERT|DELETE) (\S+) (\w+) v(\d+)\n")
+        parsed = [pattern.fullmatch(line) for line in lines]
+        assert all(parsed), lines
+        assert sorted(m.group(2, 3, 4, 5) for m in parsed) == sorted([
+            ("UPSERT", ORDERS, "datasetProperties", "1"), ("UPSERT", ITEMS, "datasetProperties", "1"),
+            ("UPSERT", ORDERS, "datasetProperties", "2"), ("DELETE", ORDERS, "datasetProperties", "3")])
+        for m in parsed:  # the time the log took it, in UTC
+            when = datetime.fromisoformat(m.group(1)).replace(tzinfo=UTC).timestamp() * 1000
+            assert began - 1000 <= when <= time.time() * 1000
+        # what was printed was committed on the way out, though the interval was an hour
+        gms.apply([proposal(ORDERS, "datasetProperties", {"description": "after"})], ACTOR)
+        again = self.tail(tmp_path / "data", "--group", "plain", "--aspect", "datasetProperties")
+        try:
+            assert [(line["entityUrn"], line["version"]) for line in self.read_lines(again, 1)] == [(ORDERS, 4)]
+        finally:
+            again.send_signal(signal.SIGTERM)
+            again.communicate(timeout=WAIT)
+
+    def test_tail_filters_from_the_command_line(self, gms, tmp_path):
+        self.write_sample(gms)
+        gms.apply([proposal(TAG, "tagProperties", {"name": "pii"})], ACTOR)
+        data_dir = tmp_path / "data"
+
+        def seen(group: str, *filters: str) -> list[tuple[str, str, str]]:
+            return sorted((line["entityUrn"], line["aspectName"], line["changeType"])
+                          for line in self.tail_everything(gms, data_dir, group, *filters))
+
+        assert seen("types", "--entity-type", "tag") == [(TAG, "tagKey", "UPSERT"), (TAG, "tagProperties", "UPSERT")]
+        assert seen("deletes", "--change-type", "delete") == [(ORDERS, "datasetProperties", "DELETE")]
+        assert seen("like", "--urn-like", "%db.ITEMS%") == [(ITEMS, "datasetKey", "UPSERT"),
+                                                           (ITEMS, "datasetProperties", "UPSERT")]
+        assert seen("all", "--entity-type", "dataset", "--change-type", "UPSERT", "--urn-like", "%orders%",
+                    "--aspect", "datasetProperties", "--aspect", "globalTags") == [
+            (ORDERS, "datasetProperties", "UPSERT"), (ORDERS, "datasetProperties", "UPSERT"),
+            (ORDERS, "globalTags", "UPSERT")]
 
     def read_lines(self, proc: subprocess.Popen, count: int) -> list[dict]:
         lines = []
