@@ -22,6 +22,8 @@ import pytest
 from confluent_kafka import KafkaError, KafkaException
 from fastavro import parse_schema, schemaless_writer
 
+from gms.assembly import open_event_log
+from gms.config import Config
 from gms.service import Gms
 from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
@@ -521,3 +523,19 @@ class TestSubscriptionOnKafka(SubscriptionContract):
     def cli_env(self) -> dict[str, str]:
         return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": self.bootstrap,
                 "LODESTAR_KAFKA_PREFIX": self.prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}
+
+
+def test_a_subscription_on_the_log_a_data_directory_is_configured_with(tmp_path: Path):
+    gms = Gms.embedded(tmp_path)
+    try:
+        assert all(r.failure is None for r in gms.apply([proposal(ORDERS, "globalTags", {"tags": [{"tag": TAG}]})],
+                                                        ACTOR))
+    finally:
+        gms.close()
+    log_ = open_event_log(Config.load(data_dir=tmp_path), tmp_path)
+    try:
+        with subscribe(log_, "configured", aspects=["globalTags"], start="earliest") as changes:
+            (change,) = take(changes, 1)
+        assert (change.urn, change.aspect, change.value) == (ORDERS, "globalTags", {"tags": [{"tag": TAG}]})
+    finally:
+        log_.close()
