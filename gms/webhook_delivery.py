@@ -2,7 +2,9 @@
 POSTs each change to the URL of every registered webhook whose filters it passes.
 
 The body is JSON: {"webhook": id, "delivery": "<topic>/<partition>/<offset>", "change": the
-change as `Change.to_json` gives it}; headers `X-Lodestar-Webhook`, `X-Lodestar-Delivery` and
+change as `Change.to_json` gives it, and for a change of tags or properties (`userScopeMetadata`,
+`systemScopeMetadata`) "metadataChange": CDAP's change record of it (gms/metadata/changes.py:
+what was added and removed, so a receiver needs no diff)}; headers `X-Lodestar-Webhook`, `X-Lodestar-Delivery` and
 `X-Lodestar-Signature: sha256=<hex HMAC-SHA256 of the body, keyed by the webhook's secret>`.
 A webhook gets the changes logged after it was registered.
 A 2xx answer is a delivery; anything else (or no answer within `timeout`) is retried after
@@ -37,6 +39,8 @@ from collections import deque
 import orjson
 
 from gms.access import SUPERUSER
+from gms.metadata.changes import record_of_change
+from gms.metadata.service import MetadataService
 from gms.service import Gms
 from gms.webhooks import DEAD_LETTER, INFO, PREFIX, Webhook, Webhooks
 from ingest.proposal import Proposal
@@ -108,6 +112,7 @@ class WebhookDispatcher:
     def __init__(self, gms: Gms, attempts: int = 5, backoff: float = 0.5, timeout: float = 10.0,
                  group: str = GROUP, max_pending: int = 10_000, commit_interval: float = 1.0):
         self.gms = gms
+        self._metadata = MetadataService(gms)  # what a URN does not say of its CDAP entity
         self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
         self.group = group
         self.max_pending, self.commit_interval = max_pending, commit_interval
@@ -220,7 +225,11 @@ class WebhookDispatcher:
         """Send the change until the URL accepts it or the attempts are spent (then a dead
         letter); True once either happened, False when stop() (or `removed`) cut it short."""
         delivery = f"{change.topic}/{change.partition}/{change.offset}"
-        body = orjson.dumps({"webhook": hook.id, "delivery": delivery, "change": change.to_json()})
+        payload = {"webhook": hook.id, "delivery": delivery, "change": change.to_json()}
+        record = record_of_change(change, self._metadata.hint)
+        if record is not None:  # tags and properties: what was added and removed, as CDAP says it
+            payload["metadataChange"] = record
+        body = orjson.dumps(payload)
         headers = {"Content-Type": "application/json", "X-Lodestar-Webhook": hook.id,
                    "X-Lodestar-Delivery": delivery, SIGNATURE: signature(hook.secret, body)}
         error = ""

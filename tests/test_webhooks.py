@@ -136,12 +136,27 @@ def test_matching_changes_are_posted_signed_to_each_webhook(server, receiver, di
         assert headers["X-Lodestar-Signature"] == expected and headers["Content-Type"] == "application/json"
     (tagged,) = [b for h, b in receiver.wait_for(5) if b["change"]["entityUrn"] == ORDERS]
     assert tagged["change"]["aspect"] == {"tags": [{"tag": "urn:li:tag:pii"}]} and tagged["change"]["version"] == 1
+    assert "metadataChange" not in tagged  # only changes of CDAP tags and properties carry one
     assert tagged["delivery"] == f"{tagged['change']['topic']}/{tagged['change']['partition']}/" \
                                  f"{tagged['change']['offset']}"
     listed = client.call("GET", "/v1/webhooks")["webhooks"]
     assert {hook["id"] for hook in listed} == {tags["id"], items["id"]} and all("secret" not in h for h in listed)
     assert len(client.call("GET", f"/v1/entities/urn%3Ali%3Awebhook%3A{tags['id']}/aspects/webhookInfo/versions")
                ["versions"]) == 1  # stored as an aspect, versioned
+
+
+def test_a_change_of_tags_or_properties_carries_its_change_record(server, receiver, dispatching):
+    server.client().call("POST", "/v1/webhooks", {"url": receiver.url, "aspects": ["userScopeMetadata"]}, ok=(201,))
+    dispatching()
+    propose(server, mcp(ORDERS, "userScopeMetadata", {"tags": ["finance"], "properties": {"owner": "hr"}}))
+    propose(server, mcp(ORDERS, "userScopeMetadata", {"tags": ["finance", "PII"], "properties": {"owner": "security"}}))
+    first, second = (body["metadataChange"] for _, body in receiver.wait_for(2))
+    assert first["scope"] == "USER" and first["urn"] == ORDERS and first["updater"] == SUPERUSER
+    assert first["changes"] == {"additions": {"properties": {"owner": "hr"}, "tags": ["finance"]},
+                                "deletions": {"properties": {}, "tags": []}}
+    assert second["changes"] == {"additions": {"properties": {"owner": "security"}, "tags": ["PII"]},
+                                 "deletions": {"properties": {"owner": "hr"}, "tags": []}}
+    assert second["previous"] == first["updated"]
 
 
 def test_a_failing_url_is_retried_and_then_dead_lettered(server, receiver, dispatching):
