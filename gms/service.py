@@ -78,7 +78,7 @@ class Gms:
         `authorize`, a proposal the actor may not make fails (403 forbidden): it needs one of
         `privileges`, or by default what `access.needed` says for its change."""
         def check(item: ValidProposal) -> None:
-            wanted = privileges or needed(item.entity.name, item.proposal.change_type)
+            wanted = privileges or needed(item.entity.name, item.proposal.change_type, item.proposal.aspect_name)
             self.access.require(actor, wanted, str(item.urn))
 
         results = self.writes.apply(proposals, actor, request_headers, check if authorize else None)

@@ -124,6 +124,11 @@ def test_proposals_and_entity_reads_are_checked_as_the_caller(world):
     assert writer.request("GET", f"/v1/entities/{quote(ORDERS, safe='')}/aspects/datasetProperties")[0] == 403
     assert clients["reader"].rest.request("DELETE", f"/v1/entities/{quote(ORDERS, safe='')}")[0] == 403
     assert server.gms.store.entity(ORDERS)
+    user, system = (mcp(CUSTOMERS, aspect, {"tags": ["raw"], "properties": {}})
+                    for aspect in ("userScopeMetadata", "systemScopeMetadata"))
+    assert [r["status"] for r in writer.propose([user, system])] == ["applied", "failed"]  # SYSTEM needs ADMIN
+    assert server.gms.store.get(CUSTOMERS, "systemScopeMetadata") is None
+    assert clients["remover"].rest.propose([system])[0]["status"] == "applied"
 
 
 def test_only_instance_admins_manage_principals_tokens_and_grants(world):

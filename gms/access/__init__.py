@@ -44,10 +44,14 @@ def grants_urn(principal: str) -> str:
     return f"urn:li:accessGrants:{principal.removeprefix('urn:li:corpuser:')}"
 
 
-def needed(entity_type: str, change_type: str) -> frozenset[str]:
+SYSTEM_SCOPE_ASPECT = "systemScopeMetadata"  # SYSTEM-scope tags and properties: the platform's and its programs'
+
+
+def needed(entity_type: str, change_type: str, aspect: str | None = None) -> frozenset[str]:
     """The privileges (any one of them) a proposal needs: ADMIN for principals' tokens and
-    grants, WRITE or ADMIN to delete, WRITE otherwise."""
-    if entity_type in ACCESS_ENTITY_TYPES:
+    grants and for SYSTEM-scope metadata (as the v3 API asks, so a raw proposal is no way
+    around it), WRITE or ADMIN to delete, WRITE otherwise."""
+    if entity_type in ACCESS_ENTITY_TYPES or aspect == SYSTEM_SCOPE_ASPECT:
         return ADMIN
     return REMOVE if change_type == "DELETE" else WRITE
 
