@@ -17,6 +17,8 @@ import uuid
 from urllib.parse import urlparse
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import AdminClient
 
 from ingest.backends import Endpoints
 
@@ -80,3 +82,23 @@ def opensearch_url(endpoints: Endpoints) -> str:
     url = urlparse(endpoints.opensearch_url)
     _require(url.hostname or "127.0.0.1", url.port or 9200, "OpenSearch")
     return endpoints.opensearch_url
+
+
+def drop_kafka_names(bootstrap: str, prefix: str, wait: float = 60.0) -> None:
+    """Delete a test's topics and consumer groups (everything named with its prefix). A member
+    that was killed, or closed while still joining, stays in its group until its session times
+    out, and a group with members cannot be deleted: that is waited for, up to `wait` seconds."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    names = [name for name in admin.list_topics(timeout=wait).topics if name.startswith(prefix)]
+    for future in (admin.delete_topics(names, operation_timeout=wait).values() if names else ()):
+        future.result()
+    deadline = time.monotonic() + wait
+    while groups := [g.group_id for g in admin.list_consumer_groups(request_timeout=wait).result().valid
+                     if g.group_id.startswith(prefix)]:
+        try:
+            for future in admin.delete_consumer_groups(groups, request_timeout=wait).values():
+                future.result()
+        except KafkaException as err:
+            if err.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)  # until the session of its last member times out: nothing to await

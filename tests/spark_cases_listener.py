@@ -18,11 +18,10 @@ from ingest.eventlog.kafka import KafkaEventLog
 from ingest.proposal import Proposal
 from schemas.events import default_codec
 from spark_emitter import ListenerError, attach
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.conftest import free_port
 from tests.processes import TOKEN, ServeProcess
 from tests.spark_harness import Recorded, files, spark_session
-from tests.test_event_log import _drop_kafka_names
 
 
 @pytest.fixture(scope="module")
@@ -131,7 +130,7 @@ def test_kafka_appends_the_proposals_to_the_mcp_topic(spark: Any, tmp_path: Path
     finally:
         listener.close(5)
         log.close()
-        _drop_kafka_names(kafka_bootstrap, prefix)
+        drop_kafka_names(kafka_bootstrap, prefix)
 
 
 def test_what_cannot_be_attached(spark: Any) -> None:

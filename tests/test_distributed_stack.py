@@ -57,11 +57,10 @@ from mcl_processor.processor import TOPICS as MCL_TOPICS
 from schemas.events import MCP, default_codec
 from schemas.registry import default_registry
 from schemas.urns import Urn
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, proposal
 from tests.conftest import free_port
 from tests.processes import LODESTAR, TOKEN
-from tests.test_event_log import _drop_kafka_names
 
 pytestmark = pytest.mark.slow
 
@@ -422,7 +421,7 @@ class Stack:
             finally:
                 self.session.cluster.shutdown()
                 self.log.close()
-                _drop_kafka_names(self.endpoints.kafka_bootstrap, self.prefix)
+                drop_kafka_names(self.endpoints.kafka_bootstrap, self.prefix)
 
 
 @pytest.fixture

@@ -10,14 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 from confluent_kafka import KafkaException, Producer
-from confluent_kafka.admin import AdminClient
 
 from ingest.eventlog import Consumer, EventLog, EventLogError, LogMessage, LogRecord, partition_for
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.eventlog.kafka_consumer import KafkaConsumer
 from ingest.eventlog.sqlite import SqliteEventLog
 from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 
 TOPIC = "MetadataChangeLog_Versioned_v1"
 OTHER_TOPIC = "MetadataChangeLog_Timeseries_v1"
@@ -192,7 +191,7 @@ class TestKafkaEventLog(EventLogContract):
     def _storage(self, kafka_bootstrap: str) -> Iterator[None]:
         self.bootstrap, self.prefix = kafka_bootstrap, unique_name("eventlog") + "-"
         yield
-        _drop_kafka_names(kafka_bootstrap, self.prefix)
+        drop_kafka_names(kafka_bootstrap, self.prefix)
 
     def open_log(self) -> KafkaEventLog:
         return KafkaEventLog(self.bootstrap, self.prefix, partitions=self.PARTITIONS, session_timeout_ms=6000,
@@ -299,18 +298,6 @@ class TestKafkaEventLog(EventLogContract):
         with pytest.raises(EventLogError, match="127.0.0.1:9"):
             KafkaEventLog("127.0.0.1:9", connect_timeout=1)
         assert time.monotonic() - started < 5
-
-
-def _drop_kafka_names(bootstrap: str, prefix: str) -> None:
-    """Delete a test's topics and consumer groups (everything named with its prefix)."""
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    names = [name for name in admin.list_topics(timeout=WAIT).topics if name.startswith(prefix)]
-    for future in (admin.delete_topics(names, operation_timeout=WAIT).values() if names else ()):
-        future.result()
-    groups = [g.group_id for g in admin.list_consumer_groups(request_timeout=WAIT).result().valid
-              if g.group_id.startswith(prefix)]
-    for future in (admin.delete_consumer_groups(groups, request_timeout=WAIT).values() if groups else ()):
-        future.result()
 
 
 def test_events_round_trip_through_avro_single_object_encoding():

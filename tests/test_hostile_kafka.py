@@ -22,10 +22,9 @@ from ingest.eventlog.kafka import KafkaEventLog
 from mcl_processor.distributed import DistributedReadModels
 from schemas.events import FAILED_MCP, MCP, default_codec
 from schemas.registry import default_registry
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, properties, proposal
 from tests.scratch_keyspace import ScratchKeyspace
-from tests.test_event_log import _drop_kafka_names
 from tests.test_hostile_input import HOSTILE_TEXT
 
 GOOD = dataset_urn("kafka.good")
@@ -42,7 +41,7 @@ def kafka_gms(tmp_path: Path, endpoints: Endpoints, kafka_bootstrap: str) -> Ite
         yield gms
     finally:
         gms.close()
-        _drop_kafka_names(kafka_bootstrap, prefix)
+        drop_kafka_names(kafka_bootstrap, prefix)
 
 
 def mcp_bytes(urn: str, aspect: str, value_bytes: bytes, change: str = "UPSERT") -> bytes:

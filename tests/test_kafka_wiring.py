@@ -17,9 +17,8 @@ from ingest.backends import Endpoints
 from ingest.eventlog.kafka import KafkaEventLog
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, proposal
-from tests.test_event_log import _drop_kafka_names
 
 ACTOR = "urn:li:corpuser:tester"
 WAIT = 30.0
@@ -45,7 +44,7 @@ def node(tmp_path: Path, endpoints: Endpoints, kafka_bootstrap: str) -> Iterator
         thread.join(WAIT)
     models.close()
     gms.close()
-    _drop_kafka_names(kafka_bootstrap, prefix)
+    drop_kafka_names(kafka_bootstrap, prefix)
 
 
 def test_written_and_enqueued_metadata_is_indexed_through_kafka(node):

@@ -24,11 +24,10 @@ from ingest.backends import Endpoints
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.rest import LodestarError
 from tests.aspect_store_contract import TOPIC, event, insert, row
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, mcp
 from tests.scratch_keyspace import ScratchKeyspace
 from tests.test_distributed_stack import Stack, stack  # noqa: F401  (the fixture)
-from tests.test_event_log import _drop_kafka_names
 
 TTL = 2  # seconds: each test's leases (the default is 10)
 RACERS = 4
@@ -48,7 +47,7 @@ def log(kafka_bootstrap: str) -> Iterator[KafkaEventLog]:
     opened = KafkaEventLog(kafka_bootstrap, prefix=prefix, partitions=1)
     yield opened
     opened.close()
-    _drop_kafka_names(kafka_bootstrap, prefix)
+    drop_kafka_names(kafka_bootstrap, prefix)
 
 
 def await_(condition, what: str, timeout: float):  # noqa: ANN001, ANN201 (any condition, its value)

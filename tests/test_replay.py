@@ -32,11 +32,10 @@ from mcl_processor.rebuild import Rebuild
 from mcl_processor.replay import Filters, Replay, make_plan
 from schemas.events import default_codec
 from schemas.registry import default_registry
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, proposal
 from tests.processes import LODESTAR
 from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite
-from tests.test_subscribe import drop_kafka_names
 from tests.upstream_tags_example import (
     KEY,
     LOYALTY_RUN,

@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
 from fastavro import parse_schema, schemaless_writer
 
 from gms.assembly import open_event_log
@@ -34,10 +33,9 @@ from mcl_processor.changes import AspectChange
 from mcl_processor.decode import MclDecoder
 from schemas.events import MARKER, _fingerprint, default_codec
 from schemas.registry import SCHEMA_DIR, default_registry
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, proposal
 from tests.processes import LODESTAR
-from tests.test_event_log import _drop_kafka_names
 
 ACTOR = "urn:li:corpuser:tester"
 WAIT = 30.0
@@ -84,20 +82,6 @@ def drain(subscription) -> list[Change]:
     watcher.join()
     assert None not in found, "the subscription did not reach the end of the log"
     return found
-
-
-def drop_kafka_names(bootstrap: str, prefix: str) -> None:
-    """Delete a test's topics and groups; a member closed while still joining stays in its group
-    until its session times out, so that is waited for."""
-    deadline = time.monotonic() + WAIT
-    while True:
-        try:
-            _drop_kafka_names(bootstrap, prefix)
-            return
-        except KafkaException as err:
-            if err.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
 
 
 class SubscriptionContract(ABC):

@@ -22,11 +22,10 @@ from gms.store.sqlite import SqliteAspectStore
 from gms.webhook_delivery import WebhookDispatcher, signature
 from gms.webhooks import Webhooks
 from ingest.eventlog.kafka import KafkaEventLog
-from tests.backends import unique_name
+from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, mcp, proposal
 from tests.conftest import LiveServer, free_port
 from tests.processes import LODESTAR, ServeProcess
-from tests.test_subscribe import drop_kafka_names
 
 WAIT = 20.0
 ORDERS, ITEMS = dataset_urn("db.orders"), dataset_urn("db.items")

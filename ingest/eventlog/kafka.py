@@ -74,6 +74,7 @@ SEQUENCES = "LodestarProducerSequences_v1"
 SEQUENCES_CONFIG = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(3600 * 1000)}
 TRANSACTION_TIMEOUT_MS = 60_000
 SCAN_BATCH = 10_000  # messages a read takes from the client at once
+FIRST_OFFSETS_TIMEOUT = 5.0  # a group's offsets not read within this are asked of a new admin client
 _LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                             KafkaError.UNKNOWN_TOPIC_OR_PART})
 
@@ -402,7 +403,7 @@ class KafkaEventLog(EventLog):
                                                [TopicPartition(self.topic_name(topic), partition)])
         with self._failing(f"reading the offsets of group {self.group_name(group)}"):
             try:
-                return self._committed(request)
+                return self._committed(request, min(self.timeout, FIRST_OFFSETS_TIMEOUT))
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError._TIMED_OUT:
                     raise
@@ -410,10 +411,10 @@ class KafkaEventLog(EventLog):
                 # from the group's coordinator again once the broker is back (librdkafka), while a
                 # new client is answered at once: ask again with one.
                 self._admin = AdminClient(self._config())
-                return self._committed(request)
+                return self._committed(request, self.timeout)
 
-    def _committed(self, request: ConsumerGroupTopicPartitions) -> int:
-        future = self._admin.list_consumer_group_offsets([request], request_timeout=self.timeout)
+    def _committed(self, request: ConsumerGroupTopicPartitions, timeout: float) -> int:
+        future = self._admin.list_consumer_group_offsets([request], request_timeout=timeout)
         (result,) = future[request.group_id].result().topic_partitions
         return max(result.offset, 0)
 
