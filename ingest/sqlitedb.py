@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 BUSY_TIMEOUT_S = 30  # how long a statement waits for another connection's lock
-WAL_LIMIT_BYTES = 64 << 20  # a write-ahead log past this is started over, then cut back to it
-RESTART_WAIT_MS = 50  # how long a restarting checkpoint waits for readers still in the log
+WAL_LIMIT_BYTES = 256 << 20  # a write-ahead log past this is started over, then cut back to it
 
 
 def connect(path: Path) -> sqlite3.Connection:
@@ -54,27 +54,33 @@ class WalLimit:
     """Keeps a database's write-ahead log from growing without end under writes that never pause.
 
     A log starts over from its beginning only when a writer begins while every frame of it has
-    been copied into the database; passive checkpoints running beside writers that never pause
-    never get there. So a writer calls `after_commit` right after its commit, still holding
-    its own locks (no writer of its own appends meanwhile): past `limit` bytes, a RESTART
-    checkpoint copies what the passive ones left (little) and, unless a reader stays in the log
-    longer than RESTART_WAIT_MS (then it gives up, so writers never wait long for readers, and
-    is tried again after the next commit), the next write starts the log over and cuts the file
-    back to `limit`."""
+    been copied into the database and no reader is still reading from it; passive checkpoints
+    running beside writers that never pause never get there. So a writer calls `after_commit`
+    right after its commit, still holding its own locks (no writer of its own appends
+    meanwhile): past `limit` bytes, a RESTART checkpoint copies what the passive ones left
+    (little) and, if no reader is in the log (it never waits for one, as writers would wait
+    with it), has the next write start the log over and cut the file back to `limit`. It is
+    tried at most every `every` seconds while the log stays too long."""
 
-    def __init__(self, path: Path, limit: int = WAL_LIMIT_BYTES):
+    def __init__(self, path: Path, limit: int = WAL_LIMIT_BYTES, every: float = 0.1):
         self._wal = f"{path}-wal"
         self._limit = limit
+        self._every = every
+        self._next_try = 0.0
 
     def after_commit(self, conn: sqlite3.Connection) -> None:
+        now = time.monotonic()
+        if now < self._next_try:
+            return
         try:
             size = os.stat(self._wal).st_size
         except FileNotFoundError:
             return
         if size <= self._limit:
             return
+        self._next_try = now + self._every
         conn.execute(f"PRAGMA journal_size_limit={self._limit}")  # the write starting the log over cuts it back
-        conn.execute(f"PRAGMA busy_timeout={RESTART_WAIT_MS}")
+        conn.execute("PRAGMA busy_timeout=0")
         try:
             conn.execute("PRAGMA wal_checkpoint(RESTART)")
         finally:

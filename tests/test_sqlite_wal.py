@@ -49,9 +49,9 @@ def write_while_reading(path: Path, limit: WalLimit | None) -> list[int]:
 
 def test_passive_checkpoints_alone_let_the_log_grow_with_every_write(tmp_path: Path):
     sizes = write_while_reading(tmp_path / "unbounded.db", None)
-    assert max(sizes) > 10 * LIMIT  # why WalLimit exists
+    assert max(sizes) > 16 * LIMIT  # why WalLimit exists
 
 
 def test_the_log_starts_over_past_its_limit_and_is_cut_back(tmp_path: Path):
-    sizes = write_while_reading(tmp_path / "bounded.db", WalLimit(tmp_path / "bounded.db", LIMIT))
-    assert max(sizes) < 4 * LIMIT, f"the log grew to {max(sizes)} bytes"  # a restart may wait for readers
+    sizes = write_while_reading(tmp_path / "bounded.db", WalLimit(tmp_path / "bounded.db", LIMIT, every=0))
+    assert max(sizes) < 8 * LIMIT, f"the log grew to {max(sizes)} bytes"  # a restart fails while readers are in
