@@ -11,7 +11,8 @@ import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -107,6 +108,37 @@ class Live:
     def series(self, aspect: str = "datasetProfile") -> dict[str, list]:
         return {urn: self.models.timeseries.query(urn, aspect, limit=10_000) for urn in URNS}
 
+    @contextmanager
+    def ingesting_profiles(self, first: int, last: int, before_writes: Callable[[], None] = lambda: None
+                           ) -> Iterator[list[int]]:
+        """While the body runs: the live MCL processor, and a writer of profiles `first`, ... (40 a
+        round, up to `last`), started after `before_writes`; yields [how many are written].
+        Afterwards the writer is done and the processor caught up with everything."""
+        stop, done = threading.Event(), threading.Event()
+        written = [first]
+        processor = threading.Thread(target=self.processor.run, args=(self.gms.log, stop),
+                                     kwargs={"poll_timeout": 0.1, "workers": 0})
+
+        def ingest() -> None:
+            while not done.is_set() and written[0] < last:
+                assert all(r.failure is None for r in self.gms.apply(profiles(written[0], 40), ACTOR))
+                written[0] += 40
+
+        writer = threading.Thread(target=ingest)
+        processor.start()
+        try:
+            before_writes()
+            writer.start()
+            yield written
+        finally:
+            done.set()
+            if writer.is_alive():
+                writer.join()
+            caught_up = self.processor.wait_until_caught_up(self.gms.log, WAIT)
+            stop.set()
+            processor.join()
+        assert caught_up
+
     def replay(self, topic: str = topics.MCL_TIMESERIES, into: str | None = None, batch: int = 100,
                aspect: str | None = None, workers: int = 0) -> int:
         plan = make_plan(self.gms.log, topic)
@@ -183,58 +215,22 @@ class ReplayContract(ABC):
 
     def test_a_rebuild_beside_live_ingestion_loses_and_doubles_nothing(self, live):
         live.write(*profiles(0, 400))
-        stop, done = threading.Event(), threading.Event()
-        written = [400]
-        processor = threading.Thread(target=live.processor.run, args=(live.gms.log, stop),
-                                     kwargs={"poll_timeout": 0.1, "workers": 0})  # the live MCL processor
-
-        def ingest() -> None:  # up to 10 rounds, while the rebuild runs
-            while not done.is_set() and written[0] < 800:
-                assert all(r.failure is None for r in live.gms.apply(profiles(written[0], 40), ACTOR))
-                written[0] += 40
-
-        writer = threading.Thread(target=ingest)
-        processor.start()
-        writer.start()
-        try:
+        with live.ingesting_profiles(400, 800) as written:
             live.replay(into="beside", batch=200)
-        finally:
-            done.set()
-            writer.join()
-            caught_up = live.processor.wait_until_caught_up(live.gms.log, WAIT)
-            stop.set()
-            processor.join()
-        assert caught_up and written[0] > 400  # ingestion went on during the rebuild
+        assert written[0] > 400  # ingestion went on during the rebuild
         series = live.series()
         assert sorted(p["rowCount"] for points in series.values() for p in points) == list(range(written[0]))
 
     def test_an_in_place_replay_beside_live_ingestion_loses_and_doubles_nothing(self, live):
         live.write(*profiles(0, 400))
-        stop, done = threading.Event(), threading.Event()
-        written = [400]
-        processor = threading.Thread(target=live.processor.run, args=(live.gms.log, stop),
-                                     kwargs={"poll_timeout": 0.1, "workers": 0})  # the live MCL processor
 
-        def ingest() -> None:  # up to 10 rounds, while the replay runs
-            while not done.is_set() and written[0] < 800:
-                assert all(r.failure is None for r in live.gms.apply(profiles(written[0], 40), ACTOR))
-                written[0] += 40
-
-        writer = threading.Thread(target=ingest)
-        processor.start()
-        try:
+        def clear_once_indexed() -> None:
             assert live.processor.wait_until_caught_up(live.gms.log, WAIT)  # its group is past the 400
             live.models.timeseries.clear()  # so only the replay can bring them back
-            writer.start()
+
+        with live.ingesting_profiles(400, 800, clear_once_indexed) as written:
             assert live.replay(batch=50) >= 400
-        finally:
-            done.set()
-            if writer.is_alive():
-                writer.join()
-            caught_up = live.processor.wait_until_caught_up(live.gms.log, WAIT)
-            stop.set()
-            processor.join()
-        assert caught_up and written[0] > 400
+        assert written[0] > 400
         series = live.series()
         assert sorted(p["rowCount"] for points in series.values() for p in points) == list(range(written[0]))
 
