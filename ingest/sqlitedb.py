@@ -57,8 +57,8 @@ class WalLimit:
     been copied into the database and no reader is still reading from it; passive checkpoints
     running beside writers that never pause never get there. So a writer calls `after_commit`
     right after its commit, still holding its own locks (no writer of its own appends
-    meanwhile): past `limit` bytes, a RESTART checkpoint copies what the passive ones left
-    (little) and, if no reader is in the log (it never waits for one, as writers would wait
+    meanwhile): past `limit` bytes, a RESTART checkpoint copies what the passive ones have not
+    copied yet and, if no reader is in the log (it never waits for one, as writers would wait
     with it), has the next write start the log over and cut the file back to `limit`. It is
     tried at most every `every` seconds while the log stays too long."""
 
