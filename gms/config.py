@@ -42,6 +42,8 @@ import yaml
 
 from ingest.backends import Endpoints
 
+MIN_LEASE_TTL = 2  # seconds: Cassandra counts a TTL from the whole second a write lands in
+
 CHOICES = {"event_log": ("sqlite", "kafka"), "aspect_store": ("sqlite", "cassandra"),
            "read_models": ("sqlite", "distributed")}
 FILE_NAME = "lodestar.yml"
@@ -129,6 +131,9 @@ class Config:
         return replace(self, endpoints=endpoints, **values)._checked("the environment")
 
     def _checked(self, source: str) -> Config:
+        if self.cassandra_lease_ttl < MIN_LEASE_TTL:
+            raise ConfigError(f"{source}: cassandra.lease_ttl must be at least {MIN_LEASE_TTL} seconds"
+                              f" (Cassandra counts a TTL in whole seconds), not {self.cassandra_lease_ttl}")
         for key, allowed in CHOICES.items():
             if getattr(self, key) not in allowed:
                 raise ConfigError(f"{source}: {key} must be one of {', '.join(allowed)}, not {getattr(self, key)!r}")

@@ -71,7 +71,7 @@ def test_a_second_open_store_with_the_same_producer_id_is_refused(keyspace: Scra
     producer = unique_name("producer")
     first = keyspace.store(producer)
     with pytest.raises(ProducerInUse, match=producer):
-        keyspace.store(producer, lease_ttl=1)  # waits twice its TTL for the first's lease, renewed meanwhile
+        keyspace.store(producer, lease_ttl=2)  # waits twice its TTL for the first's lease, renewed meanwhile
     insert(first, row(urn, "status", 1, {"removed": False}))
     assert first.get(urn, "status").version == 1
 

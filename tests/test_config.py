@@ -73,6 +73,9 @@ def test_the_metadata_length_limit_comes_from_the_environment():
     ("", {"LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "0"},
      "the environment: LODESTAR_KAFKA_SESSION_TIMEOUT_MS must be a positive number of milliseconds, not '0'"),
     ("cassandra: {lease_ttl: 2.5}\n", {}, "cassandra.lease_ttl must be a positive number of seconds, not 2.5"),
+    ("", {"LODESTAR_CASSANDRA_LEASE_TTL": "1"},
+     "the environment: cassandra.lease_ttl must be at least 2 seconds (Cassandra counts a TTL in whole seconds),"
+     " not 1"),
     ("", {"LODESTAR_CASSANDRA_LEASE_TTL": "-1"},
      "the environment: LODESTAR_CASSANDRA_LEASE_TTL must be a positive number of seconds, not '-1'"),
     ("", {"LODESTAR_METADATA_MAX_LENGTH": "long"},

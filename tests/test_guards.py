@@ -163,13 +163,20 @@ def test_made_up_http_methods_are_counted_as_other_so_the_metrics_labels_stay_bo
 
 
 def test_metrics_show_the_memory_of_every_process_of_serve_with_workers(tmp_path):
+    processes = ("w0", "w1", "background")
+
+    def every_process_sampled() -> dict[str, list[tuple[dict[str, str], float]]] | None:
+        samples = _samples(requests.get(f"{serve.url}/metrics").text)
+        sampled = {labels["process"] for labels, _ in samples.get("lodestar_process_resident_bytes", [])}
+        return samples if sampled >= set(processes) else None
+
     with ServeProcess(tmp_path / "data", None, "--workers", "2") as serve:
         serve.client().propose([mcp(dataset_urn("memory.t"), "datasetProperties", properties("one"))])
-        samples = _samples(requests.get(f"{serve.url}/metrics").text)
+        samples = await_(every_process_sampled, "each process's first memory sample")  # each samples as it starts
     resident = {(labels["process"], labels["kind"]): value
                 for labels, value in samples["lodestar_process_resident_bytes"]}
     sqlite_heap = {labels["process"]: value for labels, value in samples["lodestar_sqlite_heap_bytes"]}
-    for process in ("w0", "w1", "background"):
+    for process in processes:
         total, anonymous, file = (resident[process, kind] for kind in ("total", "anonymous", "file"))
         assert total == anonymous + file and anonymous > 10 * 2**20, (process, total, anonymous, file)
         assert sqlite_heap[process] > 0  # every process opened the databases

@@ -2,9 +2,10 @@
 
 A lease is a row of `leases` (producer -> holder) written with a TTL. An open store acquires
 its producer id's lease (IF NOT EXISTS) and renews it (IF holder = itself) every
-`ttl * RENEW_EVERY`; it writes and publishes only while its last successful renewal was sent
-less than `ttl * TRUSTED_FOR` ago, so it stops before the row can expire (the rest of the TTL
-is the margin for a write already sent to land). Once the row has expired, any live store may
+`(ttl - 1) * RENEW_EVERY`; it writes and publishes only while its last successful renewal was sent
+less than `(ttl - 1) * TRUSTED_FOR` ago, so it stops before the row can expire (Cassandra
+counts a TTL from the whole second a write lands in, so a row may expire up to a second early;
+the rest is the margin for a write already sent to land). Once the row has expired, any live store may
 take the lease over (IF NOT EXISTS: exactly one taker), publish the dead producer's outbox as
 that producer and release it. A holder whose renewal finds the lease gone or taken is fenced:
 every write and publication under it fails with LeaseLost until it acquires the lease again
@@ -25,13 +26,14 @@ import time
 import uuid
 import weakref
 
+from gms.config import MIN_LEASE_TTL
 from gms.store import StoreUnavailable
 from gms.store.cassandra_schema import Runner, applied, prepare, quoted_keyspace
 
 log = logging.getLogger(__name__)
 LEASE_TTL = 10  # seconds, by default
-RENEW_EVERY = 0.2  # of the TTL
-TRUSTED_FOR = 0.7  # of the TTL, after a renewal was sent
+RENEW_EVERY = 0.2  # of the TTL less a second
+TRUSTED_FOR = 0.7  # of the TTL less a second, after a renewal was sent
 
 
 class ProducerInUse(StoreUnavailable):
@@ -75,12 +77,13 @@ class Lease:
     a daemon thread, which ends with close() or once the Lease is no longer referenced."""
 
     def __init__(self, leases: Leases, producer: str, ttl: int, holder: str | None = None):
-        if ttl < 1:
-            raise ValueError(f"a lease TTL is a positive number of seconds, not {ttl!r}")
+        if ttl < MIN_LEASE_TTL:
+            raise ValueError(f"a lease TTL is at least {MIN_LEASE_TTL} seconds, not {ttl!r}")
         self.producer = producer
         self.ttl = ttl
         self.holder = holder or uuid.uuid4().hex
         self._leases = leases
+        self._trusted = (ttl - 1) * TRUSTED_FOR  # seconds a renewal is trusted for, from when it was sent
         self._valid_until = -math.inf
         self._lost = True
         self._generation = 0  # acquisitions so far
@@ -91,7 +94,7 @@ class Lease:
         sent = time.monotonic()
         if not self._leases.acquire(self.producer, self.holder, self.ttl):
             return False
-        self._valid_until, self._lost = sent + self.ttl * TRUSTED_FOR, False
+        self._valid_until, self._lost = sent + self._trusted, False
         self._generation += 1
         return True
 
@@ -120,7 +123,7 @@ class Lease:
             if self._lost:
                 self.try_acquire()
             elif self._leases.renew(self.producer, self.holder, self.ttl):
-                self._valid_until = sent + self.ttl * TRUSTED_FOR
+                self._valid_until = sent + self._trusted
             else:
                 self._lost = True
                 log.warning("producer id %s: its lease expired and was taken over; writes are refused", self.producer)
@@ -128,8 +131,8 @@ class Lease:
             log.warning("producer id %s: renewing its lease failed: %s", self.producer, err)
 
     def keep(self) -> None:
-        """Renew the lease every `ttl * RENEW_EVERY` from a daemon thread."""
-        ref, stop, every = weakref.ref(self), self._stop, self.ttl * RENEW_EVERY
+        """Renew the lease every `(ttl - 1) * RENEW_EVERY` from a daemon thread."""
+        ref, stop, every = weakref.ref(self), self._stop, (self.ttl - 1) * RENEW_EVERY
         threading.Thread(target=_renewing, args=(ref, stop, every), name=f"lease-{self.producer}", daemon=True).start()
 
     def stop_renewing(self) -> None:
