@@ -38,6 +38,7 @@ TOPICS = (topics.MCL_VERSIONED, topics.MCL_TIMESERIES)
 BATCH = 10_000
 POOLED = 1000  # batches this large are decoded in worker processes
 LOOKAHEAD = 2  # batches in flight per worker
+WRITE_BATCHES = 2  # decoded batches written in one transaction, when they are ready together
 
 
 class MclProcessor:
@@ -82,7 +83,9 @@ class MclProcessor:
         A batch is whatever has arrived, up to max_records: small when the log is quiet (little
         delay), large under load (each commit has a fixed cost, so fewer commits index faster).
         Batches of at least POOLED records are decoded and prepared by `workers` processes
-        (default: a CPU each but one) while the batches before them are written."""
+        (default: a CPU each but one) while the batches before them are written; up to
+        WRITE_BATCHES of them decoded by the time the writer takes the first are written in one
+        transaction (bigger transactions write each index page fewer times)."""
         workers = default_workers() if workers is None else workers
         with ExitStack() as stack:
             pooled = stack.enter_context(pool(self.decoder, self.read_models.preparer(), workers)) if workers else None
@@ -99,8 +102,8 @@ class MclProcessor:
                         pending.append((records, self._decoding(pooled, records)))
                     if not pending or (records and len(pending) <= LOOKAHEAD * workers):
                         continue
-                    batch, decoding = pending.popleft()
-                    self.process(batch, decoding.result())
+                    batch, decoded = _ready(pending, WRITE_BATCHES)
+                    self.process(batch, decoded)
                     crash_point("mcl-after-write")
                     consumer.commit(batch)
                 except Exception:
@@ -141,10 +144,23 @@ class MclProcessor:
         return check(self.read_models, self.registry, store, examples)
 
 
-def mcl_lag(log_: EventLog, group: str = GROUP) -> dict[tuple[str, int], int]:
-    """Records of each MCL topic partition that group "mcl-processor" has not committed yet."""
-    return {(topic, partition): max(0, log_.end_offset(topic, partition) - log_.committed(group, topic, partition))
+def _ready(pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]], most: int
+           ) -> tuple[list[LogRecord], list[Decoded]]:
+    """The first pending batch (waited for) and those after it already decoded, up to `most`
+    batches, joined in log order."""
+    records, decoding = pending.popleft()
+    decoded = decoding.result()
+    while pending and most > 1 and pending[0][1].done():
+        more, decoding = pending.popleft()
+        records, decoded, most = records + more, decoded + decoding.result(), most - 1
+    return records, decoded
+
+
+def mcl_offsets(log_: EventLog, group: str = GROUP) -> dict[tuple[str, int], tuple[int, int]]:
+    """(end offset, offset committed by group "mcl-processor") of each MCL topic partition."""
+    return {(topic, partition): (log_.end_offset(topic, partition), log_.committed(group, topic, partition))
             for topic in TOPICS for partition in range(log_.partitions(topic))}
+
 
 
 def wait_until_caught_up(log_: EventLog, timeout: float, progress: threading.Condition | None = None,

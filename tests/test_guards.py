@@ -3,6 +3,7 @@ on a live embedded server."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -19,10 +20,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from gms import tracing
 from gms.api.app import create_app
 from gms.api.auth import ADMIN, TokenAuth
-from gms.api.guards import GUARDS_KEY, Backpressure, Guards
+from gms.api.guards import GUARDS_KEY, Backpressure, Guards, LagSampler
 from gms.service import Gms
+from ingest import topics
+from ingest.eventlog import LogMessage
+from ingest.eventlog.sqlite import SqliteEventLog
 from mcl_processor.embedded import SqliteReadModels
-from mcl_processor.processor import MclProcessor
+from mcl_processor.processor import GROUP, MclProcessor
 from tests.builders import dataset_urn, mcp, properties
 from tests.conftest import TOKEN, _ServerThread, free_port
 from tests.processes import ServeProcess
@@ -108,6 +112,34 @@ def test_writes_get_429_with_retry_after_while_the_mcl_processor_lags_and_pass_a
     lagging.catch_up()
     await_(lambda: lagging.post(mcp(sent[-1], "datasetProperties", properties("late"))).status_code == 200,
            "writes accepted after catching up")
+
+
+def test_retry_after_is_the_time_the_processor_needs_at_its_best_recent_rate_to_get_back_under_the_limit(tmp_path):
+    log = SqliteEventLog(tmp_path / "log.db")
+    log.append(topics.MCL_VERSIONED, [LogMessage(f"k{i}", b"mcl") for i in range(400)])
+    now = [0.0]
+    sampler = LagSampler(log, every=0.5, clock=lambda: now[0])
+
+    def sample(at: float, committed: int) -> None:
+        now[0] = at
+        log.commit(GROUP, {(topics.MCL_VERSIONED, 0): committed})
+        asyncio.run(sampler.fresh(5))
+
+    sample(0.0, 0)
+    assert sampler.lag == 400 and sampler.retry_after(200) == 5  # no rate known yet
+    sample(1.0, 0)
+    sample(2.0, 0)
+    sample(4.0, 100)  # one batch of 100 committed in the 4 s since the last commit seen: 25 records/s
+    assert sampler.index_rate == 25 and sampler.lag == 300
+    assert sampler.retry_after(200) == 6  # (300 - 150) / 25: back to three quarters of the limit
+    sample(5.0, 280)  # 180 records/s
+    assert sampler.lag == 120 and sampler.retry_after(100) == 1  # never less than a second
+    sample(6.0, 280)
+    assert sampler.index_rate == 180  # no commit since: the rate stands
+    sample(125.0, 290)  # slower: the best rate is forgotten, halving every minute
+    assert sampler.index_rate == pytest.approx(45)
+    assert sampler.retry_after(40) == 2  # (110 - 30) / 45
+    log.close()
 
 
 def test_writes_beyond_the_in_flight_byte_budget_get_429_and_nothing_of_them_is_applied(lagging):

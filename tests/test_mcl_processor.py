@@ -15,6 +15,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections import deque
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +25,7 @@ import pytest
 from gms.service import Gms
 from gms.write_path import Result
 from ingest import topics
-from ingest.eventlog import LogMessage
+from ingest.eventlog import LogMessage, LogRecord
 from ingest.proposal import Proposal
 from mcl_processor import processor as processor_module
 from mcl_processor.embedded import SqliteReadModels
@@ -259,6 +261,23 @@ def test_the_consumer_thread_decodes_big_batches_in_worker_processes_to_the_same
     assert pooled.names("orders")[0] == "orders"
     for harness in (inline, pooled):
         harness.close()
+
+
+def test_the_writer_joins_the_batches_decoded_by_the_time_it_takes_the_first():
+    def batch(offsets: range, done: bool) -> tuple[list[LogRecord], Future]:
+        records = [LogRecord(topics.MCL_VERSIONED, 0, offset, "k", b"", 0) for offset in offsets]
+        decoding: Future = Future()
+        if done:
+            decoding.set_result([f"decoded {offset}" for offset in offsets])
+        return records, decoding
+
+    pending = deque([batch(range(0, 2), True), batch(range(2, 4), True), batch(range(4, 6), True),
+                     batch(range(6, 8), False)])
+    records, decoded = processor_module._ready(pending, 2)
+    assert [r.offset for r in records] == [0, 1, 2, 3] and decoded == [f"decoded {i}" for i in range(4)]
+    records, decoded = processor_module._ready(pending, 2)  # the next is still being decoded: not waited for
+    assert [r.offset for r in records] == [4, 5] and decoded == ["decoded 4", "decoded 5"]
+    assert [r.offset for r in pending[0][0]] == [6, 7]
 
 
 def test_restore_after_wiping_the_read_models_gives_the_same_answers(indexed):

@@ -33,7 +33,7 @@ from aiohttp import web
 from gms.api.app import LIMIT_KEY, Handler, api_of, error
 from gms.store import StoreUnavailable
 from ingest.eventlog import EventLog, EventLogError
-from mcl_processor.processor import mcl_lag
+from mcl_processor.processor import mcl_offsets
 from mcl_processor.readmodels import ReadModelsUnavailable
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -89,9 +89,13 @@ class Backpressure:
                    int(os.environ.get("LODESTAR_MAX_INFLIGHT_BYTES", cls.max_inflight_bytes)))
 
 
+AWAIT_AFTER = 2.0  # seconds: an older lag sample is not trusted to refuse a write
+RATE_HALF_LIFE = 60.0  # seconds: how fast the best indexing rate seen is forgotten
+
+
 class LagSampler:
     """The MCL processor's lag (records of the MCL topics not yet committed by its group) and
-    how fast it drains, sampled at most every `every` seconds off the event loop."""
+    how fast it indexes, sampled at most every `every` seconds off the event loop."""
 
     def __init__(self, log: EventLog, every: float, clock: Callable[[], float] = time.monotonic):
         self._log = log
@@ -100,15 +104,18 @@ class LagSampler:
         self._sampled_at = -math.inf
         self._sampling: asyncio.Task[None] | None = None
         self.lag = 0
-        self.drain_rate = 0.0  # records per second, last observed
+        self.index_rate = 0.0  # records the processor commits per second at its best lately (see _sample)
+        self._indexed: tuple[float, int] | None = None  # (when, records committed) at the last commit seen
 
     async def current(self) -> int:
-        """The lag as last sampled; a new sample is started (not awaited) when it is stale.
-        The first call awaits its sample."""
+        """The lag as last sampled; a new sample is started (not awaited) when it is stale. A
+        call that finds no sample of the last AWAIT_AFTER seconds (the first one, or one after
+        writers paused as Retry-After asked) awaits its sample: the lag may be long gone."""
         now = self._clock()
-        if now - self._sampled_at >= self._every and (self._sampling is None or self._sampling.done()):
+        age = now - self._sampled_at
+        if age >= self._every and (self._sampling is None or self._sampling.done()):
             self._sampling = asyncio.ensure_future(self._sample(now))
-            if self._sampled_at == -math.inf:
+            if age >= AWAIT_AFTER:
                 await self._sampling
         return self.lag
 
@@ -128,20 +135,31 @@ class LagSampler:
 
     async def _sample(self, now: float) -> None:
         try:
-            lag = sum((await asyncio.to_thread(mcl_lag, self._log)).values())
+            offsets = await asyncio.to_thread(mcl_offsets, self._log)
         except Exception:  # the log is down: the 503 guard and readiness say so; keep the last figure
             return
-        elapsed = now - self._sampled_at
-        if math.isfinite(elapsed) and elapsed > 0 and lag < self.lag:
-            self.drain_rate = (self.lag - lag) / elapsed
-        self.lag, self._sampled_at = lag, now
+        indexed = sum(committed for _, committed in offsets.values())
+        if self._indexed is None or indexed < self._indexed[1]:
+            self._indexed = (now, indexed)
+        elif indexed > self._indexed[1]:  # the processor commits a batch at a time: rate over whole batches
+            elapsed = max(now - self._indexed[0], self._every, 1e-3)
+            rate = (indexed - self._indexed[1]) / elapsed
+            # Its best rate lately, halving each RATE_HALF_LIFE: a processor sharing the CPUs with
+            # the writers it lags behind indexes faster once they pause, which is when it counts.
+            self.index_rate = max(rate, self.index_rate * 0.5 ** (elapsed / RATE_HALF_LIFE))
+            self._indexed = (now, indexed)
+        self.lag = sum(max(0, end - committed) for end, committed in offsets.values())
+        self._sampled_at = now
 
     def retry_after(self, limit: int) -> int:
-        """Seconds until the lag is back to half the limit at the last drain rate (1 to 30)."""
-        excess = self.lag - limit // 2
-        if self.drain_rate <= 0:
+        """Seconds the processor needs, at its best recent indexing rate, to bring the lag back to
+        three quarters of the limit if no write comes meanwhile (1 to 30; 5 before any rate is
+        known). Writes resume while the processor still has work queued, so it never runs dry
+        waiting for them, and each pause lets a quarter of the limit in."""
+        excess = self.lag - limit * 3 // 4
+        if self.index_rate <= 0:
             return 5
-        return max(1, min(30, math.ceil(excess / self.drain_rate)))
+        return max(1, min(30, math.ceil(excess / self.index_rate)))
 
 
 class LogProbe:
