@@ -52,6 +52,7 @@ class Fragment(NamedTuple):
     facets: list[list[str]]  # [facet, value]
     properties: list[list[str]]  # [key, lower-cased value, scope]
     suggestions: list[list[str]]  # [lower-cased value, kind, value]
+    terms: str = ""  # CDAP search terms (see cdap.py); a fragment stored before this field keeps them in meta
 
     def encode(self) -> bytes:
         return orjson.dumps(tuple(self))
@@ -73,9 +74,10 @@ class Document(NamedTuple):
     name: str | None
     description: str | None
     removed: bool
-    columns: tuple[str, str, str, str, str]  # in COLUMNS order
+    columns: tuple[str, str, str, str, str]  # in COLUMNS order (meta without the CDAP terms)
     facets: list[tuple[str, str]]
     name_meta: str  # the meta tokens of the entity type, the soft-deleted state and the exact names
+    terms: str  # the CDAP terms of its fragments
 
 
 _TOKENS: dict[str, str] = {}  # a bounded memo (no per-entry objects for the garbage collector)
@@ -136,12 +138,11 @@ class _Parts:
     def fragment(self, entries: list[tuple[str, str, str]] | None = None) -> Fragment:
         meta = [property_token(scope, key, lvalue) for key, lvalue, scope in entries or sorted(self.tokens)]
         meta += [name_token(n) for n in sorted(self.names)]
-        meta += sorted(self.cdap)
         return Fragment(
             tuple("\n".join(lines) for lines in self.lines),  # type: ignore[arg-type]
             tuple(_runs(fields) for fields in self.fields), " ".join(meta), self.title, self.title_rank,
             self.description, self.description_rank, self.removed, sorted(self.facets),  # type: ignore[arg-type]
-            sorted(self.properties), sorted(self.suggestions))  # type: ignore[arg-type]
+            sorted(self.properties), sorted(self.suggestions), " ".join(sorted(self.cdap)))  # type: ignore[arg-type]
 
     def analysis(self) -> Analysis:
         entries = sorted(self.tokens)
@@ -338,7 +339,7 @@ def upstream_tags_part(annotations: Annotations, analyzers: Mapping[str, Analyze
         parts.tokens.add(entry)
         parts.properties.add(entry)
     parts.title, parts.title_rank = key.title, DERIVED_TITLE_RANK
-    parts.cdap = {token for token in key.meta.split() if token.startswith(cdap.TERM_PREFIX)}
+    parts.cdap = set(_meta_and_terms(key)[1].split())
     return parts.analysis()
 
 
@@ -348,7 +349,8 @@ def merge(entity_type: str, parts: Sequence[Fragment]) -> Document:
     description = min(parts, key=lambda p: p.description_rank)
     removed = any(p.removed for p in parts)
     texts = tuple("\n".join(p.texts[i] for p in parts if p.texts[i]) for i in range(4))
-    meta = [everything_token(), type_token(entity_type), *(p.meta for p in parts if p.meta)]
+    split = [_meta_and_terms(p) for p in parts]
+    meta = [everything_token(), type_token(entity_type), *(m for m, _ in split if m)]
     name_meta = [type_token(entity_type)]
     name_meta += sorted({name_token(lvalue) for p in parts for lvalue, kind, _ in p.suggestions if kind == "name"})
     if removed:
@@ -356,7 +358,17 @@ def merge(entity_type: str, parts: Sequence[Fragment]) -> Document:
         name_meta.insert(0, removed_token())
     facets = sorted({("entityType", entity_type), *((f, v) for p in parts for f, v in p.facets)})
     return Document(title.title, description.description, removed, (*texts, " ".join(meta)), facets,  # type: ignore[arg-type]
-                    " ".join(name_meta))
+                    " ".join(name_meta), " ".join(t for _, t in split if t))
+
+
+def _meta_and_terms(fragment: Fragment) -> tuple[str, str]:
+    """A fragment's meta tokens without its CDAP terms, and its CDAP terms (taken out of meta
+    in a fragment stored before they had a field of their own)."""
+    if fragment.terms or not fragment.meta:
+        return fragment.meta, fragment.terms
+    tokens = fragment.meta.split()
+    return (" ".join(t for t in tokens if not t.startswith(cdap.TERM_PREFIX)),
+            " ".join(t for t in tokens if t.startswith(cdap.TERM_PREFIX)))
 
 
 def line_fields(parts: Sequence[Fragment], column: int) -> list[str]:

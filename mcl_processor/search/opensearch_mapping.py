@@ -28,7 +28,6 @@ from typing import Any
 import orjson
 
 from mcl_processor.annotations import Annotations
-from mcl_processor.search.cdap import TERM_PREFIX as CDAP_TERM
 from mcl_processor.search.document import COLUMNS, Analysis, Fragment, facet_name, is_derived, merge
 
 TEXT_COLUMNS = COLUMNS[:4]  # name, schema, text, keywords (the fifth, meta, is the FTS encoding of filters)
@@ -159,7 +158,7 @@ def entity_source(urn: str, entity_type: str, aspects: Mapping[str, Mapping[str,
         "names": sorted({lvalue for p in parts for lvalue, kind, _ in p.suggestions if kind == "name"}),
         "filters": sorted({entry(scope, key, lvalue) for a in analyses for key, lvalue, scope in a.filters}),
         "properties": sorted({entry(scope, key, lvalue) for p in parts for key, lvalue, scope in p.properties}),
-        "cdap": sorted({token for p in parts for token in p.meta.split() if token.startswith(CDAP_TERM)}),
+        "cdap": sorted(set(doc.terms.split())),
         "suggestions": sorted({suggestion(*s) for p in parts for s in p.suggestions}),
         "facets": dict(facets),
     }

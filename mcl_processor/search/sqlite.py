@@ -35,6 +35,7 @@ from mcl_processor.search.document import (
     TAGS_KEY,
     UPSTREAM_TAGS,
     Analyzer,
+    Document,
     Fragment,
     FragmentPreparer,
     everything_token,
@@ -276,10 +277,9 @@ class SqliteSearchIndex(SearchIndex):
                 continue
             doc = merge(entity_type, [fragment for _, fragment in fragments[doc_id]])
             updates.append((doc.name, doc.description, 1, int(doc.removed), orjson.dumps(doc.facets), doc_id))
-            meta, terms = _split_terms(doc.columns[4], doc.removed)
-            fts_rows.append((doc_id, *doc.columns[:4], meta))
+            fts_rows.append((doc_id, *doc.columns))
             name_rows.append((names_rowid(doc_id, doc.name), doc.columns[0], doc.name_meta))
-            term_rows.append((doc_id, terms))
+            term_rows.append((doc_id, _terms_row(doc)))
         conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
         conn.executemany(f"DELETE FROM {self.t.fts} WHERE rowid = ?", [(i,) for i in touched if i not in created])
@@ -479,17 +479,12 @@ def _any_of(words: Sequence[str]) -> str:
     return "meta : (" + " OR ".join(f'"{w}"' for w in words) + ")"
 
 
-def _split_terms(meta: str, removed: bool) -> tuple[str, str]:
-    """A document's meta tokens for `search_fts`, and its CDAP terms (search/cdap.py) for
-    `search_terms` with the tokens of every document and of the soft-deleted state. The terms
-    are most of the tokens and are only ever matched whole or as prefixes, so they stay out of
-    `search_fts` and its prefix indexes (which tripled their cost of indexing)."""
-    tokens = meta.split()
-    terms = [t for t in tokens if t.startswith(cdap.TERM_PREFIX)]
-    terms.append(everything_token())
-    if removed:
-        terms.append(removed_token())
-    return " ".join(t for t in tokens if not t.startswith(cdap.TERM_PREFIX)), " ".join(terms)
+def _terms_row(doc: Document) -> str:
+    """A document's `search_terms` text: its CDAP terms (search/cdap.py) with the tokens of every
+    document and of the soft-deleted state. The terms are most of the tokens and are only ever
+    matched whole or as prefixes, so they stay out of `search_fts` and its prefix indexes
+    (which tripled their cost of indexing)."""
+    return " ".join([doc.terms, everything_token(), *([removed_token()] if doc.removed else [])])
 
 
 def names_rowid(doc_id: int, name: str | None) -> int:
