@@ -5,10 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import orjson
 import pytest
 
 from gms.api.metadata_search import Search, conditions
 from mcl_processor.search.cdap import EVERYTHING, HIDDEN, parse, system, value_tokens
+from mcl_processor.search.document import Fragment
 from tests.builders import dataset_urn, proposal
 from tests.metadata_fixtures import cdap_dataset, schema
 from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite
@@ -206,6 +208,24 @@ def catalog_name(catalog: Indexed, urn: str) -> str:
 
 class TestSqliteCdapSearch(OnSqlite, CdapSearchContract):
     pass
+
+
+def test_fragments_stored_with_their_terms_among_the_meta_tokens_are_still_found(tmp_path):
+    """Fragments stored before CDAP terms had a field of their own (their meta held them) are
+    merged into the same documents when a later version touches the entity."""
+    harness = Indexed(tmp_path / "data")
+    harness.write(proposal(CUSTOMERS, "userScopeMetadata", _user(["pii"], owner="sales-team")))
+    conn = harness.models.search.db.writer
+    for doc_id, aspect, data in conn.execute("SELECT doc_id, aspect, fragment FROM search_versions").fetchall():
+        *fields, terms = Fragment.decode(data)
+        old_layout = (*fields[:2], " ".join(filter(None, [fields[2], terms])), *fields[3:])
+        conn.execute("UPDATE search_versions SET fragment = ? WHERE doc_id = ? AND aspect = ?",
+                     (orjson.dumps(old_layout), doc_id, aspect))
+    harness.write(proposal(CUSTOMERS, "datasetProperties", {"name": "customers"}))  # merges the old fragments
+    assert CdapSearchContract.found(harness, "owner:sales") == {CUSTOMERS}
+    assert CdapSearchContract.found(harness, "tags:pii") == {CUSTOMERS}
+    assert CdapSearchContract.found(harness, "customers") == {CUSTOMERS}
+    harness.close()
 
 
 class TestOpenSearchCdapSearch(OnOpenSearch, CdapSearchContract):
