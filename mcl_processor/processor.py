@@ -162,7 +162,6 @@ def mcl_offsets(log_: EventLog, group: str = GROUP) -> dict[tuple[str, int], tup
             for topic in TOPICS for partition in range(log_.partitions(topic))}
 
 
-
 def wait_until_caught_up(log_: EventLog, timeout: float, progress: threading.Condition | None = None,
                          group: str = GROUP) -> bool:
     """Whether group "mcl-processor" committed past every MCL appended before the call, within

@@ -3,8 +3,8 @@
 An aspect version is analysed once into a `Fragment`: lines of text per full-text column
 (with the index field of each line, to tell which values a query matched), filter tokens,
 the candidate shown name and description, the soft-delete flag, facets, property rows (for
-`key:value*` prefix filters) and suggestion rows (for autocomplete). An entity's document is
-the merge of its aspects' fragments.
+`key:value*` prefix filters), suggestion rows (for autocomplete) and CDAP's search terms
+(`cdap.py`). An entity's document is the merge of its aspects' fragments.
 
 Exact filters (`key:value`, `tags:`) are entries [key, lower-cased value, scope]
 (`Analysis.filters`). A full-text engine without keyword fields (FTS5) keeps them, with the
