@@ -142,6 +142,44 @@ def test_retry_after_is_the_time_the_processor_needs_at_its_best_recent_rate_to_
     log.close()
 
 
+class SlowLog(SqliteEventLog):
+    """A log whose offsets take `delay` seconds to read (a broker answering slowly)."""
+
+    delay = 0.0
+
+    def end_offset(self, topic: str, partition: int) -> int:
+        time.sleep(self.delay)
+        return super().end_offset(topic, partition)
+
+
+def test_a_lag_sample_older_than_two_seconds_is_awaited_but_not_for_longer(tmp_path):
+    log = SlowLog(tmp_path / "log.db")
+    log.append(topics.MCL_VERSIONED, [LogMessage(f"k{i}", b"mcl") for i in range(10)])
+    now = [0.0]
+    sampler = LagSampler(log, every=0.5, clock=lambda: now[0])
+
+    async def current_twice() -> tuple[int, int]:  # one event loop, as a server's
+        first = await sampler.current()
+        log.commit(GROUP, {(topics.MCL_VERSIONED, 0): 10})
+        now[0] = 1.0  # stale, but recent: a new sample starts and the last figure is used
+        second = await sampler.current()
+        return first, second
+
+    assert asyncio.run(current_twice()) == (10, 10)
+    now[0] = 3.5  # writers paused: the next write waits for a new sample
+    assert asyncio.run(sampler.current()) == 0
+    log.append(topics.MCL_VERSIONED, [LogMessage("k", b"mcl")])
+    log.delay, now[0] = 3.0, 7.0
+
+    async def timed() -> tuple[int, float]:
+        started = time.monotonic()
+        return await sampler.current(), time.monotonic() - started
+
+    lag, took = asyncio.run(timed())  # (leaving the loop waits for the slow sample's thread)
+    assert lag == 0 and 1.9 < took < 2.9  # the sample takes too long: the last figure stands
+    log.close()
+
+
 def test_writes_beyond_the_in_flight_byte_budget_get_429_and_nothing_of_them_is_applied(lagging):
     body = json.dumps({"proposals": [mcp(dataset_urn("slow.upload"), "datasetProperties",
                                          properties("s" * 3000))]}).encode()

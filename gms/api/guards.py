@@ -110,13 +110,14 @@ class LagSampler:
     async def current(self) -> int:
         """The lag as last sampled; a new sample is started (not awaited) when it is stale. A
         call that finds no sample of the last AWAIT_AFTER seconds (the first one, or one after
-        writers paused as Retry-After asked) awaits its sample: the lag may be long gone."""
+        writers paused as Retry-After asked) awaits its sample, up to AWAIT_AFTER seconds: the
+        lag may be long gone."""
         now = self._clock()
         age = now - self._sampled_at
         if age >= self._every and (self._sampling is None or self._sampling.done()):
             self._sampling = asyncio.ensure_future(self._sample(now))
             if age >= AWAIT_AFTER:
-                await self._sampling
+                await asyncio.wait({self._sampling}, timeout=AWAIT_AFTER)
         return self.lag
 
     async def fresh(self, timeout: float) -> int | None:
