@@ -76,7 +76,9 @@ TRANSACTION_TIMEOUT_MS = 60_000
 SCAN_BATCH = 10_000  # messages a read takes from the client at once
 FIRST_OFFSETS_TIMEOUT = 5.0  # a group's offsets not read within this are asked of a new admin client
 _LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                            KafkaError.UNKNOWN_TOPIC_OR_PART})
+                            KafkaError.UNKNOWN_TOPIC_OR_PART,
+                            KafkaError._UNKNOWN_PARTITION})  # the client's metadata lacks it (a broker back)
+LEADER_RETRY_PAUSE = 0.05  # seconds between askings while the leader is not known
 
 
 @dataclass
@@ -364,7 +366,8 @@ class KafkaEventLog(EventLog):
 
     def _watermarks(self, name: str, partition: int) -> tuple[int, int]:
         """(first offset, end of committed data) of a partition, asked of its leader; a leader
-        not known yet (a topic just created, a leader moving) is asked again until the timeout."""
+        not known yet (a topic just created, a leader moving, a broker just back) is asked again
+        until the timeout."""
         deadline = time.monotonic() + self.timeout
         while True:
             try:
@@ -372,6 +375,7 @@ class KafkaEventLog(EventLog):
             except KafkaException as exc:
                 if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
                     raise
+                time.sleep(LEADER_RETRY_PAUSE)
 
     def first_offset(self, topic: str, partition: int) -> int:
         self._ensure(topic)
