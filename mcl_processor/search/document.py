@@ -339,7 +339,7 @@ def upstream_tags_part(annotations: Annotations, analyzers: Mapping[str, Analyze
         parts.tokens.add(entry)
         parts.properties.add(entry)
     parts.title, parts.title_rank = key.title, DERIVED_TITLE_RANK
-    parts.cdap = set(_meta_and_terms(key)[1].split())
+    parts.cdap = set(key.terms.split())  # computed here, so never of the old layout
     return parts.analysis()
 
 
