@@ -10,13 +10,14 @@ batch is applied, all of it (the processor's `waitForIndex` contract).
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any
 
 import orjson
 from opensearchpy import OpenSearch
-from opensearchpy.exceptions import NotFoundError, RequestError
+from opensearchpy.exceptions import NotFoundError, RequestError, TransportError
 
 from ingest.backends import Endpoints
 from mcl_processor.staging import staging_name
@@ -26,6 +27,9 @@ BULK_BYTES = 8 * 1024 * 1024  # a bulk request stays well under OpenSearch's htt
 BULK_RESULTS = {"filter_path": "errors,items.*.status,items.*.error"}  # of each item only what bulk() returns
 RESULT_WINDOW = 10_000  # OpenSearch's index.max_result_window: deeper pages continue with search_after
 MISSING_OK = {"ignore_unavailable": "true", "allow_no_indices": "true"}
+WHOLE_READ = {**MISSING_OK, "allow_partial_search_results": "false"}  # a shard failing fails the search
+SEARCH_TRIES = 3  # a search failing on a shard that vanished runs again (see search())
+SEARCH_RETRY_PAUSE = 0.05  # this many seconds after a failure (the client's own retries are immediate)
 _KEY = re.compile(r"[A-Za-z0-9]+")  # entity type and aspect names: nothing that means more in an index list
 
 
@@ -228,13 +232,30 @@ def bulk(client: OpenSearch, operations: Sequence[Operation], accept: frozenset[
     return items
 
 
+def search(client: OpenSearch, indices: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    """Search the indices as they are named at one moment. A switch to a rebuilt family deletes
+    the indices the live names stood for, so a search that resolved the names just before can
+    find a shard gone: it then fails whole (never answers with the hits of the other shards)
+    with a 503 (after the client's own immediate retries) and runs again on the names as they
+    are now, a moment later, up to SEARCH_TRIES times."""
+    tries = 1
+    while True:
+        try:
+            return client.search(index=indices, body=body, params=WHOLE_READ)
+        except TransportError as error:
+            if error.status_code != 503 or tries == SEARCH_TRIES:
+                raise
+            tries += 1
+            time.sleep(SEARCH_RETRY_PAUSE)
+
+
 def search_page(client: OpenSearch, indices: str, body: Mapping[str, Any], start: int, count: int
                 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The first response (total, aggregations) and hits start..start+count of a search whose
     `sort` is a total order; pages past RESULT_WINDOW are reached with search_after (the hits
     before `start` are passed without their sources)."""
     if start + count <= RESULT_WINDOW:
-        response = client.search(index=indices, body={**body, "from": start, "size": count}, params=MISSING_OK)
+        response = search(client, indices, {**body, "from": start, "size": count})
         return response, response["hits"]["hits"]
     first: dict[str, Any] | None = None
     hits: list[dict[str, Any]] = []
@@ -248,7 +269,7 @@ def search_page(client: OpenSearch, indices: str, body: Mapping[str, Any], start
             request["_source"] = False
         if after is not None:
             request["search_after"] = after
-        response = client.search(index=indices, body=request, params=MISSING_OK)
+        response = search(client, indices, request)
         first = first or response
         found = response["hits"]["hits"]
         if not found:

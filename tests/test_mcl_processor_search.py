@@ -15,6 +15,7 @@ from threading import Thread
 
 import pytest
 from opensearchpy import OpenSearch
+from opensearchpy.exceptions import TransportError
 
 from mcl_processor import opensearch_indices
 from mcl_processor.annotations import Annotations
@@ -407,6 +408,45 @@ class TestOpenSearchSearchIndex(OnOpenSearch, SearchIndexContract):
             opensearch_indices.IndexFamily(client, prefix, "search", lambda key: full).ensure(["dataset"])
             mapping = client.indices.get_mapping(index=f"{prefix}_search_dataset")[f"{prefix}_search_dataset"]
             assert mapping["mappings"]["properties"]["facets"]["properties"]["keys"] == {"type": "keyword"}
+        finally:
+            client.indices.delete(index=f"{prefix}_search_*")
+
+    def test_a_search_that_finds_a_shard_gone_fails_whole_and_runs_again(self, opensearch_url):
+        prefix = unique_name("shards")
+        placed, unplaced = f"{prefix}_search_a", f"{prefix}_search_b"
+        nowhere = {"index.routing.allocation.require._name": "nowhere"}  # its shard on no node: unreadable
+
+        class PlacingAfterAFailure(OpenSearch):
+            """A client whose failed search lets the shard be placed before the next try (as a
+            switch has moved the names by the time a search fails)."""
+            searches = 0
+
+            def search(self, *args, **kwargs):
+                self.searches += 1
+                try:
+                    return super().search(*args, **kwargs)
+                except TransportError:
+                    if place:
+                        self.indices.put_settings(index=unplaced, body={"index.routing.allocation.require._name": None})
+                        self.cluster.health(index=unplaced, params={"wait_for_status": "green"})
+                    raise
+
+        client = PlacingAfterAFailure(opensearch_url)
+        client.indices.create(index=placed, body={"settings": {"number_of_replicas": 0}})
+        client.index(index=placed, body={"n": 1}, params={"refresh": "true"})
+        client.indices.create(index=unplaced, body={"settings": {"number_of_replicas": 0, **nowhere}},
+                              params={"wait_for_active_shards": "0"})
+        try:
+            place = False
+            with pytest.raises(TransportError) as failed:  # never the hits of the shards that answered
+                opensearch_indices.search(client, f"{prefix}_search_*", {"query": {"match_all": {}}})
+            assert failed.value.status_code == 503 and client.searches == opensearch_indices.SEARCH_TRIES
+            place, client.searches = True, 0
+            found = opensearch_indices.search(client, f"{prefix}_search_*", {"query": {"match_all": {}}})
+            assert found["hits"]["total"]["value"] == 1 and client.searches == 2
+            with pytest.raises(TransportError) as refused:  # a bad query is not run again
+                opensearch_indices.search(client, placed, {"query": {"regexp": {"n": {"value": "["}}}})
+            assert refused.value.status_code == 400 and client.searches == 3
         finally:
             client.indices.delete(index=f"{prefix}_search_*")
 

@@ -31,10 +31,10 @@ from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.opensearch_indices import (
     DEFAULT_PREFIX,
-    MISSING_OK,
     IndexFamily,
     Operation,
     bulk,
+    search,
     search_page,
 )
 from mcl_processor.query_syntax import Query, parse, tokens
@@ -324,7 +324,7 @@ class OpenSearchSearchIndex(SearchIndex):
             starting = starts("suggestions", keyword)
         except ValueError:
             return {}
-        response = self.client.search(index=self.indices.pattern, params=MISSING_OK, body={
+        response = search(self.client, self.indices.pattern, {
             "size": 0,
             "query": {"bool": {"filter": [*VISIBLE, starting]}},
             "aggs": {"values": {"terms": {"field": "suggestions", "include": starting_with(keyword),
@@ -341,7 +341,7 @@ class OpenSearchSearchIndex(SearchIndex):
 
     def _later_tokens(self, low: str, wanted: list[str]) -> dict[tuple[str, str], tuple[str, int]]:
         """Suggestions of the first documents matching the prefix whose later token starts with it."""
-        response = self.client.search(index=self.indices.pattern, params=MISSING_OK, body={
+        response = search(self.client, self.indices.pattern, {
             "size": LATER_TOKEN_DOCUMENTS, "sort": [{"urn": "asc"}], "_source": ["aspects"],
             "query": {"bool": {"filter": [*VISIBLE, any_column(wanted, ("name", "schema", "keywords"))]}}})
         later: dict[tuple[str, str], tuple[str, set[int]]] = {}
