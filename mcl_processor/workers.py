@@ -10,6 +10,7 @@ live MCL processor both pipeline this way, and use every CPU.
 from __future__ import annotations
 
 import ctypes
+import gc
 import multiprocessing
 import os
 import queue
@@ -36,6 +37,12 @@ _decoder: MclDecoder | None = None  # of a worker process
 _preparer: Preparer | None = None
 
 
+# A forked worker never collects the garbage it inherited: that garbage may hold SQLite
+# connections, whose finalizers take a mutex another thread of the parent may have held at the
+# fork, for good (a worker hung this way). Frozen right after the fork, the collector leaves it.
+os.register_at_fork(after_in_child=gc.freeze)
+
+
 def default_workers() -> int:
     """Worker processes: every CPU but the one the writing process uses."""
     return max(0, (os.cpu_count() or 1) - 1)
@@ -43,7 +50,8 @@ def default_workers() -> int:
 
 def pool(decoder: MclDecoder, preparer: Preparer | None, workers: int) -> ProcessPoolExecutor:
     """Workers forked on Linux (they only decode and prepare: no locks, files or threads of
-    the parent are used), else spawned (the caller's main module must then be import-safe)."""
+    the parent are used, and nothing inherited is collected), else spawned (the caller's main
+    module must then be import-safe)."""
     context = multiprocessing.get_context("fork" if sys.platform == "linux" else "spawn")
     return ProcessPoolExecutor(workers, mp_context=context, initializer=_start, initargs=(decoder, preparer))
 

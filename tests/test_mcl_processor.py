@@ -8,6 +8,7 @@ indexing."""
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 import sqlite3
@@ -28,12 +29,14 @@ from ingest import topics
 from ingest.eventlog import LogMessage, LogRecord
 from ingest.proposal import Proposal
 from mcl_processor import processor as processor_module
+from mcl_processor import workers
+from mcl_processor.decode import MclDecoder
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, TOPICS, MclProcessor
 from mcl_processor.projection import projection
 from mcl_processor.sqlite_db import FILE_NAME
-from schemas.events import MCL
-from schemas.registry import load_named_types
+from schemas.events import MCL, default_codec
+from schemas.registry import default_registry, load_named_types
 from tests.builders import dataset_urn, proposal
 from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite, sqlite_models
 
@@ -386,6 +389,36 @@ def test_worker_processes_do_not_outlive_a_killed_processor(tmp_path):
     while _alive(worker):
         assert time.monotonic() < deadline, f"worker {worker} outlived its parent"
         time.sleep(0.01)
+
+
+FINALIZED: list[str] = []
+
+
+class _Witness:
+    def __del__(self) -> None:
+        FINALIZED.append("witness")
+
+
+def _collect_and_report() -> list[str]:
+    gc.collect()
+    return FINALIZED
+
+
+def test_worker_processes_never_collect_the_garbage_they_inherit():
+    """Garbage of the parent may hold SQLite connections whose finalizers would take a mutex
+    another parent thread held at the fork: a forked worker must leave it alone."""
+    pool = workers.pool(MclDecoder(default_registry(), default_codec()), None, 1)
+    gc.disable()  # the witness stays uncollected garbage until the worker is forked
+    try:
+        witness = _Witness()
+        witness.cycle = witness
+        del witness
+        assert pool.submit(_collect_and_report).result() == []
+    finally:
+        gc.enable()
+        pool.shutdown()
+    gc.collect()
+    assert FINALIZED == ["witness"]  # the parent collects it
 
 
 def _alive(pid: int) -> bool:
