@@ -53,6 +53,7 @@ class Roles(enum.Flag):
 
 
 RELAY_INTERVAL = 5.0  # seconds between sweeps of the outbox when the store has one
+GC_THRESHOLDS = (10_000, 10, 10)  # a young collection per 10,000 new containers rather than 700
 
 
 class Node:
@@ -90,8 +91,11 @@ class Node:
         What the process built to get here (registry, compiled schemas, the app) lives as long
         as the process, so it is frozen out of the cyclic garbage collector: otherwise every
         full collection during a request scans it again (it made parsing a big request body
-        six times slower)."""
+        six times slower). A request of 1,000 proposals makes some 100,000 containers and no
+        garbage cycles, so the collector runs less often too (GC_THRESHOLDS: 15% of a write's
+        time went to collections of objects still in use)."""
         gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
         stop = threading.Event()
         work: list[tuple[str, Callable[[], None]]] = [
             ("memory-gauges", lambda: memory.sample_until(self.process, stop))]

@@ -91,6 +91,7 @@ class Backpressure:
 
 AWAIT_AFTER = 2.0  # seconds: an older lag sample is not trusted to refuse a write
 RATE_HALF_LIFE = 60.0  # seconds: how fast the best indexing rate seen is forgotten
+RETRY_AFTER_LIMIT = 10  # seconds: the longest Retry-After for lag (see LagSampler.retry_after)
 
 
 class LagSampler:
@@ -154,13 +155,16 @@ class LagSampler:
 
     def retry_after(self, limit: int) -> int:
         """Seconds the processor needs, at its best recent indexing rate, to bring the lag back to
-        three quarters of the limit if no write comes meanwhile (1 to 30; 5 before any rate is
-        known). Writes resume while the processor still has work queued, so it never runs dry
-        waiting for them, and each pause lets a quarter of the limit in."""
+        three quarters of the limit if no write comes meanwhile (1 to RETRY_AFTER_LIMIT; 5 before
+        any rate is known). Writes resume while the processor still has work queued, so it never
+        runs dry waiting for them, and each pause lets a quarter of the limit in. The limit
+        bounds the wait when the only rates seen were measured while writes shared the CPUs
+        with the processor: once they pause, it indexes up to twice as fast (a 27 s pause left
+        it idle for most of its length); a writer back too early is only refused again."""
         excess = self.lag - limit * 3 // 4
         if self.index_rate <= 0:
             return 5
-        return max(1, min(30, math.ceil(excess / self.index_rate)))
+        return max(1, min(RETRY_AFTER_LIMIT, math.ceil(excess / self.index_rate)))
 
 
 class LogProbe:
