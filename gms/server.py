@@ -155,17 +155,21 @@ def _run_app(app: web.Application, host: str, port: int) -> None:
 def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int, config: Config | None = None,
                   roles: Roles = Roles.ALL) -> int:
     """`workers` GMS processes behind one listening socket, and one more for the background
-    `roles` (if any); returns the exit status."""
+    `roles` (if any) but webhook delivery, which the first worker runs: the background
+    process's interpreter lock is then the MCL processor's (and the MCP consumer's) alone,
+    and it is the serial stage of indexing. Returns the exit status."""
     try:
         listener = socket.create_server((host, port), backlog=1024)
     except OSError as err:
         raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
     metrics.use_directory(data_dir / "metrics")  # /metrics in any worker adds up every process's counts
     channels: list[socket.socket] = []
-    children = [_fork(partial(_background_main, data_dir, config, roles), listener)] if roles else []
+    background = roles & ~Roles.WEBHOOKS
+    children = [_fork(partial(_background_main, data_dir, config, background), listener)] if background else []
     for worker in range(workers):
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        children.append(_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}"),
+        worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
+        children.append(_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles),
                               listener, parent_end))
         child_end.close()
         channels.append(parent_end)
@@ -207,9 +211,10 @@ def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
     return pid
 
 
-def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str) -> int:
+def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str,
+                 roles: Roles) -> int:
     try:
-        node = Node(data_dir, Roles.NONE, config, process)
+        node = Node(data_dir, roles, config, process)
     except ServeError as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1

@@ -318,9 +318,11 @@ def test_delivery_from_the_kafka_log(tmp_path, kafka_bootstrap, receiver):
 
 
 def test_lodestar_serve_delivers_to_webhooks_unless_told_not_to(tmp_path, receiver):
-    for extra, delivers in (((), True), (("--no-webhooks",), False)):
+    cases = (((), True), (("--no-webhooks",), False),
+             (("--workers", "2"), True), (("--workers", "2", "--no-webhooks"), False))  # workers: the first delivers
+    for case, (extra, delivers) in enumerate(cases):
         before = len(receiver.requests)
-        with ServeProcess(tmp_path / f"data{len(extra)}", None, *extra) as served:
+        with ServeProcess(tmp_path / f"data{case}", None, *extra) as served:
             client = served.client()
             assert client.request("POST", "/v1/webhooks", {"url": receiver.url, "secret": "k",
                                                            "aspects": ["globalTags"]})[0] == 201
