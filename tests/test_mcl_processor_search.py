@@ -506,6 +506,16 @@ class TestSqliteSearchInternals(OnSqlite):
         assert urns(catalog, "bulk") == sorted(urns(catalog, "bulk"))
         assert [h.urn for h in catalog.search.query("orders", start=2, count=2).hits] == [ARCHIVE, NOTES]
 
+    def test_facets_of_more_hits_than_the_sample_are_counted_on_it_and_scaled(self, catalog, monkeypatch):
+        monkeypatch.setattr(search_sqlite, "FACET_SAMPLE", 5)
+        for sort in ("relevance", "urn"):  # ranked (total and sample read beside the ranking), and not
+            result = catalog.search.query("bulk", sort=sort)
+            assert result.total == 25 and result.facets_sampled
+            assert result.facets["platform"] == [("hive", 25)]  # 5 of a sample of 5, scaled to 25 hits
+            few = catalog.search.query("orders", sort=sort)
+            assert few.total == 4 and not few.facets_sampled and few.facets["entityType"] == [("dataset", 3),
+                                                                                               ("dataJob", 1)]
+
     def test_deleted_entities_leave_no_rows_behind(self, tmp_path):
         harness = deleted_and_written_again(Indexed(tmp_path / "data"))
         db = sqlite3.connect(harness.data_dir / FILE_NAME)

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections import Counter, defaultdict
-from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 import orjson
 
@@ -97,6 +98,7 @@ SUGGESTION_COUNT = 50  # autocomplete counts carriers of a value up to this many
 NAME_LENGTH_LIMIT = (1 << 20) - 1  # longer shown names order as this long
 DOC_ID_MASK = (1 << 32) - 1
 MODEL = "search"
+T = TypeVar("T")
 
 
 class Tables:
@@ -359,10 +361,12 @@ class SqliteSearchIndex(SearchIndex):
             return SearchResult(0, [], {})
         conn = self.db.reader()
         hits = _Hits.of(conn, self.t, parsed, types, include_removed, scope, restriction)
-        if parsed.terms and sort == "relevance":  # the total and facets are counted beside the ranking
-            counted = self._aside.submit(self._total_and_facets, hits)
+        if parsed.terms and sort == "relevance":  # the total and the facet sample are read beside the ranking
+            counted = self._aside.submit(self._in_snapshot, hits.count)
+            sample = self._aside.submit(self._in_snapshot, hits.facet_sample)
             found = self._hits(conn, _ranked(conn, parsed, hits, start, count), parsed)
-            total, (facets, sampled) = counted.result()
+            total = counted.result()
+            facets, sampled = hits.facet_counts(sample.result(), total) if total else ({}, False)
             return SearchResult(total, found, facets, sampled)
         total = hits.count(conn)
         if total == 0:
@@ -391,10 +395,9 @@ class SqliteSearchIndex(SearchIndex):
         page = hits.page(conn, sort, start, count, total)
         return SearchResult(total, self._hits(conn, page, Query()), {})
 
-    def _total_and_facets(self, hits: _Hits) -> tuple[int, tuple[dict[str, list[tuple[str, int]]], bool]]:
+    def _in_snapshot(self, read: Callable[[sqlite3.Connection], T]) -> T:
         with self.db.snapshot() as conn:  # this thread's own connection
-            total = hits.count(conn)
-            return total, (hits.facets(conn, total) if total else ({}, False))
+            return read(conn)
 
     def _hits(self, conn: sqlite3.Connection, page: list[int], parsed: Query) -> list[SearchHit]:
         if not page:
@@ -633,15 +636,25 @@ class _Hits:
         return page
 
     def facets(self, conn: sqlite3.Connection, total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
-        """Facet counts over every hit, or over FACET_SAMPLE of them scaled to the total. The
-        sample comes from the hits matching the terms exactly when there are enough: unlike
-        prefix phrases, exact ones stream, so the sample costs no full evaluation."""
-        sampled = total > FACET_SAMPLE
+        """Facet counts over every hit, or over FACET_SAMPLE of them scaled to the total."""
+        return self.facet_counts(self.facet_sample(conn, exact_first=total > FACET_SAMPLE), total)
+
+    def facet_sample(self, conn: sqlite3.Connection, exact_first: bool = True) -> list[tuple[bytes]]:
+        """The facets of up to FACET_SAMPLE hits (of every hit when there are no more): those
+        matching the terms exactly when there are enough (unlike prefix phrases, exact ones
+        stream, so the sample costs no full evaluation), else the first hits."""
         rows: list[tuple[bytes]] = []
-        if sampled and self.exact:
+        if exact_first and self.exact:
             rows = self._facet_rows(conn, self._with_filters(f"{TEXT_COLUMNS} : ({self.exact})"))
         if len(rows) < FACET_SAMPLE:
             rows = self._facet_rows(conn, self.expression)
+        return rows
+
+    @staticmethod
+    def facet_counts(rows: list[tuple[bytes]], total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
+        """Facet counts of `total` hits from `facet_sample`'s rows (scaled to the total when the
+        sample could not hold every hit), and whether they were scaled."""
+        sampled = total > FACET_SAMPLE
         counts: Counter[tuple[str, str]] = Counter()
         for (facets,) in rows:
             counts.update((facet, value) for facet, value in orjson.loads(facets))
