@@ -99,6 +99,7 @@ NAME_LENGTH_LIMIT = (1 << 20) - 1  # longer shown names order as this long
 DOC_ID_MASK = (1 << 32) - 1
 MODEL = "search"
 T = TypeVar("T")
+FacetTally = tuple[Counter[tuple[str, str]], int]  # hits of a sample per (facet, value), and the sample's size
 
 
 class Tables:
@@ -362,12 +363,15 @@ class SqliteSearchIndex(SearchIndex):
         conn = self.db.reader()
         hits = _Hits.of(conn, self.t, parsed, types, include_removed, scope, restriction)
         if parsed.terms and sort == "relevance":  # the total and the facet sample are read beside the ranking
-            counted = self._aside.submit(self._in_snapshot, hits.count)
-            sample = self._aside.submit(self._in_snapshot, hits.facet_sample)
+            # A sample of exact terms streams: it is read after the count. One of prefix terms
+            # evaluates them whole, as the count does: both are read at once (two connections,
+            # SQLite runs without the GIL).
+            reads = [hits.count_and_tally] if hits.exact else [hits.count, hits.facet_tally]
+            pending = [self._aside.submit(self._in_snapshot, read) for read in reads]
             found = self._hits(conn, _ranked(conn, parsed, hits, start, count), parsed)
-            total = counted.result()
-            facets, sampled = hits.facet_counts(sample.result(), total) if total else ({}, False)
-            return SearchResult(total, found, facets, sampled)
+            results = [future.result() for future in pending]
+            total, tally = results[0] if hits.exact else results
+            return SearchResult(total, found, *hits.facet_counts(tally, total)) if total else SearchResult(0, found, {})
         total = hits.count(conn)
         if total == 0:
             return SearchResult(0, [], {})
@@ -637,30 +641,36 @@ class _Hits:
 
     def facets(self, conn: sqlite3.Connection, total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
         """Facet counts over every hit, or over FACET_SAMPLE of them scaled to the total."""
-        return self.facet_counts(self.facet_sample(conn, exact_first=total > FACET_SAMPLE), total)
+        return self.facet_counts(self.facet_tally(conn, exact_first=total > FACET_SAMPLE), total)
 
-    def facet_sample(self, conn: sqlite3.Connection, exact_first: bool = True) -> list[tuple[bytes]]:
-        """The facets of up to FACET_SAMPLE hits (of every hit when there are no more): those
-        matching the terms exactly when there are enough (unlike prefix phrases, exact ones
-        stream, so the sample costs no full evaluation), else the first hits."""
+    def count_and_tally(self, conn: sqlite3.Connection) -> tuple[int, FacetTally]:
+        total = self.count(conn)
+        return total, self.facet_tally(conn, exact_first=total > FACET_SAMPLE) if total else (Counter(), 0)
+
+    def facet_tally(self, conn: sqlite3.Connection, exact_first: bool = True) -> FacetTally:
+        """How many of up to FACET_SAMPLE hits (every hit when there are no more) carry each
+        (facet, value), and how many hits that sample holds: those matching the terms exactly
+        when there are enough (unlike prefix phrases, exact ones stream, so the sample costs
+        no full evaluation), else the first hits."""
         rows: list[tuple[bytes]] = []
         if exact_first and self.exact:
             rows = self._facet_rows(conn, self._with_filters(f"{TEXT_COLUMNS} : ({self.exact})"))
         if len(rows) < FACET_SAMPLE:
             rows = self._facet_rows(conn, self.expression)
-        return rows
-
-    @staticmethod
-    def facet_counts(rows: list[tuple[bytes]], total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
-        """Facet counts of `total` hits from `facet_sample`'s rows (scaled to the total when the
-        sample could not hold every hit), and whether they were scaled."""
-        sampled = total > FACET_SAMPLE
         counts: Counter[tuple[str, str]] = Counter()
         for (facets,) in rows:
             counts.update((facet, value) for facet, value in orjson.loads(facets))
+        return counts, len(rows)
+
+    @staticmethod
+    def facet_counts(tally: FacetTally, total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
+        """The facets of `total` hits from a tally of a sample of them (scaled to the total when
+        the sample could not hold every hit), and whether they were scaled."""
+        counts, size = tally
+        sampled = total > FACET_SAMPLE
         grouped: dict[str, list[tuple[str, int]]] = defaultdict(list)
         for (facet, value), n in counts.items():
-            grouped[facet].append((value, round(n * total / len(rows)) if sampled else n))
+            grouped[facet].append((value, round(n * total / size) if sampled else n))
         return {facet: sorted(values, key=lambda v: (-v[1], v[0]))[:FACET_VALUES]
                 for facet, values in sorted(grouped.items())}, sampled
 
