@@ -40,6 +40,8 @@ _preparer: Preparer | None = None
 # A forked worker never collects the garbage it inherited: that garbage may hold SQLite
 # connections, whose finalizers take a mutex another thread of the parent may have held at the
 # fork, for good (a worker hung this way). Frozen right after the fork, the collector leaves it.
+# (The hook runs in every child forked by a process that imported this module: serve's
+# processes freeze what they inherit anyway, `gms.server.Node.run`.)
 os.register_at_fork(after_in_child=gc.freeze)
 
 
