@@ -372,12 +372,11 @@ class SqliteSearchIndex(SearchIndex):
             results = [future.result() for future in pending]
             total, tally = results[0] if hits.exact else results
             return SearchResult(total, found, *hits.facet_counts(tally, total)) if total else SearchResult(0, found, {})
-        total = hits.count(conn)
+        total, tally = hits.count_and_tally(conn)
         if total == 0:
             return SearchResult(0, [], {})
         page = hits.page(conn, sort, start, count, total)
-        facets, sampled = hits.facets(conn, total)
-        return SearchResult(total, self._hits(conn, page, parsed), facets, sampled)
+        return SearchResult(total, self._hits(conn, page, parsed), *hits.facet_counts(tally, total))
 
     @consistent_read
     def select(self, expr: cdap.Expr, exclude: cdap.Expr | None = None, start: int = 0, count: int = 10,
@@ -639,11 +638,9 @@ class _Hits:
             cursor, batch = tuple(rows[-1][1:]), min(batch * 4, 4096)  # hits may be sparse here: look further
         return page
 
-    def facets(self, conn: sqlite3.Connection, total: int) -> tuple[dict[str, list[tuple[str, int]]], bool]:
-        """Facet counts over every hit, or over FACET_SAMPLE of them scaled to the total."""
-        return self.facet_counts(self.facet_tally(conn, exact_first=total > FACET_SAMPLE), total)
-
     def count_and_tally(self, conn: sqlite3.Connection) -> tuple[int, FacetTally]:
+        """The number of hits, and the facet tally of all of them or of a sample (`facet_counts`
+        gives the facets)."""
         total = self.count(conn)
         return total, self.facet_tally(conn, exact_first=total > FACET_SAMPLE) if total else (Counter(), 0)
 
