@@ -183,6 +183,9 @@ class _Compiler:
             if "default" not in field and not _is_nullable(field["type"])
         )
         order = [field["name"] for field in schema["fields"]]
+        # Fields of a plain type (strings, booleans) are checked here, with no call: most fields are.
+        plain = {field["name"]: kind for field in schema["fields"]
+                 if (kind := _plain_type(field["type"], field.get("Urn"))) is not None}
 
         def check_record(value: Any) -> None:
             if not isinstance(value, dict):
@@ -191,6 +194,9 @@ class _Compiler:
                 missing = next(name for name in order if name in required and name not in value)
                 raise AspectValueError("required field is missing", missing)
             for name, item in value.items():  # usually fewer than the schema's fields
+                kind = plain.get(name)
+                if kind is not None and isinstance(item, kind):
+                    continue
                 check = checks.get(name)
                 if check is None:
                     raise AspectValueError("unknown field", name)
@@ -270,6 +276,19 @@ class _Compiler:
         if branch["type"] in ("record", "error", "enum", "fixed"):
             return full_name(branch, namespace)
         return branch["type"]
+
+
+def _plain_type(schema: Any, urn_types: list[str] | None) -> type | None:
+    """The Python type every valid value of a field of this schema has, when that type is
+    the whole check: strings (no URN to parse) and booleans, optional or not (a missing
+    optional value, None, goes the general way)."""
+    if isinstance(schema, list) and len(schema) == 2 and "null" in schema:
+        schema = schema[0] if schema[1] == "null" else schema[1]
+    if isinstance(schema, dict) and schema.get("type") in ("string", "bytes", "boolean"):
+        schema = schema["type"]
+    if schema in ("string", "bytes") and not urn_types:
+        return str
+    return bool if schema == "boolean" else None
 
 
 def _is_nullable(schema: Any) -> bool:

@@ -421,6 +421,22 @@ def test_worker_processes_never_collect_the_garbage_they_inherit():
     assert FINALIZED == ["witness"]  # the parent collects it
 
 
+class _CollectorProbe:
+    """A decoder that says whether the cyclic garbage collector runs while it decodes."""
+
+    def decode(self, value: bytes) -> bool:
+        return gc.isenabled()
+
+
+def test_worker_processes_pause_the_collector_while_they_decode():
+    pool = workers.pool(_CollectorProbe(), None, 1)
+    try:
+        assert pool.submit(workers.decode_in_worker, [b"mcl"]).result() == [False]
+        assert pool.submit(gc.isenabled).result() is True  # and only meanwhile
+    finally:
+        pool.shutdown()
+
+
 def _alive(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]

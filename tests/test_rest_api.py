@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 import json
 from urllib.parse import quote
 
+from gms.api.app import Api
+from gms.api.auth import TokenAuth
+from mcl_processor.embedded import SqliteReadModels
 from tests.builders import dataset_urn, mcp, properties
 
 URN = dataset_urn("warehouse/raw/orders", platform="s3")  # a '/' in the name must survive URL-encoding
@@ -166,3 +171,14 @@ def _wait_until(condition, timeout: float = 10.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.01)
+
+
+def test_the_writer_thread_runs_with_the_garbage_collector_paused_and_only_meanwhile(gms, tmp_path):
+    read_models = SqliteReadModels.in_data_dir(tmp_path, gms.registry)
+    api = Api(gms, TokenAuth(), read_models)
+    try:
+        assert asyncio.run(api.run(gc.isenabled)) is False
+        assert gc.isenabled()
+    finally:
+        api.writer.shutdown()
+        read_models.close()

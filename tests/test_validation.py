@@ -58,6 +58,13 @@ CASES = [
      "invalid_aspect", "field 'fields[0].nativeDataType': required field is missing"),
     ("wrong type", mcp(URN, "status", {"removed": "yes"}),
      "invalid_aspect", "aspect status: field 'removed': expected a boolean, got the string 'yes'"),
+    ("wrong optional string type", mcp(URN, "datasetProperties", {"description": 5}),
+     "invalid_aspect", "aspect datasetProperties: field 'description': expected a string, got the number 5"),
+    ("required string null", mcp(URN, "schemaMetadata", {**SCHEMA, "fields": [{
+        "fieldPath": None, "nativeDataType": "x", "type": {"type": {"com.linkedin.schema.NumberType": {}}}}]}),
+     "invalid_aspect", "field 'fields[0].fieldPath': expected a string, got null"),
+    ("unknown field set to null", mcp(URN, "datasetProperties", {"descripton": None}),
+     "invalid_aspect", "aspect datasetProperties: field 'descripton': unknown field"),
     ("wrong map value type", mcp(URN, "datasetProperties", {"customProperties": {"rows": 12}}),
      "invalid_aspect", "field 'customProperties.rows': expected a string, got the number 12"),
     ("unknown enum symbol", mcp(URN, "upstreamLineage", {"upstreams": [
@@ -116,3 +123,9 @@ def test_datahub_union_and_file_forms_are_accepted(gms: Gms):
     (result,) = gms.apply([parse_proposal(item)], "urn:li:corpuser:alice")
     assert result.status == "applied"
     assert json.loads(gms.store.get(URN, "schemaMetadata").value_json)["fields"][0]["fieldPath"] == "id"
+
+
+def test_optional_fields_may_be_null(gms: Gms):
+    item = mcp(URN, "datasetProperties", {"name": "orders", "description": None, "qualifiedName": None})
+    (result,) = gms.apply([parse_proposal(item)], "urn:li:corpuser:alice")
+    assert result.status == "applied", result.failure
