@@ -31,6 +31,7 @@ from gms.api.app import create_app
 from gms.api.auth import ADMIN, TokenAuth
 from gms.assembly import BACKEND_ERRORS, open_gms, open_read_models
 from gms.config import Config
+from gms.priority import lower_priority
 from gms.service import Gms
 from gms.webhook_delivery import WebhookDispatcher
 from mcl_processor.processor import MclProcessor
@@ -53,6 +54,7 @@ class Roles(enum.Flag):
 
 
 RELAY_INTERVAL = 5.0  # seconds between sweeps of the outbox when the store has one
+WORKER_NICENESS = 8  # how far below the background process's CPU priority the workers run
 GC_THRESHOLDS = (10_000, 10, 10)  # a young collection per 10,000 new containers rather than 700
 
 
@@ -157,7 +159,13 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     """`workers` GMS processes behind one listening socket, and one more for the background
     `roles` (if any) but webhook delivery, which the first worker runs: the background
     process's interpreter lock is then the MCL processor's (and the MCP consumer's) alone,
-    and it is the serial stage of indexing. Returns the exit status."""
+    and it is the serial stage of indexing. Returns the exit status.
+
+    With the MCL processor in the background process, the workers run at a lower CPU priority
+    (WORKER_NICENESS): when requests and indexing both want more CPU than there is, indexing
+    goes first, so the lag stays short and writes slow down evenly, instead of running ahead
+    until the lag limit refuses them all at once and the CPU the serial indexing cannot use
+    stays idle while they wait."""
     try:
         listener = socket.create_server((host, port), backlog=1024)
     except OSError as err:
@@ -165,12 +173,13 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     metrics.use_directory(data_dir / "metrics")  # /metrics in any worker adds up every process's counts
     channels: list[socket.socket] = []
     background = roles & ~Roles.WEBHOOKS
+    niceness = WORKER_NICENESS if Roles.MCL_PROCESSOR in background else 0
     children = [_fork(partial(_background_main, data_dir, config, background), listener)] if background else []
     for worker in range(workers):
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
-        children.append(_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles),
-                              listener, parent_end))
+        children.append(_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles,
+                                      niceness), listener, parent_end))
         child_end.close()
         channels.append(parent_end)
 
@@ -212,7 +221,8 @@ def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
 
 
 def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str,
-                 roles: Roles) -> int:
+                 roles: Roles, niceness: int) -> int:
+    lower_priority(niceness)  # before any thread starts: every thread of the process inherits it
     try:
         node = Node(data_dir, roles, config, process)
     except ServeError as err:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import multiprocessing
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from gms.service import Gms
 from tests.builders import dataset_urn, mcp, proposal
@@ -105,3 +108,37 @@ def test_with_several_workers_each_worker_sees_writes_indexed_by_the_background_
                     == [dataset_urn(f"w.{name}")]
                 fresh.close()
         client.close()
+
+
+
+def _nicenesses(pid: int) -> list[int]:
+    """The niceness of each thread of a process."""
+    return sorted(int(Path(task, "stat").read_text().rpartition(")")[2].split()[16])
+                  for task in Path(f"/proc/{pid}/task").iterdir())
+
+
+def _pids(serve) -> dict[str, int]:
+    """The pid of each process of serve (w0, w1, ..., background), as its memory gauges name it."""
+    status, text = serve.client().request("GET", "/metrics")
+    assert status == 200
+    return {sample.labels["process"]: int(sample.labels["pid"])
+            for family in text_string_to_metric_families(text) if family.name == "lodestar_process_resident_bytes"
+            for sample in family.samples}
+
+
+def test_with_several_workers_the_workers_run_below_the_cpu_priority_of_indexing(tmp_path):
+    """Every thread of the workers (those that handled a write too) runs WORKER_NICENESS below
+    the background process, the MCL processor's: indexing goes first."""
+    from gms.server import WORKER_NICENESS
+    from tests.processes import ServeProcess
+
+    with ServeProcess(tmp_path, None, "--workers", "2") as serve:
+        for i in range(2):  # connections go round-robin: one write to each worker
+            client = serve.client()
+            client.propose([mcp(dataset_urn(f"nice.t{i}"), "datasetProperties", {"description": "x"})])
+            client.close()
+        deadline = time.monotonic() + 30
+        while len(pids := _pids(serve)) < 3:  # each process samples its memory as it starts
+            assert time.monotonic() < deadline, pids
+        assert set(_nicenesses(pids["background"])) == {0}
+        assert set(_nicenesses(pids["w0"])) == set(_nicenesses(pids["w1"])) == {WORKER_NICENESS}
