@@ -3,6 +3,7 @@ only says how to open it), Kafka's consumer groups, and the Avro single-object e
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -184,6 +185,37 @@ class TestSqliteEventLog(EventLogContract):
 
     def open_log(self) -> EventLog:
         return SqliteEventLog(self.path, partitions=self.PARTITIONS)
+
+    def test_committing_offsets_never_waits_for_a_writer_of_the_topics(self):
+        log = self.open_log()
+        log.append("t", [LogMessage("k", b"v")])
+        writer = sqlite3.connect(self.path)
+        writer.execute("BEGIN IMMEDIATE")  # a GMS applying a batch holds the topics' write lock
+        committing = threading.Thread(target=log.commit, args=("g", {("t", 0): 1}))
+        committing.start()
+        committing.join(10)  # it would wait out the lock's busy timeout (30 s), then fail
+        alive = committing.is_alive()
+        writer.execute("ROLLBACK")
+        committing.join()
+        assert not alive
+        assert log.committed("g", "t", 0) == 1
+        log.close()
+
+    def test_offsets_kept_with_the_topics_move_to_their_own_database(self):
+        old = sqlite3.connect(self.path)
+        old.executescript("CREATE TABLE group_offsets (grp TEXT NOT NULL, topic TEXT NOT NULL,"
+                          " part INTEGER NOT NULL, next_offset INTEGER NOT NULL, PRIMARY KEY (grp, topic, part))"
+                          " WITHOUT ROWID; INSERT INTO group_offsets VALUES ('g', 't', 0, 7);")
+        old.close()
+        log = self.open_log()
+        assert log.committed("g", "t", 0) == 7
+        log.commit("g", {("t", 0): 9})
+        log.close()
+        reopened = self.open_log()
+        assert reopened.committed("g", "t", 0) == 9
+        tables = {row[0] for row in sqlite3.connect(self.path).execute("SELECT name FROM sqlite_master")}
+        assert "group_offsets" not in tables
+        reopened.close()
 
 
 class TestKafkaEventLog(EventLogContract):
