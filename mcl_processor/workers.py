@@ -88,8 +88,6 @@ def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[byte
 
 # A batch decoded or prepared makes some 100,000 containers and no garbage cycles: the workers
 # pause the cyclic collector meanwhile (its scans of them took a tenth of a worker's time).
-
-
 @collector_paused()
 def decode_in_worker(values: Sequence[bytes]) -> list[Decoded]:
     assert _decoder is not None

@@ -110,7 +110,6 @@ def test_with_several_workers_each_worker_sees_writes_indexed_by_the_background_
         client.close()
 
 
-
 def _nicenesses(pid: int) -> list[int]:
     """The niceness of each thread of a process."""
     return sorted(int(Path(task, "stat").read_text().rpartition(")")[2].split()[16])
