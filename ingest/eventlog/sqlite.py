@@ -68,11 +68,14 @@ class SqliteEventLog(EventLog):
     def _move_offsets(self) -> None:
         """Offsets a log kept in its topics' database (before they had one of their own) move
         to the offsets database, once: copied (merged by the larger offset, so a copy broken
-        off is merely done again), then dropped, under the topics' write lock."""
+        off is merely done again), then dropped, under the topics' write lock (taken only when
+        there is something to move: opening a log otherwise never waits for a writer)."""
         conn = self._conn()
+        if not _keeps_offsets(conn):
+            return
         conn.execute("BEGIN IMMEDIATE")
         try:
-            if conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'group_offsets'").fetchone():
+            if _keeps_offsets(conn):  # still: another process may have moved them meanwhile
                 self._offsets().executemany(_COMMIT, conn.execute("SELECT * FROM group_offsets").fetchall())
                 conn.execute("DROP TABLE group_offsets")
             conn.execute("COMMIT")
@@ -191,6 +194,12 @@ class SqliteEventLog(EventLog):
             if conn is not None:
                 conn.close()
                 setattr(self._local, name, None)
+
+
+def _keeps_offsets(conn: sqlite3.Connection) -> bool:
+    """Whether a topics' database still has the offsets table of older versions."""
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'group_offsets'"
+                        ).fetchone() is not None
 
 
 class SqliteConsumer(Consumer):
