@@ -174,21 +174,25 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     channels: list[socket.socket] = []
     background = roles & ~Roles.WEBHOOKS
     niceness = WORKER_NICENESS if Roles.MCL_PROCESSOR in background else 0
-    children = [_fork(partial(_background_main, data_dir, config, background), listener)] if background else []
-    for worker in range(workers):
-        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
-        children.append(_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles,
-                                      niceness), listener, parent_end))
-        child_end.close()
-        channels.append(parent_end)
-
-    stopping = threading.Event()
+    stopping, asked_to_stop = threading.Event(), threading.Event()
 
     def stop(signum: int, _frame: object) -> None:
+        if signum != signal.SIGCHLD:
+            asked_to_stop.set()
         stopping.set()
         listener.close()  # wakes accept()
 
+    signal.signal(signal.SIGCHLD, stop)  # a child that exits, failing to start or later, stops them all
+    children: dict[int, str] = {}
+    if background:
+        children[_fork(partial(_background_main, data_dir, config, background), listener)] = "background"
+    for worker in range(workers):
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
+        children[_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles,
+                                niceness), listener, parent_end)] = f"w{worker}"
+        child_end.close()
+        channels.append(parent_end)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     turn = 0
@@ -203,17 +207,31 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
             except OSError:  # a worker died: stop serving rather than drop connections silently
                 break
         turn += 1
-    for pid in children:
+    return _stop_children(children, asked_to_stop.is_set())
+
+
+def _stop_children(children: dict[int, str], asked: bool) -> int:
+    """Stop the children and wait for them; serve's exit status. Unless serve was asked to
+    stop, a child exited by itself first (none should): it is named on stderr, and serve
+    exits with 1."""
+    exited = {} if asked else {pid: os.waitstatus_to_exitcode(status) for pid in children
+                               for done, status in [os.waitpid(pid, os.WNOHANG)] if done}
+    for pid in children.keys() - exited.keys():
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
-    codes = [os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children]
-    return next((code for code in codes if code != 0), 0)
+    stopped = {pid: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children.keys() - exited.keys()}
+    for pid, code in exited.items():
+        print(f"lodestar: error: the {children[pid]} process exited (status {code}); stopping serve", file=sys.stderr)
+    if exited:
+        return 1
+    return next((code for code in stopped.values() if code != 0), 0)
 
 
 def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
     """Run main in a child process (which closes the parent's sockets first); its pid."""
     pid = os.fork()
     if pid == 0:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the parent's watch over its children
         for sock in parent_only:
             sock.close()
         os._exit(main())

@@ -16,11 +16,28 @@ def connect(path: Path) -> sqlite3.Connection:
     """A connection tuned for the embedded stores: WAL, NORMAL sync (durable across process
     crashes; fsync happens at checkpoints), autocommit mode, no automatic checkpoints."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
-    conn.execute("PRAGMA journal_mode=WAL")
+    _use_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA wal_autocheckpoint=0")  # a WalCheckpointer does it, so commits stay cheap
     conn.execute("PRAGMA cache_size=-65536")
     return conn
+
+
+def _use_wal(conn: sqlite3.Connection) -> None:
+    """Switch to WAL, which a new database's first connection does. The switch needs an
+    exclusive lock, and when processes race to switch a new database (the processes of
+    `serve --workers` starting on an empty data directory), SQLite answers "database is locked"
+    at once instead of waiting: each holds a shared lock the other would wait for. So the
+    switch is tried again until BUSY_TIMEOUT_S."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as err:
+            if err.sqlite_errorcode != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+        time.sleep(0.005)
 
 
 class WalCheckpointer:

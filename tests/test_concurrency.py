@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import multiprocessing
-import time
+import os
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gms.service import Gms
 from tests.builders import dataset_urn, mcp, proposal
+from tests.waiting import await_
 
 URN = dataset_urn("race.target")
 WRITERS = 8
@@ -125,6 +128,11 @@ def _pids(serve) -> dict[str, int]:
             for sample in family.samples}
 
 
+def _every_pid(serve) -> dict[str, int]:
+    """_pids once every process has sampled its memory, which each does as it starts."""
+    return await_(lambda: pids if len(pids := _pids(serve)) == 3 else None, "every process in /metrics", 30)
+
+
 def test_with_several_workers_the_workers_run_below_the_cpu_priority_of_indexing(tmp_path):
     """Every thread of the workers (those that handled a write too) runs WORKER_NICENESS below
     the background process, the MCL processor's: indexing goes first."""
@@ -136,8 +144,23 @@ def test_with_several_workers_the_workers_run_below_the_cpu_priority_of_indexing
             client = serve.client()
             client.propose([mcp(dataset_urn(f"nice.t{i}"), "datasetProperties", {"description": "x"})])
             client.close()
-        deadline = time.monotonic() + 30
-        while len(pids := _pids(serve)) < 3:  # each process samples its memory as it starts
-            assert time.monotonic() < deadline, pids
+        pids = _every_pid(serve)
         assert set(_nicenesses(pids["background"])) == {0}
         assert set(_nicenesses(pids["w0"])) == set(_nicenesses(pids["w1"])) == {WORKER_NICENESS}
+
+
+@pytest.mark.parametrize("process", ["background", "w1"])
+def test_with_several_workers_serve_stops_when_one_of_its_processes_dies(tmp_path, process):
+    """Serving on without the MCL processor would leave every write unindexed, and without a
+    worker would leave a share of the connections unanswered: serve names the process, stops
+    the others and exits with a failure, for its supervisor to restart it whole."""
+    from tests.processes import ServeProcess
+
+    with ServeProcess(tmp_path, None, "--workers", "2") as serve:
+        pids = _every_pid(serve)
+        os.kill(pids[process], signal.SIGKILL)
+        assert serve.wait() == 1
+        output = serve.proc.stdout.read()
+    assert f"lodestar: error: the {process} process exited (status -9); stopping serve" in output
+    for pid in pids.values():  # every other process was stopped and reaped
+        assert not Path(f"/proc/{pid}").exists()

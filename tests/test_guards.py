@@ -30,6 +30,7 @@ from mcl_processor.processor import GROUP, MclProcessor
 from tests.builders import dataset_urn, mcp, properties
 from tests.conftest import TOKEN, _ServerThread, free_port
 from tests.processes import ServeProcess
+from tests.waiting import await_
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
@@ -75,14 +76,6 @@ def lagging(tmp_path: Path) -> Iterator[Lagging]:
     server = Lagging(tmp_path / "data", Backpressure(max_mcl_lag=20, max_inflight_bytes=4096, sample_every=0.0))
     yield server
     server.close()
-
-
-def await_(condition, what: str, timeout: float = 20.0):
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, what
-        time.sleep(0.02)
-    return value
 
 
 def refused(send) -> requests.Response:

@@ -28,6 +28,7 @@ from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, mcp
 from tests.scratch_keyspace import ScratchKeyspace
 from tests.test_distributed_stack import Stack, stack  # noqa: F401  (the fixture)
+from tests.waiting import await_
 
 TTL = 2  # seconds: each test's leases (the default is 10)
 RACERS = 4
@@ -48,14 +49,6 @@ def log(kafka_bootstrap: str) -> Iterator[KafkaEventLog]:
     yield opened
     opened.close()
     drop_kafka_names(kafka_bootstrap, prefix)
-
-
-def await_(condition, what: str, timeout: float):  # noqa: ANN001, ANN201 (any condition, its value)
-    deadline = time.monotonic() + timeout
-    while not (value := condition()):
-        assert time.monotonic() < deadline, f"{what}: not within {timeout:g}s"
-        time.sleep(0.05)  # polling a condition, with a deadline
-    return value
 
 
 def dead_producer(keyspace: ScratchKeyspace, urn: str, versions: int) -> CassandraAspectStore:
