@@ -14,7 +14,7 @@ from confluent_kafka import KafkaException, Producer
 
 from ingest.eventlog import Consumer, EventLog, EventLogError, LogMessage, LogRecord, partition_for
 from ingest.eventlog.kafka import KafkaEventLog
-from ingest.eventlog.kafka_consumer import KafkaConsumer
+from ingest.eventlog.kafka_consumer import CLOSE_TIMEOUT, KafkaConsumer
 from ingest.eventlog.sqlite import SqliteEventLog
 from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
 from tests.backends import drop_kafka_names, unique_name
@@ -313,6 +313,27 @@ class TestKafkaEventLog(EventLogContract):
         assert len(seen) == len({(r.partition, r.offset) for r in seen})  # and nothing else twice
         assert stays.assignment() == {(TOPIC, part) for part in range(self.PARTITIONS)}
         stays.close()
+
+    def test_a_member_closing_while_its_group_rebalances_closes_in_time_and_hands_over_everything(self, caplog):
+        """librdkafka's close alone can hang on a rebalance reaching the member meanwhile; here
+        one comes from a third member joining, and from the closing consumer's own member of the
+        other topic leaving just before."""
+        log = self.log()
+        topics = (TOPIC, OTHER_TOPIC)
+        stays, leaves = self._two_members(log, topics)
+        joining = log.consumer("g", topics)
+        joining.poll(10, 0)  # joins: the group rebalances while `leaves` closes
+        started = time.monotonic()
+        leaves.close()
+        assert time.monotonic() - started < CLOSE_TIMEOUT
+        assert "did not close" not in caplog.text
+        everything = {(topic, part) for topic in topics for part in range(self.PARTITIONS)}
+        deadline = time.monotonic() + WAIT
+        while stays.assignment() | joining.assignment() != everything:
+            assert time.monotonic() < deadline, (stays.assignment(), joining.assignment())
+            assert stays.poll(10, 0.05) == [] and joining.poll(10, 0.05) == []
+        stays.close()
+        joining.close()
 
     def test_a_transaction_left_open_by_a_crash_is_aborted_and_its_messages_sent_once(self):
         log = self.log()

@@ -24,6 +24,7 @@ first time this member is assigned them (a rebalance later resumes from the comm
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping
 
@@ -36,6 +37,7 @@ log = logging.getLogger(__name__)
 _REBALANCED = {KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID,
                KafkaError._ASSIGNMENT_LOST, KafkaError.FENCED_INSTANCE_ID}
 WAIT_SLICE = 0.05  # seconds a poll waits on one topic's member before trying the next one's
+CLOSE_TIMEOUT = 10.0  # seconds closing waits for a member to give up its partitions, then to close
 
 
 class KafkaConsumer(Consumer):
@@ -166,9 +168,27 @@ class KafkaConsumer(Consumer):
                 for tp in client.assignment()}
 
     def close(self) -> None:
-        """Leave the group; records not committed go to the remaining members."""
+        """Leave the group; records not committed go to the remaining members.
+
+        librdkafka's close can hang forever serving a rebalance that reaches a member while it
+        closes (confluentinc/librdkafka#4884), as when this consumer's members leave one after
+        the other. So each member first unsubscribes, and its rebalances are served until it
+        holds no partition (for up to CLOSE_TIMEOUT); a close that still does not return within
+        CLOSE_TIMEOUT is left behind in its thread, with a warning (the broker drops the member
+        when its session times out)."""
         for client in self._clients.values():
-            client.close()
+            client.unsubscribe()
+        deadline = time.monotonic() + CLOSE_TIMEOUT
+        for client in self._clients.values():
+            while client.assignment() and time.monotonic() < deadline:
+                client.consume(1, WAIT_SLICE)  # serves the revocation; a record it returns is not ours
+        for name, client in self._clients.items():
+            closing = threading.Thread(target=client.close, name=f"close-{name}", daemon=True)
+            closing.start()
+            closing.join(CLOSE_TIMEOUT)
+            if closing.is_alive():
+                log.warning("group %s: the member reading %s did not close within %gs; left behind",
+                            self.group, name, CLOSE_TIMEOUT)
 
 
 def record_of(topic: str, message: Message) -> LogRecord:
