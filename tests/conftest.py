@@ -77,6 +77,8 @@ class _ServerThread(threading.Thread):
         self.ready.set()
         self.loop.run_forever()
         self.loop.run_until_complete(self.runner.cleanup())
+        self.loop.run_until_complete(self.loop.shutdown_default_executor())
+        self.loop.close()
 
     def stop(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)

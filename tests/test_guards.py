@@ -28,7 +28,7 @@ from ingest.eventlog.sqlite import SqliteEventLog
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, MclProcessor
 from tests.builders import dataset_urn, mcp, properties
-from tests.conftest import TOKEN, _ServerThread, free_port
+from tests.conftest import TOKEN, _ServerThread, free_port, start_server
 from tests.processes import ServeProcess
 from tests.waiting import await_
 
@@ -195,6 +195,21 @@ def test_readiness_names_each_backend(server):
     assert response.status_code == 200
     assert response.json()["backends"] == {"aspectStore": {"ok": True}, "eventLog": {"ok": True},
                                            "readModels": {"ok": True}}
+
+
+def test_the_threads_of_a_server_end_with_it(tmp_path):
+    """Those a request starts too: the event-log probe's thread and the event loop's executor."""
+    before = set(threading.enumerate())
+    gms = Gms.embedded(tmp_path)
+    read_models = SqliteReadModels.in_data_dir(tmp_path, gms.registry)
+    live, thread = start_server(gms, read_models)
+    assert requests.get(f"{live.url}/health/ready").status_code == 200  # pings the log from a thread
+    started = {t.name.rsplit("_", 1)[0] for t in set(threading.enumerate()) - before}
+    assert {"log-ping", "asyncio"} <= started, started
+    thread.stop()
+    read_models.close()
+    gms.close()
+    await_(lambda: not set(threading.enumerate()) - before, "the server's threads ending")
 
 
 def test_metrics_count_proposals_by_outcome_and_reason_and_expose_offsets_and_lag(server):

@@ -192,6 +192,10 @@ class LogProbe:
             await asyncio.shield(self._pinging)
         return self.problem
 
+    def close(self) -> None:
+        """Let the ping thread end (after a ping under way)."""
+        self._thread.shutdown(wait=False)
+
     async def _ping(self) -> None:
         try:
             await asyncio.get_running_loop().run_in_executor(self._thread, self._log.ping, PROBE_TIMEOUT)
@@ -298,3 +302,8 @@ def install(app: web.Application, log: EventLog, limits: Backpressure | None = N
     """The guards' state and the readiness route (the middlewares are listed by create_app)."""
     app[GUARDS_KEY] = Guards(log, limits or Backpressure.from_env())
     app.router.add_get("/health/ready", ready)
+
+    async def close_probe(app: web.Application) -> None:
+        app[GUARDS_KEY].log.close()
+
+    app.on_cleanup.append(close_probe)
