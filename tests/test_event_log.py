@@ -109,6 +109,15 @@ class EventLogContract(ABC):
         one.close()
         other.close()
 
+    def test_closing_a_consumer_again_does_nothing(self):
+        log = self.log()
+        log.append(TOPIC, messages(*[(f"k{i}", str(i)) for i in range(10)]))
+        consumer = log.consumer("g", [TOPIC])
+        consumer.commit(poll_until(consumer, 10))
+        consumer.close()
+        consumer.close()
+        assert sum(log.committed("g", TOPIC, part) for part in range(self.PARTITIONS)) == 10
+
     def test_poll_waits_for_an_append_and_returns_it_promptly(self):
         log = self.log()
         consumer = log.consumer("g", [TOPIC])

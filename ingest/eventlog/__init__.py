@@ -69,7 +69,9 @@ class Consumer(ABC):
         """Mark records (and everything before them in their partitions) as processed."""
 
     @abstractmethod
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Leave the group (what was not committed is read again by its next reader); closing
+        again does nothing."""
 
 
 class EventLog(ABC):

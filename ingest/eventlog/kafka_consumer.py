@@ -63,6 +63,7 @@ class KafkaConsumer(Consumer):
             self._clients[name].subscribe([name], on_assign=self._assigned)
         self._turn = 0
         self._unsent: dict[tuple[str, int], int] = {}  # (Kafka topic name, partition) -> refused commit
+        self._closed = False
 
     def _assigned(self, client: KafkaClientConsumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
@@ -175,7 +176,10 @@ class KafkaConsumer(Consumer):
         the other. So each member first unsubscribes, and its rebalances are served until it
         holds no partition (for up to CLOSE_TIMEOUT); a close that still does not return within
         CLOSE_TIMEOUT is left behind in its thread, with a warning (the broker drops the member
-        when its session times out)."""
+        when its session times out). Closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         for client in self._clients.values():
             client.unsubscribe()
         deadline = time.monotonic() + CLOSE_TIMEOUT
