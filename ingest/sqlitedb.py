@@ -12,10 +12,13 @@ BUSY_TIMEOUT_S = 30  # how long a statement waits for another connection's lock
 WAL_LIMIT_BYTES = 256 << 20  # a write-ahead log past this is started over, then cut back to it
 
 
-def connect(path: Path) -> sqlite3.Connection:
+def connect(path: Path, page_size: int | None = None) -> sqlite3.Connection:
     """A connection tuned for the embedded stores: WAL, NORMAL sync (durable across process
-    crashes; fsync happens at checkpoints), autocommit mode, no automatic checkpoints."""
+    crashes; fsync happens at checkpoints), autocommit mode, no automatic checkpoints. A new
+    database gets pages of `page_size` bytes (default: SQLite's); an existing one keeps its own."""
     conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+    if page_size is not None:
+        conn.execute(f"PRAGMA page_size={int(page_size)}")
     _use_wal(conn)
     conn.execute("PRAGMA synchronous=NORMAL")
     conn.execute("PRAGMA wal_autocheckpoint=0")  # a WalCheckpointer does it, so commits stay cheap

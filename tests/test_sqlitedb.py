@@ -1,5 +1,6 @@
-"""The embedded databases' write-ahead logs: every connection gets one, even to a new database
-several processes open at once, and they stay bounded under writes that never pause."""
+"""The embedded databases' connections (ingest/sqlitedb.py): every one is in WAL mode, even to a
+new database several processes open at once; a new database gets the page size asked for; and
+the write-ahead logs stay bounded under writes that never pause."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import threading
 from pathlib import Path
 
 from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
+from mcl_processor.sqlite_db import FILE_NAME, PAGE_SIZE, Database
 
 LIMIT = 1 << 20
 COMMITS = 3000  # of 8 KiB each: 24 times the limit
@@ -77,3 +79,23 @@ def test_processes_opening_a_new_database_at_once_all_connect_in_wal_mode(tmp_pa
         check = connect(path)
         assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         check.close()
+
+
+def test_a_new_database_gets_the_page_size_asked_for_and_an_existing_one_keeps_its_own(tmp_path: Path):
+    old = connect(tmp_path / "old.db")
+    old.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY)")
+    old.close()
+    for name, expected in (("new.db", 16384), ("old.db", 4096)):
+        conn = connect(tmp_path / name, page_size=16384)
+        conn.execute("CREATE TABLE IF NOT EXISTS rows (id INTEGER PRIMARY KEY)")
+        conn.execute("INSERT INTO rows DEFAULT VALUES")
+        assert conn.execute("PRAGMA page_size").fetchone()[0] == expected, name
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        conn.close()
+
+
+def test_a_new_read_model_database_has_pages_of_page_size(tmp_path: Path):
+    db = Database(tmp_path / FILE_NAME)
+    db.writer.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY)")
+    assert db.writer.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    db.close()
