@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from urllib.parse import quote
@@ -155,6 +156,7 @@ def test_revoked_tokens_and_removed_principals_authenticate_no_one(world):
     server, clients = world
     admin = server.client()
     created = admin.call("POST", "/v1/access/tokens", {"principal": "reader", "name": "ci"})
+    assert re.fullmatch("[0-9a-f]{64}", created["token"])  # never taken for an option after --token
     assert len(created["id"]) == 64 and created["token"] not in str(server.gms.store.entity(
         f"urn:li:accessToken:{created['id']}"))
     second = MetadataClient(server.url, created["token"])

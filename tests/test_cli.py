@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 
@@ -115,6 +116,7 @@ def test_serve_creates_an_admin_token_on_first_start_and_the_cli_finds_it(tmp_pa
         token_line = proc.stdout.readline()
         assert token_line.startswith("admin token (new): ")
         token = token_line.split(": ", 1)[1].strip()
+        assert re.fullmatch("[0-9a-f]{64}", token)  # never taken for an option after --token
         assert (data_dir / "admin.token").read_text().strip() == token
         assert oct((data_dir / "admin.token").stat().st_mode & 0o777) == "0o600"
         server = f"http://127.0.0.1:{port}"

@@ -19,6 +19,7 @@ WRITE or ADMIN lets it remove; ADMIN on the instance lets it manage principals, 
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Iterable
 
 from gms.errors import ProposalFailed
@@ -30,6 +31,12 @@ SUPERUSER = "urn:li:corpuser:admin"
 PRIVILEGES = ("READ", "WRITE", "ADMIN")
 READ, WRITE, ADMIN = (frozenset({p}) for p in PRIVILEGES)
 REMOVE = frozenset({"WRITE", "ADMIN"})
+
+
+def new_token() -> str:
+    """A new bearer token: 256 random bits as 64 hex digits, so it never starts with "-" (which
+    a command line would take for an option: `--token -x...` failed for one token in 64)."""
+    return secrets.token_hex(32)
 
 
 def token_hash(token: str) -> str:

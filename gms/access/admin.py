@@ -4,11 +4,20 @@ principal, who needs ADMIN on the instance (the write path checks it again)."""
 from __future__ import annotations
 
 import re
-import secrets
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from gms.access import ADMIN, INSTANCE, PRIVILEGES, SUPERUSER, grants_urn, principal_urn, resource_chain, token_hash
+from gms.access import (
+    ADMIN,
+    INSTANCE,
+    PRIVILEGES,
+    SUPERUSER,
+    grants_urn,
+    new_token,
+    principal_urn,
+    resource_chain,
+    token_hash,
+)
 from gms.errors import ProposalFailed
 from gms.service import Gms
 from ingest.proposal import Proposal
@@ -56,7 +65,7 @@ class AccessAdmin:
         """A new token for a principal: {"token" (shown once), "id", "principal"}."""
         self.require_admin(actor)
         urn = self._existing_principal(principal)
-        token = secrets.token_urlsafe(32)
+        token = new_token()
         hashed = token_hash(token)
         self._apply(actor, [Proposal("accessToken", f"urn:li:accessToken:{hashed}", "CREATE", "accessTokenInfo",
                                      {"principal": urn, "name": label, "revoked": False})])

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
-import secrets
 from collections.abc import Callable
 from pathlib import Path
+
+from gms.access import new_token
 
 ADMIN = "urn:li:corpuser:admin"
 TOKEN_FILE = "admin.token"
@@ -55,7 +56,7 @@ def admin_token(data_dir: Path, given: str | None = None) -> tuple[str, bool]:
     path = data_dir / TOKEN_FILE
     if given is None and path.exists():
         return path.read_text().strip(), False
-    token = given or secrets.token_urlsafe(32)
+    token = given or new_token()
     data_dir.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
