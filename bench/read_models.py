@@ -101,9 +101,9 @@ def main() -> None:
         copy = Path(tmp) / "copy"
         copy.mkdir()
         shutil.copy(data / "lodestar.db", copy / "lodestar.db")
-        from gms.cli import _Local
+        from lodestar.cli.common import Local
 
-        with _Local(copy) as local:
+        with Local(copy) as local:
             start = time.perf_counter()
             restored = local.processor.restore(local.gms.store)
             elapsed = time.perf_counter() - start

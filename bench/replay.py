@@ -40,12 +40,12 @@ from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.opensearch_indices import BULK_RESULTS, client_for
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
+from mcl_processor.readmodels_db import FILE_NAME, Database
 from mcl_processor.rebuild import Rebuild
 from mcl_processor.replay import BATCH, Checkpoint, Filters, Replay, make_plan
 from mcl_processor.runs.facts import run_facts_of
 from mcl_processor.runs.sqlite import SqliteRunLineage
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
-from mcl_processor.sqlite_db import FILE_NAME, Database
 from mcl_processor.timeseries.opensearch import BODY, OpenSearchTimeseriesStore, point_id
 from mcl_processor.workers import decode, default_workers
 from schemas.events import MCL, default_codec

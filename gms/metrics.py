@@ -1,37 +1,13 @@
-"""Prometheus metrics of a Lodestar process, served at /metrics.
-
-Counted where it happens: proposals by outcome and reason (every path into GMS.apply: REST,
-the DataHub routes, the MCP consumer), HTTP responses by status, MCL batches indexed and how
-long the read models took. Read from the event log at each scrape: the end offset and the
-committed offsets of every partition of the MCP and MCL topics, and the MCL processor's lag.
-With several processes on one port (`serve --workers N`), `use_directory` makes every process
-write its counts to files there and /metrics sums them (prometheus_client's multiprocess mode).
-"""
+"""GMS's own Prometheus counters (the application's registry serves them at /metrics)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterable, Iterator
-from pathlib import Path
+from collections.abc import Iterable
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest, values
-from prometheus_client.core import GaugeMetricFamily, Metric
-from prometheus_client.multiprocess import MultiProcessCollector
-from prometheus_client.registry import REGISTRY, Collector
-
-from ingest import topics
-from ingest.eventlog import EventLog
-
-CONTENT_TYPE = CONTENT_TYPE_LATEST
-MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+from prometheus_client import Counter
 
 PROPOSALS = Counter("lodestar_proposals", "Proposals GMS handled, by outcome (applied, noop, dropped, failed)"
                     " and failure reason (the error code)", ["outcome", "reason"])
-HTTP_RESPONSES = Counter("lodestar_http_responses", "HTTP responses by method and status", ["method", "status"])
-INDEXED = Counter("lodestar_indexed_records", "MCL records the MCL processor wrote to the read models, by kind"
-                  " (change, point, skipped)", ["kind"])
-INDEX_SECONDS = Histogram("lodestar_index_batch_seconds", "Time to write one MCL batch to the read models",
-                          ["stage"], buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30))
 
 
 def count_results(results: Iterable[object]) -> None:
@@ -39,60 +15,3 @@ def count_results(results: Iterable[object]) -> None:
     for result in results:
         failure = getattr(result, "failure", None)
         PROPOSALS.labels(getattr(result, "status", "failed"), failure.code if failure is not None else "").inc()
-
-
-def use_directory(path: Path) -> None:
-    """Multiprocess mode: this process and those it forks from now on write their metrics to
-    files in path (emptied first); /metrics adds them up."""
-    path.mkdir(parents=True, exist_ok=True)
-    for stale in path.glob("*.db"):
-        stale.unlink()
-    os.environ[MULTIPROCESS_ENV] = str(path)
-    values.ValueClass = values.get_value_class()
-
-
-class LogCollector(Collector):
-    """Offsets and lag of the MCP and MCL topics, read from the event log at each scrape."""
-
-    def __init__(self, log: EventLog, groups: dict[str, tuple[str, ...]]):
-        self._log = log
-        self._groups = groups
-
-    def collect(self) -> Iterator[Metric]:
-        end = GaugeMetricFamily("lodestar_log_end_offset", "Next offset of each topic partition",
-                                labels=["topic", "partition"])
-        committed = GaugeMetricFamily("lodestar_consumer_committed_offset", "Offset each consumer group committed",
-                                      labels=["group", "topic", "partition"])
-        lag = GaugeMetricFamily("lodestar_consumer_lag", "Records of a partition its group has not committed"
-                                " (group mcl-processor: the MCL lag)", labels=["group", "topic", "partition"])
-        ends: dict[tuple[str, int], int] = {}
-        for group, names in self._groups.items():
-            for topic in names:
-                for partition in range(self._log.partitions(topic)):
-                    key = (topic, partition)
-                    if key not in ends:
-                        ends[key] = self._log.end_offset(topic, partition)
-                        end.add_metric([topic, str(partition)], ends[key])
-                    done = self._log.committed(group, topic, partition)
-                    committed.add_metric([group, topic, str(partition)], done)
-                    lag.add_metric([group, topic, str(partition)], max(0, ends[key] - done))
-        yield from (end, committed, lag)
-
-
-def render(log: EventLog, groups: dict[str, tuple[str, ...]]) -> bytes:
-    """The exposition text: this process's (or all processes') counters, then the log's offsets."""
-    if os.environ.get(MULTIPROCESS_ENV):
-        counted = CollectorRegistry()
-        MultiProcessCollector(counted)
-    else:
-        counted = REGISTRY
-    offsets = CollectorRegistry(auto_describe=False)
-    offsets.register(LogCollector(log, groups))
-    return generate_latest(counted) + generate_latest(offsets)
-
-
-def default_groups() -> dict[str, tuple[str, ...]]:
-    from gms.service import MCP_GROUP
-    from mcl_processor.processor import GROUP, TOPICS
-
-    return {MCP_GROUP: (topics.MCP,), GROUP: TOPICS}

@@ -12,9 +12,9 @@ from __future__ import annotations
 import threading
 from itertools import groupby
 
-from gms.faults import crash_point
 from gms.store import AspectStore, Outbox
 from ingest.eventlog import EventLog, LogMessage
+from ingest.faults import crash_point
 
 
 class OutboxRelay:

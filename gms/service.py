@@ -13,7 +13,6 @@ from pathlib import Path
 from gms import tracing
 from gms.access import AccessControl, needed
 from gms.errors import ProposalFailed
-from gms.faults import crash_point, fail_point
 from gms.metrics import count_results
 from gms.outbox import OutboxRelay
 from gms.store import AspectStore
@@ -24,13 +23,14 @@ from ingest import topics
 from ingest.emitters import ACTOR_HEADER
 from ingest.eventlog import EventLog, LogMessage, LogRecord
 from ingest.eventlog.sqlite import SqliteEventLog
+from ingest.faults import crash_point, fail_point
 from ingest.proposal import Proposal, ProposalError
 from schemas.events import FAILED_MCP, MCP, EventCodec, EventDecodeError, default_codec
 from schemas.registry import EntityRegistry, default_registry
 
 log = logging.getLogger(__name__)
 UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
-MCP_GROUP = "gms-mcp-consumer"
+MCP_GROUP = topics.MCP_GROUP
 RETRY_AFTER = 1.0  # seconds before the MCP consumer reads again after a failed batch
 DATABASE = "lodestar.db"
 

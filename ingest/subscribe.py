@@ -47,8 +47,8 @@ import orjson
 
 from ingest import topics as topic_names
 from ingest.eventlog import Consumer, EventLog, LogRecord
-from mcl_processor.projection import projection
 from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
+from schemas.projection import projection
 from schemas.registry import load_named_types
 
 log = logging.getLogger(__name__)

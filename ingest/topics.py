@@ -1,7 +1,11 @@
-"""Names of the event-log topics."""
+"""Names on the event log: its topics and the consumer groups of Lodestar's own consumers."""
 
 MCP = "MetadataChangeProposal_v1"
 FAILED_MCP = "FailedMetadataChangeProposal_v1"
 MCL_VERSIONED = "MetadataChangeLog_Versioned_v1"
 MCL_TIMESERIES = "MetadataChangeLog_Timeseries_v1"
 ALL = (MCP, FAILED_MCP, MCL_VERSIONED, MCL_TIMESERIES)
+
+MCP_GROUP = "gms-mcp-consumer"  # GMS's MCP consumer
+MCL_GROUP = "mcl-processor"  # the MCL processor, the only writer of the read models
+MCL_TOPICS = (MCL_VERSIONED, MCL_TIMESERIES)

@@ -8,8 +8,8 @@ import orjson
 from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
 from mcl_processor.changes import AspectChange, TimeseriesPoint
-from mcl_processor.projection import projection
 from schemas.events import MARKER, MCL, EventCodec, EventDecodeError
+from schemas.projection import projection
 from schemas.registry import SCHEMA_DIR, AspectSpec, EntityRegistry, EntitySpec, load_named_types
 
 

@@ -17,15 +17,15 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import ExitStack, suppress
 
-from gms.faults import crash_point
-from gms.metrics import INDEX_SECONDS, INDEXED
 from gms.store import AspectStore
 from ingest import topics
 from ingest.eventlog import Consumer, EventLog, LogRecord
+from ingest.faults import crash_point
 from mcl_processor.annotations import annotations_of
 from mcl_processor.changes import AspectChange, TimeseriesPoint, collapse
 from mcl_processor.check import CheckReport, check
 from mcl_processor.decode import MclDecoder
+from mcl_processor.metrics import INDEX_SECONDS, INDEXED
 from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.restore import restore
 from mcl_processor.workers import Decoded, decode, decode_in_worker, default_workers, pool
@@ -33,8 +33,8 @@ from schemas.events import EventCodec
 from schemas.registry import EntityRegistry
 
 log = logging.getLogger(__name__)
-GROUP = "mcl-processor"
-TOPICS = (topics.MCL_VERSIONED, topics.MCL_TIMESERIES)
+GROUP = topics.MCL_GROUP
+TOPICS = topics.MCL_TOPICS
 BATCH = 10_000
 POOLED = 1000  # batches this large are decoded in worker processes
 LOOKAHEAD = 2  # batches in flight per worker

@@ -41,7 +41,7 @@ _preparer: Preparer | None = None
 # connections, whose finalizers take a mutex another thread of the parent may have held at the
 # fork, for good (a worker hung this way). Frozen right after the fork, the collector leaves it.
 # (The hook runs in every child forked by a process that imported this module: serve's
-# processes freeze what they inherit anyway, `gms.server.Node.run`.)
+# processes freeze what they inherit anyway, `lodestar.server.Node.run`.)
 os.register_at_fork(after_in_child=gc.freeze)
 
 

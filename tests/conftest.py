@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from gms.api.app import create_app
-from gms.api.auth import ADMIN, TokenAuth
 from gms.service import Gms, Limits
 from ingest.rest import RestClient
+from lodestar.api.app import create_app
+from lodestar.api.auth import ADMIN, TokenAuth
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 from schemas.registry import EntityRegistry, default_registry

@@ -11,7 +11,7 @@ from pathlib import Path
 from ingest.rest import LodestarError, RestClient
 from tests.conftest import free_port
 
-LODESTAR = [sys.executable, "-m", "gms.cli"]
+LODESTAR = [sys.executable, "-m", "lodestar"]
 TOKEN = "process-admin-token"
 
 

@@ -19,11 +19,11 @@ from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.opensearch_indices import client_for
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.readmodels_db import FILE_NAME, Database
 from mcl_processor.runs.facts import run_facts_of
 from mcl_processor.runs.sqlite import SqliteRunLineage
 from mcl_processor.search.opensearch import MODEL as SEARCH
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
-from mcl_processor.sqlite_db import FILE_NAME, Database
 from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
 from schemas.registry import default_registry
 from tests.backends import unique_name

@@ -10,9 +10,9 @@ from urllib.parse import quote
 import pytest
 
 from gms.access import resource_chain
-from gms.metadata.client import MetadataClient
 from gms.service import Gms
 from ingest import topics
+from lodestar.metadata.client import MetadataClient
 from schemas.events import default_codec
 from tests.access_fixtures import principal_with_grants
 from tests.builders import mcp, proposal

@@ -15,10 +15,10 @@ from urllib.parse import quote, urlencode
 import pytest
 import requests
 
-from gms.api import auth
-from gms.api.app import create_app
-from gms.api.auth import TokenAuth
 from gms.service import Gms
+from lodestar.api import auth
+from lodestar.api.app import create_app
+from lodestar.api.auth import TokenAuth
 from mcl_processor.embedded import SqliteReadModels
 from tests.access_fixtures import principal_with_grants
 from tests.builders import mcp, properties

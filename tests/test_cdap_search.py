@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import orjson
 import pytest
 
-from gms.api.metadata_search import Search, conditions
+from lodestar.api.metadata_search import Search, conditions
 from mcl_processor.search.cdap import EVERYTHING, HIDDEN, parse, system, value_tokens
 from mcl_processor.search.document import Fragment
 from tests.builders import dataset_urn, proposal

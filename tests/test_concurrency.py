@@ -136,7 +136,7 @@ def _every_pid(serve) -> dict[str, int]:
 def test_with_several_workers_the_workers_run_below_the_cpu_priority_of_indexing(tmp_path):
     """Every thread of the workers (those that handled a write too) runs WORKER_NICENESS below
     the background process, the MCL processor's: indexing goes first."""
-    from gms.server import WORKER_NICENESS
+    from lodestar.server import WORKER_NICENESS
     from tests.processes import ServeProcess
 
     with ServeProcess(tmp_path, None, "--workers", "2") as serve:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gms.config import Config, ConfigError
 from ingest.backends import Endpoints
+from lodestar.config import Config, ConfigError
 
 
 def test_defaults_are_the_embedded_stores(tmp_path):
@@ -98,7 +98,7 @@ def test_a_missing_file_is_named(tmp_path):
 def test_the_compose_file_runs_lodestar_commands_on_settings_the_configuration_accepts():
     import yaml
 
-    from gms.cli import build_parser
+    from lodestar.cli.main import build_parser
 
     services = yaml.safe_load((Path(__file__).parent.parent / "deploy" / "docker-compose.yml").read_text())["services"]
     for name in ("gms", "mcl-processor"):

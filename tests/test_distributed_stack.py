@@ -176,7 +176,7 @@ def rounds(chains: list[Chain]) -> dict[int, list[Proposal]]:
 
 class Lodestar:
     """One `lodestar` process; its output goes to a file (appended to across restarts).
-    `crash_at`: a crash point (gms.faults) where it is meant to die."""
+    `crash_at`: a crash point (ingest.faults) where it is meant to die."""
 
     def __init__(self, name: str, command: str, data_dir: Path, env: dict[str, str], output: Path,
                  crash_at: str | None = None):

@@ -18,13 +18,13 @@ from aiohttp import hdrs
 from prometheus_client.parser import text_string_to_metric_families
 
 from gms import tracing
-from gms.api.app import create_app
-from gms.api.auth import ADMIN, TokenAuth
-from gms.api.guards import GUARDS_KEY, RETRY_AFTER_LIMIT, Backpressure, Guards, LagSampler
 from gms.service import Gms
 from ingest import topics
 from ingest.eventlog import LogMessage
 from ingest.eventlog.sqlite import SqliteEventLog
+from lodestar.api.app import create_app
+from lodestar.api.auth import ADMIN, TokenAuth
+from lodestar.api.guards import GUARDS_KEY, RETRY_AFTER_LIMIT, Backpressure, Guards, LagSampler
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, MclProcessor
 from tests.builders import dataset_urn, mcp, properties

@@ -33,9 +33,9 @@ from mcl_processor import workers
 from mcl_processor.decode import MclDecoder
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, TOPICS, MclProcessor
-from mcl_processor.projection import projection
-from mcl_processor.sqlite_db import FILE_NAME
+from mcl_processor.readmodels_db import FILE_NAME
 from schemas.events import MCL, default_codec
+from schemas.projection import projection
 from schemas.registry import default_registry, load_named_types
 from tests.builders import dataset_urn, proposal
 from tests.readmodels import ModelsFactory, OnOpenSearch, OnSqlite, sqlite_models

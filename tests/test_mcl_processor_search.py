@@ -21,9 +21,9 @@ from mcl_processor import opensearch_indices
 from mcl_processor.annotations import Annotations
 from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.processor import TOPICS
+from mcl_processor.readmodels_db import FILE_NAME
 from mcl_processor.search import sqlite as search_sqlite
 from mcl_processor.search.opensearch_mapping import index_body
-from mcl_processor.sqlite_db import FILE_NAME
 from schemas.registry import default_registry
 from tests.backends import unique_name
 from tests.builders import dataset_urn, proposal

@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from gms import faults
 from gms.service import MCP_GROUP, Gms
-from ingest import topics
+from ingest import faults, topics
 from ingest.eventlog import LogMessage
 from schemas.events import default_codec
 from tests.builders import dataset_urn, properties, proposal

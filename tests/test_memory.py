@@ -1,4 +1,4 @@
-"""A process gives the memory malloc holds free back to the system (gms/memory.py)."""
+"""A process gives the memory malloc holds free back to the system (lodestar/memory.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 FREED_IN_THE_MIDDLE = """
-from gms import memory
+from lodestar import memory
 
 blocks = [bytes(64 * 1024) for _ in range(3200)]  # 200 MiB in malloc's heap (below its mmap threshold)
 pins = []

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from gms.metadata.changes import record_of_change, record_of_mcl
-from gms.metadata.client import MetadataClient
 from ingest import topics
 from ingest.subscribe import Subscription
+from lodestar.metadata.changes import record_of_change, record_of_mcl
+from lodestar.metadata.client import MetadataClient
 from schemas.events import default_codec
 from tests.metadata_fixtures import cdap_dataset, dataset_mcps
 

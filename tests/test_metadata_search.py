@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 
 import pytest
 
-from gms.metadata.client import MetadataClient
+from lodestar.metadata.client import MetadataClient
 from tests.access_fixtures import principal_with_grants
 from tests.builders import mcp
 from tests.metadata_fixtures import cdap_dataset, dataset_mcps

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from gms.metadata.client import MetadataClient
 from ingest.rest import LodestarError
+from lodestar.metadata.client import MetadataClient
 from tests.builders import mcp
 from tests.metadata_fixtures import app_mcps, cdap_dataset, dataset_mcps
 

@@ -16,13 +16,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from gms.assembly import INSTANCE_FILE
 from gms.outbox import OutboxRelay
 from gms.store.cassandra import CassandraAspectStore
 from gms.store.cassandra_lease import LeaseLost
 from ingest.backends import Endpoints
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.rest import LodestarError
+from lodestar.assembly import INSTANCE_FILE
 from tests.aspect_store_contract import TOPIC, event, insert, row
 from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, mcp

@@ -7,8 +7,8 @@ import gc
 import json
 from urllib.parse import quote
 
-from gms.api.app import Api
-from gms.api.auth import TokenAuth
+from lodestar.api.auth import TokenAuth
+from lodestar.api.context import Api
 from mcl_processor.embedded import SqliteReadModels
 from tests.builders import dataset_urn, mcp, properties
 

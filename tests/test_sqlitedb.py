@@ -1,4 +1,4 @@
-"""The embedded databases' connections (ingest/sqlitedb.py): every one is in WAL mode, even to a
+"""The embedded databases' connections (ingest/backends/sqlite.py): every one is in WAL mode, even to a
 new database several processes open at once; a new database gets the page size asked for; and
 the write-ahead logs stay bounded under writes that never pause."""
 
@@ -9,8 +9,8 @@ import os
 import threading
 from pathlib import Path
 
-from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
-from mcl_processor.sqlite_db import FILE_NAME, PAGE_SIZE, Database
+from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
+from mcl_processor.readmodels_db import FILE_NAME, PAGE_SIZE, Database
 
 LIMIT = 1 << 20
 COMMITS = 3000  # of 8 KiB each: 24 times the limit

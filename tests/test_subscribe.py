@@ -21,14 +21,14 @@ from pathlib import Path
 import pytest
 from fastavro import parse_schema, schemaless_writer
 
-from gms.assembly import open_event_log
-from gms.config import Config
 from gms.service import Gms
 from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
 from ingest.eventlog import EventLog, LogMessage, partition_for
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.subscribe import MCL_TOPICS, Change, SubscriptionError, start_positions, subscribe, subscribe_async
+from lodestar.assembly import open_event_log
+from lodestar.config import Config
 from mcl_processor.changes import AspectChange
 from mcl_processor.decode import MclDecoder
 from schemas.events import MARKER, _fingerprint, default_codec

@@ -19,9 +19,9 @@ import pytest
 from gms.access import SUPERUSER
 from gms.service import Gms
 from gms.store.sqlite import SqliteAspectStore
-from gms.webhook_delivery import WebhookDispatcher, signature
-from gms.webhooks import Webhooks
 from ingest.eventlog.kafka import KafkaEventLog
+from lodestar.webhook_delivery import WebhookDispatcher, signature
+from lodestar.webhooks import Webhooks
 from tests.backends import drop_kafka_names, unique_name
 from tests.builders import dataset_urn, mcp, proposal
 from tests.conftest import LiveServer, free_port

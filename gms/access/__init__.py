@@ -24,7 +24,6 @@ from collections.abc import Iterable
 
 from gms.errors import ProposalFailed
 from gms.store import AspectStore
-from mcl_processor.lineage import LineageResult
 from schemas.metadata_entity import ACCESS_ENTITY_TYPES, INSTANCE, resource_chain
 
 SUPERUSER = "urn:li:corpuser:admin"
@@ -117,12 +116,3 @@ class AccessControl:
 def can_read(readable: frozenset[str] | None, urn: str) -> bool:
     """Whether `urn` is under one of the `readable` resources (None: everything)."""
     return readable is None or any(resource in readable for resource in resource_chain(urn))
-
-
-def visible_lineage(result: LineageResult, readable: frozenset[str] | None) -> LineageResult:
-    """A lineage result without the nodes the reader may not read, and without their edges."""
-    if readable is None:
-        return result
-    nodes = {urn: node for urn, node in result.nodes.items() if can_read(readable, urn)}
-    edges = [e for e in result.edges if e.source in nodes and e.destination in nodes]
-    return LineageResult(result.root, nodes, edges)

@@ -26,9 +26,9 @@ import time
 import uuid
 import weakref
 
-from gms.config import MIN_LEASE_TTL
 from gms.store import StoreUnavailable
 from gms.store.cassandra_schema import Runner, applied, prepare, quoted_keyspace
+from ingest.backends import MIN_LEASE_TTL
 
 log = logging.getLogger(__name__)
 LEASE_TTL = 10  # seconds, by default

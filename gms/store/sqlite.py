@@ -15,9 +15,9 @@ from typing import Any
 import orjson
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
+from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
 from ingest.eventlog import LogMessage
 from ingest.eventlog.sqlite import SqliteEventLog
-from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS aspects (

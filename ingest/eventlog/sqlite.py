@@ -15,8 +15,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
 from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for, unseen
-from ingest.sqlitedb import WalCheckpointer, WalLimit, connect
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (

@@ -46,8 +46,8 @@ from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, Session
 from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, SimpleStatement, tuple_factory
 
-from gms.faults import crash_point
 from ingest.backends import Endpoints, cassandra_session
+from ingest.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Collection, Mapping, Sequence
 
-from gms.faults import crash_point
+from ingest.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
@@ -26,7 +26,7 @@ from mcl_processor.lineage.contributions import (
     moves_fields,
 )
 from mcl_processor.lineage.walk import RoundReader, reach, walk
-from mcl_processor.sqlite_db import Database
+from mcl_processor.readmodels_db import Database
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
 _SCHEMA = "".join(f"""

@@ -9,10 +9,10 @@ from collections.abc import Collection, Mapping, Sequence
 import orjson
 
 from mcl_processor.changes import chunks
+from mcl_processor.readmodels_db import Database
 from mcl_processor.runs import EventRow, FactRow, RunLineageStore
 from mcl_processor.runs.facts import Facts, RunFacts
 from mcl_processor.runs.model import Access, FieldRef, Window
-from mcl_processor.sqlite_db import Database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS run_facts (run TEXT NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, facts TEXT,

@@ -16,7 +16,7 @@ Values are split into tokens at `-`, `_`, `:`, `,` and white space, lower-cased.
                                   the first as `type:` (as GET shows it)
     datasetProperties (SYSTEM)    `ttl:` of the `ttl` custom property
 
-The derived SYSTEM properties gms/metadata/system.py shows that these aspects' values hold
+The derived SYSTEM properties lodestar/metadata/system.py shows that these aspects' values hold
 (`ttl`, `type`; `description`, `schema` and `entity-name` above) are searchable as CDAP's
 SYSTEM properties are: under their key (`ttl:3600`, `properties:ttl`) and, but for
 descriptions, schema field names and names, under any key. `type:` holds the metadata

@@ -28,6 +28,7 @@ from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.query_syntax import Query, parse, tokens
+from mcl_processor.readmodels_db import Database, consistent_read, table_exists
 from mcl_processor.search import SCOPES, SearchHit, SearchIndex, SearchResult, Suggestion, cdap, checked_options
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
@@ -51,7 +52,6 @@ from mcl_processor.search.document import (
 )
 from mcl_processor.search.matching import has_tokens as _has_tokens
 from mcl_processor.search.matching import hit_matches
-from mcl_processor.sqlite_db import Database, consistent_read, table_exists
 from mcl_processor.staging import staging_name
 
 _SCHEMA = """

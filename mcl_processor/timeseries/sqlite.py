@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from mcl_processor.changes import TimeseriesPoint
-from mcl_processor.sqlite_db import Database, table_exists
+from mcl_processor.readmodels_db import Database, table_exists
 from mcl_processor.staging import staging_name
 from mcl_processor.timeseries import TimeseriesStore
 

@@ -1,0 +1,7 @@
+"""`python -m lodestar`: the `lodestar` command."""
+
+import sys
+
+from lodestar.cli.main import main
+
+sys.exit(main())

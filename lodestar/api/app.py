@@ -1,0 +1,87 @@
+"""The aiohttp application: authentication, JSON errors, and the route tables."""
+
+from __future__ import annotations
+
+import logging
+
+from aiohttp import web
+
+from gms.service import Gms
+from lodestar.api import (
+    access,
+    datahub,
+    field_lineage_v3,
+    guards,
+    metadata_search,
+    metadata_v3,
+    native,
+    observe,
+    openapi,
+    openlineage,
+    reads,
+    run_lineage,
+    ui,
+    webhooks,
+)
+from lodestar.api.auth import TokenAuth
+from lodestar.api.context import GMS_KEY, LIMIT_KEY, PRINCIPAL_KEY, PUBLIC_PATHS, UI_FILES, Api, Handler, api_of, error
+from mcl_processor.processor import MclProcessor
+from mcl_processor.readmodels import ReadModels
+
+log = logging.getLogger(__name__)
+
+
+@web.middleware
+async def json_errors(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except web.HTTPException as exc:
+        if exc.content_type == "application/json" or exc.status < 400:
+            raise
+        if exc.status == 413:
+            return error(413, "too_large", f"request body over the limit of {request.app[LIMIT_KEY]} bytes")
+        return error(exc.status, exc.reason.lower().replace(" ", "_"), exc.text or exc.reason)
+    except Exception:
+        log.exception("unhandled error on %s %s", request.method, request.path)
+        return error(500, "internal_error", "internal error; see the server log")
+
+
+@web.middleware
+async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
+    if request.path in PUBLIC_PATHS or request.path == "/" or request.path.startswith(UI_FILES):
+        return await handler(request)
+    principal = api_of(request).auth.principal(request.headers.get("Authorization"))
+    if principal is None:
+        return error(401, "unauthorized", "missing or invalid bearer token (Authorization: Bearer <token>)",
+                     headers={"WWW-Authenticate": "Bearer"})
+    request[PRINCIPAL_KEY] = principal
+    return await handler(request)
+
+
+def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
+               processor: MclProcessor | None = None) -> web.Application:
+    app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
+                          client_max_size=gms.limits.max_request_bytes)
+    app[LIMIT_KEY] = gms.limits.max_request_bytes
+    app[GMS_KEY] = Api(gms, auth, read_models, processor)
+    auth.lookup = gms.access.token_principal  # tokens created through /v1/access
+    native.add_routes(app)
+    reads.add_routes(app)
+    datahub.add_routes(app)
+    metadata_v3.add_routes(app)
+    metadata_search.add_routes(app)
+    access.add_routes(app)
+    openapi.add_routes(app)
+    guards.install(app, gms.log)
+    observe.add_routes(app)
+    ui.add_routes(app)
+    run_lineage.add_routes(app)
+    field_lineage_v3.add_routes(app)
+    openlineage.add_routes(app)
+    webhooks.add_routes(app)
+
+    async def shutdown(app: web.Application) -> None:
+        app[GMS_KEY].writer.shutdown(wait=True)
+
+    app.on_cleanup.append(shutdown)
+    return app

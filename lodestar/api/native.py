@@ -1,0 +1,150 @@
+"""Native routes: /v1/proposals, /v1/entities/..., /health."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from gms.access import READ, REMOVE
+from gms.conditions import NAMES as CONDITION_HEADERS
+from gms.errors import ProposalFailed
+from gms.store import StoredAspect
+from gms.write_path import Result
+from ingest.proposal import ProposalError, parse_proposal
+from lodestar.api.access import require
+from lodestar.api.context import api_of, error, principal_of, read_json
+from lodestar.api.limits import MAX_VERSION, bool_param, int_param
+
+
+def conditional_headers(request: web.Request) -> dict[str, str]:
+    """The conditional-write headers of an HTTP request; they apply to each proposal in it."""
+    return {name: request.headers[name] for name in CONDITION_HEADERS if name in request.headers}
+
+
+def batch_status(results: list[Result]) -> int:
+    """200 when every proposal succeeded; a single proposal's own status when it failed;
+    207 (Multi-Status) when some of several failed."""
+    failures = [r for r in results if r.failure is not None]
+    if not failures:
+        return 200
+    return failures[0].http_status if len(results) == 1 else 207
+
+
+def parse_all(items: list[Any]) -> list:
+    parsed = []
+    for item in items:
+        try:
+            parsed.append(parse_proposal(item))
+        except ProposalError as err:
+            parsed.append(err)
+    return parsed
+
+
+async def post_proposals(request: web.Request) -> web.Response:
+    api = api_of(request)
+    body = await read_json(request)
+    if not isinstance(body, dict) or not isinstance(body.get("proposals"), list):
+        return error(400, "invalid_request", 'body must be {"proposals": [MCP, ...], "async": false}')
+    items = body["proposals"]
+    flags = [name for name in ("async", "waitForIndex") if not isinstance(body.get(name, False), bool)]
+    if flags:
+        return error(400, "invalid_request", f"{flags[0]}: must be true or false")
+    if len(items) > api.gms.limits.max_batch:
+        return error(413, "too_large", f"{len(items)} proposals, over the limit of {api.gms.limits.max_batch}")
+    parsed = await api.run(parse_all, items)
+    if body.get("async") is True:
+        return await enqueue(request, parsed)
+    results = await api.apply(parsed, principal_of(request), conditional_headers(request))
+    answer: dict[str, Any] = {"results": [r.to_json() for r in results]}
+    if body.get("waitForIndex") is True:
+        answer["indexed"] = await api.wait_for_index()
+    return web.json_response(answer, status=batch_status(results))
+
+
+async def enqueue(request: web.Request, parsed: list) -> web.Response:
+    """Check what can be checked without the stored state, then queue the rest on the MCP topic."""
+    api = api_of(request)
+    results: list[dict[str, Any]] = []
+    queued = []
+    headers = conditional_headers(request)
+    for proposal in parsed:
+        try:
+            api.gms.writes.validator.validate(proposal, headers)
+        except ProposalFailed as failure:
+            results.append(Result("failed", failure=failure).to_json())
+            continue
+        proposal.headers = {**headers, **proposal.headers}
+        queued.append(proposal)
+        results.append({"status": "queued"})
+    if queued:
+        await api.run(api.gms.enqueue, queued, principal_of(request))
+    return web.json_response({"results": results}, status=202 if queued else 400)
+
+
+def aspect_json(row: StoredAspect) -> dict[str, Any]:
+    return {"version": row.version, "value": row.value, "deleted": not row.exists,
+            "systemMetadata": row.system_metadata}
+
+
+async def get_entity(request: web.Request) -> web.Response:
+    urn = request.match_info["urn"]
+    require(request, READ, urn)
+    rows = api_of(request).gms.store.entity(urn)
+    if not rows:
+        return error(404, "not_found", f"entity {urn} not found")
+    return web.json_response({
+        "urn": urn,
+        "entityType": urn.removeprefix("urn:li:").partition(":")[0],
+        "aspects": {row.aspect: aspect_json(row) for row in sorted(rows, key=lambda r: r.aspect)},
+    })
+
+
+def _version_param(request: web.Request) -> int | None:
+    return int_param(request, "version", None, 1, MAX_VERSION)
+
+
+async def get_aspect(request: web.Request) -> web.Response:
+    urn, aspect = request.match_info["urn"], request.match_info["aspect"]
+    require(request, READ, urn)
+    version = _version_param(request)
+    row = api_of(request).gms.store.get(urn, aspect, version)
+    if row is None:
+        which = f"version {version} of " if version else ""
+        return error(404, "not_found", f"{which}aspect {aspect} of {urn} not found")
+    if version is None and not row.exists:
+        return error(404, "not_found", f"aspect {aspect} of {urn} was deleted at version {row.version}")
+    return web.json_response({"urn": urn, "aspect": aspect, **aspect_json(row)})
+
+
+async def get_versions(request: web.Request) -> web.Response:
+    urn, aspect = request.match_info["urn"], request.match_info["aspect"]
+    require(request, READ, urn)
+    rows = api_of(request).gms.store.history(urn, aspect)
+    if not rows:
+        return error(404, "not_found", f"aspect {aspect} of {urn} not found")
+    return web.json_response({"urn": urn, "aspect": aspect, "versions": [aspect_json(r) for r in rows]})
+
+
+async def delete_entity(request: web.Request) -> web.Response:
+    api = api_of(request)
+    urn = request.match_info["urn"]
+    hard = bool_param(request, "hard")
+    require(request, REMOVE, urn)
+    result = await api.run(api.gms.delete_entity, urn, hard, principal_of(request))
+    if result is None:
+        return error(404, "not_found", f"entity {urn} not found")
+    return web.json_response({"urn": urn, "hard": hard, **result.to_json()}, status=result.http_status)
+
+
+async def health(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/v1/proposals", post_proposals)
+    app.router.add_get("/v1/entities/{urn}", get_entity)
+    app.router.add_delete("/v1/entities/{urn}", delete_entity)
+    app.router.add_get("/v1/entities/{urn}/aspects/{aspect}", get_aspect)
+    app.router.add_get("/v1/entities/{urn}/aspects/{aspect}/versions", get_versions)
+    app.router.add_get("/health", health)

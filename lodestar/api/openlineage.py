@@ -1,0 +1,29 @@
+"""OpenLineage intake: POST /api/v1/lineage takes a RunEvent (as the openlineage-python
+client's HTTP transport sends it) and applies its MCPs (`ingest.openlineage`)."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ingest.openlineage import OpenLineageError, proposals
+from ingest.proposal import ProposalError, parse_proposal
+from lodestar.api.context import api_of, error, principal_of, read_json
+
+
+async def lineage(request: web.Request) -> web.Response:
+    try:
+        items = proposals(await read_json(request))
+        parsed = [parse_proposal(item) for item in items]
+    except (OpenLineageError, ProposalError) as err:
+        return error(400, "invalid_event", str(err))
+    results = await api_of(request).apply(parsed, principal_of(request), {})
+    failed = [(item, r) for item, r in zip(items, results, strict=True) if r.failure is not None]
+    if failed:
+        item, result = failed[0]
+        return error(result.http_status, result.failure.code,
+                     f"{item['entityUrn']} {item['aspectName']}: {result.failure.message}")
+    return web.json_response({"proposals": [r.to_json() for r in results]}, status=201)
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/api/v1/lineage", lineage)

@@ -1,0 +1,124 @@
+"""CDAP's dataset and stream lineage over time (v3), and stream writes from outside a program.
+
+GET  /v3/namespaces/{ns}/datasets/{ds}/lineage?start=&end=&levels=&collapse=&rollup=
+GET  /v3/namespaces/{ns}/streams/{stream}/lineage?...
+POST /v3/namespaces/{ns}/streams/{stream}[/batch|/async]?source=<source>
+GET  /v1/runs/{urn}      a run as the run-lineage tables derive it (program, times, status, accesses)
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from gms.access import READ, WRITE, can_read
+from lodestar.api import cdap_names, proposals
+from lodestar.api.access import readable, require
+from lodestar.api.context import api_of, error, principal_of
+from lodestar.api.timerange import ParameterError, parse_levels, parse_window
+from mcl_processor.runs.dataset_lineage import COLLAPSE, dataset_lineage
+
+DEFAULT_LEVELS = 10
+DAY_MS = 86_400_000
+_SOURCE = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+def _bad(message: str) -> web.Response:
+    return error(400, "invalid_request", message)
+
+
+async def lineage(request: web.Request) -> web.Response:
+    query = request.query
+    try:
+        start_s, end_s, window = parse_window(query.get("start"), query.get("end"))
+        levels = parse_levels("levels", query.get("levels"), DEFAULT_LEVELS)
+    except ParameterError as err:
+        return _bad(str(err))
+    collapse = query.getall("collapse", [])
+    unknown = [c for c in collapse if c.lower() not in COLLAPSE]
+    if unknown:
+        return _bad(f"collapse: invalid value {unknown[0]!r}; it must be one of {', '.join(COLLAPSE)}")
+    rollup = query.get("rollup")
+    if rollup not in (None, "workflow"):
+        return _bad(f"rollup: invalid value {rollup!r}; the only rollup is workflow")
+    api = api_of(request)
+    root = cdap_names.dataset_urn(request.match_info["ns"], request.match_info["name"])
+    require(request, READ, root)
+    relations = dataset_lineage(api.read_models.runs, root, window, levels, {c.lower() for c in collapse},
+                                rollup == "workflow")
+    visible = readable(request)  # relations with data or programs the caller may not read are left out
+    relations = [r for r in relations if can_read(visible, r.data) and (not r.program or can_read(visible, r.program))]
+    programs, data, out = {}, {}, []
+    for relation in relations:
+        data_key, data_entry = cdap_names.data_entry(api.gms, relation.data)
+        data[data_key] = data_entry
+        program_key = ""
+        if relation.program:
+            program_key, entry = cdap_names.program_entry(api.gms, relation.program)
+            programs[program_key] = entry
+        out.append({"data": data_key, "program": program_key, "accesses": sorted(relation.accesses),
+                    "runs": sorted(cdap_names.run_id(r) for r in relation.runs),
+                    "components": sorted(relation.components)})
+    return web.json_response({"start": start_s, "end": end_s, "relations": out,
+                              "programs": programs, "data": data})
+
+
+async def stream_write(request: web.Request) -> web.Response:
+    """A write to a stream from outside a program: with `?source=`, the external source is
+    recorded as a writer of the stream, at most once per day per stream and source (the day's
+    run of the source is created with If-None-Match: *, so later writes that day add nothing)."""
+    source = request.query.get("source")
+    stream = cdap_names.dataset_urn(request.match_info["ns"], request.match_info["name"])
+    if source is None:
+        return web.json_response({"recorded": False, "stream": stream})
+    if not _SOURCE.fullmatch(source):
+        return _bad(f"source: {source!r} must be 1-128 letters, digits, '_', '.' or '-'")
+    require(request, WRITE, stream)
+    await request.read()  # the events themselves are the stream's, not Lodestar's
+    namespace = request.match_info["ns"]
+    now_ms = int(time.time() * 1000)
+    day_ms = now_ms - now_ms % DAY_MS
+    day = datetime.fromtimestamp(day_ms / 1000, UTC).strftime("%Y-%m-%d")
+    run = f"urn:li:dataProcessInstance:external-{source}-{namespace}.{request.match_info['name']}-{day}"
+    job = cdap_names.external_writer(namespace, source)
+    api = api_of(request)
+    actor = principal_of(request)
+    (first,) = await api.apply([proposals.make(run, "dataProcessInstanceProperties", {
+        "name": f"{source} -> {request.match_info['name']} on {day}", "customProperties": {"externalSource": source},
+        "created": {"time": day_ms, "actor": actor}}, "CREATE", {"If-None-Match": "*"})], actor, {})
+    if first.failure is not None:
+        return error(first.http_status, first.failure.code, first.failure.message)
+    recorded = first.status == "applied"
+    if recorded:
+        results = await api.apply([
+            proposals.make(run, "dataProcessInstanceRelationships", {"parentTemplate": job, "upstreamInstances": []}),
+            proposals.make(run, "dataProcessInstanceAccesses", {"accesses": [{"dataset": stream, "type": "WRITE"}]}),
+            proposals.make(run, "dataProcessInstanceRunEvent", {"timestampMillis": day_ms + DAY_MS - 1,
+                                                                "status": "COMPLETE"}),
+        ], actor, {})
+        failed = next((r for r in results if r.failure is not None), None)
+        if failed is not None:
+            return error(failed.http_status, failed.failure.code, failed.failure.message)
+    return web.json_response({"recorded": recorded, "stream": stream, "run": run})
+
+
+async def run(request: web.Request) -> web.Response:
+    urn = request.match_info["urn"]
+    if not urn.startswith("urn:li:dataProcessInstance:"):
+        return _bad(f"urn: {urn!r} is not a dataProcessInstance URN")
+    require(request, READ, urn)
+    found = api_of(request).read_models.runs.runs([urn]).get(urn)
+    if found is None:
+        return error(404, "not_found", f"no run {urn} in the run-lineage tables")
+    return web.json_response(found.to_json())
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/runs/{urn}", run)
+    for kind in ("datasets", "streams"):
+        app.router.add_get(f"/v3/namespaces/{{ns}}/{kind}/{{name}}/lineage", lineage)
+    for suffix in ("", "/batch", "/async"):
+        app.router.add_post(f"/v3/namespaces/{{ns}}/streams/{{name}}{suffix}", stream_write)

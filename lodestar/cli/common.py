@@ -1,0 +1,72 @@
+"""What the `lodestar` command's modules share: the user-facing error, the data directory,
+the REST client and configuration of the common options, and the stores opened locally."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ingest.rest import RestClient
+
+if TYPE_CHECKING:
+    from lodestar.config import Config
+
+DEFAULT_SERVER = "http://127.0.0.1:8080"
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit status 1."""
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("LODESTAR_DATA_DIR") or Path.home() / ".lodestar")
+
+
+def client_of(args: argparse.Namespace) -> RestClient:
+    """A REST client for --server/--token, LODESTAR_SERVER/LODESTAR_TOKEN, or the data directory's admin token."""
+    token = args.token or os.environ.get("LODESTAR_TOKEN")
+    if token is None:
+        token_file = Path(args.data_dir) / "admin.token"
+        if token_file.exists():
+            token = token_file.read_text().strip()
+    return RestClient(args.server or os.environ.get("LODESTAR_SERVER") or DEFAULT_SERVER, token)
+
+
+def config_of(args: argparse.Namespace) -> Config:
+    """The configuration of --config and --data-dir; a bad file is a CliError."""
+    from lodestar.config import Config, ConfigError
+
+    try:
+        return Config.load(Path(args.config) if args.config else None, Path(args.data_dir))
+    except ConfigError as err:
+        raise CliError(str(err)) from None
+
+
+class Local:
+    """The configured stores of a data directory, opened by a command that works on them directly."""
+
+    def __init__(self, data_dir: Path, config: Config | None = None):
+        from lodestar.assembly import BACKEND_ERRORS, open_gms, open_read_models
+        from lodestar.config import Config
+        from mcl_processor.processor import MclProcessor
+
+        config = config or Config()
+        try:
+            self.gms = open_gms(config, data_dir, process="tool")
+            try:
+                self.read_models = open_read_models(config, data_dir, self.gms.registry)
+            except BaseException:
+                self.gms.close()
+                raise
+        except BACKEND_ERRORS as err:
+            raise CliError(str(err)) from None
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models)
+
+    def __enter__(self) -> Local:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.read_models.close()
+        self.gms.close()

@@ -1,0 +1,161 @@
+"""Which adapter each port uses, and where its servers are: `lodestar.yml` or environment.
+
+```yaml
+# lodestar.yml (every key optional; shown: the distributed stack)
+event_log: kafka            # sqlite (default) | kafka
+aspect_store: cassandra     # sqlite (default) | cassandra
+read_models: distributed    # sqlite (default) | distributed: OpenSearch search and timeseries, Cassandra lineage
+kafka: {bootstrap: "127.0.0.1:9092", prefix: "", session_timeout_ms: 45000}
+cassandra: {hosts: ["127.0.0.1:9042"], keyspace: lodestar, lease_ttl: 10}
+opensearch: {url: "http://127.0.0.1:9200", prefix: lodestar}
+```
+
+`kafka.session_timeout_ms` is how long a consumer-group member may go unheard before its
+partitions move to the others (a killed GMS or MCL processor is replaced after it; the broker
+bounds it, by default to 6000..1800000).
+
+`cassandra.lease_ttl` (seconds, default 10) is how long a GMS's lease on its producer id
+outlives its last renewal: a GMS that died is taken over by another (its pending MCLs
+published) about this long after, and a restarted one waits up to this long for its own.
+
+Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_STORE`,
+`LODESTAR_READ_MODELS`, `LODESTAR_KAFKA_BOOTSTRAP`, `LODESTAR_KAFKA_PREFIX`,
+`LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_CASSANDRA_HOSTS` (comma-separated),
+`LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_CASSANDRA_LEASE_TTL`, `LODESTAR_OPENSEARCH_URL`,
+`LODESTAR_OPENSEARCH_PREFIX`. The file is `--config`, else `LODESTAR_CONFIG`, else
+`lodestar.yml` in the data directory if it exists.
+
+`LODESTAR_METADATA_MAX_LENGTH` (environment only; default 50, CDAP's) is the longest tag,
+property key or value the v3 metadata API accepts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ingest.backends import MIN_LEASE_TTL, Endpoints
+
+CHOICES = {"event_log": ("sqlite", "kafka"), "aspect_store": ("sqlite", "cassandra"),
+           "read_models": ("sqlite", "distributed")}
+FILE_NAME = "lodestar.yml"
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")  # a keyspace, topic or index prefix
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the key and the source."""
+
+
+@dataclass(frozen=True)
+class Config:
+    event_log: str = "sqlite"
+    aspect_store: str = "sqlite"
+    read_models: str = "sqlite"
+    endpoints: Endpoints = field(default_factory=Endpoints)
+    kafka_prefix: str = ""
+    kafka_session_timeout_ms: int = 45_000
+    cassandra_keyspace: str = "lodestar"
+    cassandra_lease_ttl: int = 10
+    opensearch_prefix: str = "lodestar"
+    metadata_max_length: int = 50
+
+    @property
+    def embedded(self) -> bool:
+        """Every port on SQLite in the data directory."""
+        return (self.event_log, self.aspect_store, self.read_models) == ("sqlite", "sqlite", "sqlite")
+
+    @classmethod
+    def load(cls, path: Path | None = None, data_dir: Path | None = None,
+             env: Mapping[str, str] | None = None) -> Config:
+        """The file (see the module docstring for which), then the environment over it."""
+        env = os.environ if env is None else env
+        if path is None and env.get("LODESTAR_CONFIG"):
+            path = Path(env["LODESTAR_CONFIG"])
+        if path is None and data_dir is not None and (data_dir / FILE_NAME).exists():
+            path = data_dir / FILE_NAME
+        config = cls._from_file(path) if path is not None else cls()
+        return config._with_env(env)
+
+    @classmethod
+    def _from_file(cls, path: Path) -> Config:
+        try:
+            raw = yaml.safe_load(path.read_text()) or {}
+        except OSError as err:
+            raise ConfigError(f"cannot read {path}: {err.strerror or err}") from None
+        except yaml.YAMLError as err:
+            raise ConfigError(f"{path}: not valid YAML: {err}") from None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{path}: expected a mapping of settings, found {type(raw).__name__}")
+        known = {*CHOICES, "kafka", "cassandra", "opensearch"}
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            raise ConfigError(f"{path}: unknown setting(s) {', '.join(unknown)} (known: {', '.join(sorted(known))})")
+        kafka, cassandra, opensearch = (_section(raw, name, path) for name in ("kafka", "cassandra", "opensearch"))
+        hosts = cassandra.get("hosts", list(Endpoints().cassandra_hosts))
+        if isinstance(hosts, str):
+            hosts = [hosts]
+        endpoints = Endpoints(kafka_bootstrap=str(kafka.get("bootstrap", Endpoints().kafka_bootstrap)),
+                              cassandra_hosts=tuple(str(h) for h in hosts),
+                              opensearch_url=str(opensearch.get("url", Endpoints().opensearch_url)))
+        values: dict[str, Any] = {key: str(raw[key]) for key in CHOICES if key in raw}
+        values.update(_present(kafka_prefix=kafka.get("prefix"), cassandra_keyspace=cassandra.get("keyspace"),
+                               opensearch_prefix=opensearch.get("prefix")))
+        if kafka.get("session_timeout_ms") is not None:
+            values["kafka_session_timeout_ms"] = _positive(kafka["session_timeout_ms"], "kafka.session_timeout_ms",
+                                                           str(path), "milliseconds")
+        if cassandra.get("lease_ttl") is not None:
+            values["cassandra_lease_ttl"] = _positive(cassandra["lease_ttl"], "cassandra.lease_ttl", str(path),
+                                                      "seconds")
+        return cls(endpoints=endpoints, **values)._checked(str(path))
+
+    def _with_env(self, env: Mapping[str, str]) -> Config:
+        values: dict[str, Any] = {key: env[f"LODESTAR_{key.upper()}"] for key in CHOICES
+                                  if env.get(f"LODESTAR_{key.upper()}")}
+        values.update(_present(kafka_prefix=env.get("LODESTAR_KAFKA_PREFIX"),
+                               cassandra_keyspace=env.get("LODESTAR_CASSANDRA_KEYSPACE"),
+                               opensearch_prefix=env.get("LODESTAR_OPENSEARCH_PREFIX")))
+        for key, unit in (("kafka_session_timeout_ms", "milliseconds"), ("cassandra_lease_ttl", "seconds"),
+                          ("metadata_max_length", "characters")):
+            if env.get(f"LODESTAR_{key.upper()}"):
+                values[key] = _positive(env[f"LODESTAR_{key.upper()}"], f"LODESTAR_{key.upper()}", "the environment",
+                                        unit)
+        endpoints = Endpoints.from_env(env, base=self.endpoints)
+        return replace(self, endpoints=endpoints, **values)._checked("the environment")
+
+    def _checked(self, source: str) -> Config:
+        if self.cassandra_lease_ttl < MIN_LEASE_TTL:
+            raise ConfigError(f"{source}: cassandra.lease_ttl must be at least {MIN_LEASE_TTL} seconds"
+                              f" (Cassandra counts a TTL in whole seconds), not {self.cassandra_lease_ttl}")
+        for key, allowed in CHOICES.items():
+            if getattr(self, key) not in allowed:
+                raise ConfigError(f"{source}: {key} must be one of {', '.join(allowed)}, not {getattr(self, key)!r}")
+        for key in ("cassandra_keyspace", "opensearch_prefix"):
+            if not _NAME.fullmatch(getattr(self, key)):
+                raise ConfigError(f"{source}: {key} {getattr(self, key)!r} must be lowercase letters, digits and _,"
+                                  " starting with a letter")
+        if self.kafka_prefix and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", self.kafka_prefix):
+            raise ConfigError(f"{source}: kafka prefix {self.kafka_prefix!r} may hold only letters, digits, . _ -")
+        return self
+
+
+def _section(raw: Mapping[str, Any], name: str, path: Path) -> dict[str, Any]:
+    section = raw.get(name) or {}
+    if not isinstance(section, dict):
+        raise ConfigError(f"{path}: {name} must be a mapping, found {type(section).__name__}")
+    return section
+
+
+def _positive(value: Any, key: str, source: str, unit: str) -> int:
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
+        raise ConfigError(f"{source}: {key} must be a positive number of {unit}, not {value!r}")
+    return int(value)
+
+
+def _present(**values: Any) -> dict[str, str]:
+    return {key: str(value) for key, value in values.items() if value is not None and value != ""}

@@ -1,0 +1,294 @@
+"""Running GMS processes: one in-process server, or several workers behind one listener.
+
+With several workers, the parent process accepts connections and hands them round-robin
+to the workers over Unix sockets (SCM_RIGHTS), so the load spreads evenly however few
+connections there are; each worker runs its own GMS on the shared data directory. One more
+child runs the background work, the MCP consumer, the MCL processor and the webhook
+dispatcher, so that indexing never waits for a request handler's turn at the interpreter
+lock (nor they for it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import gc
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from aiohttp import web
+
+from gms.service import Gms
+from lodestar import memory, metrics
+from lodestar.api.app import create_app
+from lodestar.api.auth import ADMIN, TokenAuth
+from lodestar.assembly import BACKEND_ERRORS, open_gms, open_read_models
+from lodestar.config import Config
+from lodestar.priority import lower_priority
+from lodestar.webhook_delivery import WebhookDispatcher
+from mcl_processor.processor import MclProcessor
+
+log = logging.getLogger(__name__)
+
+
+class ServeError(Exception):
+    """The server could not start: a taken port, an unusable data directory or backend."""
+
+
+class Roles(enum.Flag):
+    """The background work a process does besides serving requests."""
+
+    NONE = 0
+    MCP_CONSUMER = enum.auto()  # applies proposals from the MCP topic
+    MCL_PROCESSOR = enum.auto()  # maintains the read models from the MCL topics
+    WEBHOOKS = enum.auto()  # delivers changes to the registered webhooks (lodestar.webhook_delivery)
+    ALL = MCP_CONSUMER | MCL_PROCESSOR | WEBHOOKS
+
+
+RELAY_INTERVAL = 5.0  # seconds between sweeps of the outbox when the store has one
+WORKER_NICENESS = 8  # how far below the background process's CPU priority the workers run
+GC_THRESHOLDS = (10_000, 10, 10)  # a young collection per 10,000 new containers rather than 700
+
+
+class Node:
+    """What one process runs: GMS and the read models on the configured adapters, and the
+    background `roles`. With a separate event log, a relay thread also sweeps the outbox, so
+    MCLs left pending by a crashed process are published without waiting for a write."""
+
+    def __init__(self, data_dir: Path, roles: Roles, config: Config | None = None, process: str = "main"):
+        self.config = config or Config()
+        try:
+            self.gms = open_gms(self.config, data_dir, process=process)
+            try:
+                self.read_models = open_read_models(self.config, data_dir, self.gms.registry)
+            except BaseException:
+                self.gms.close()
+                raise
+        except OSError as err:
+            raise ServeError(f"cannot open data directory {data_dir}: {err}") from None
+        except BACKEND_ERRORS as err:
+            raise ServeError(str(err)) from None
+        self.roles = roles
+        self.process = process
+        self.gms.authorize_consumed = True  # proposals from the MCP topic are checked as their actor
+        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models) \
+            if Roles.MCL_PROCESSOR in roles else None
+
+    def app(self, token: str) -> web.Application:
+        auth = TokenAuth()
+        auth.add(token, ADMIN)
+        return create_app(self.gms, auth, self.read_models, self.processor)
+
+    def run(self, serve: Callable[[], None]) -> None:
+        """Serve, with this node's background threads running.
+
+        What the process built to get here (registry, compiled schemas, the app) lives as long
+        as the process, so it is frozen out of the cyclic garbage collector: otherwise every
+        full collection during a request scans it again (it made parsing a big request body
+        six times slower). A request of 1,000 proposals makes some 100,000 containers and no
+        garbage cycles, so the collector runs less often too (GC_THRESHOLDS: 15% of a write's
+        time went to collections of objects still in use)."""
+        gc.freeze()
+        gc.set_threshold(*GC_THRESHOLDS)
+        stop = threading.Event()
+        work: list[tuple[str, Callable[[], None]]] = [
+            ("memory-gauges", lambda: memory.sample_until(self.process, stop))]
+        if Roles.MCP_CONSUMER in self.roles:
+            work.append(("mcp-consumer", lambda: self.gms.consume_proposals(stop)))
+        if self.processor is not None:
+            work.append(("mcl-processor", lambda: self.processor.run(self.gms.log, stop)))
+        dispatcher = WebhookDispatcher(self.gms) if Roles.WEBHOOKS in self.roles else None
+        if dispatcher is not None:
+            work.append(("webhooks", lambda: dispatcher.run(handle_signals=False)))
+        if not self.config.embedded:
+            work.append(("outbox-relay", lambda: _sweep_outbox(self.gms, stop)))
+        threads = [threading.Thread(target=target, name=name, daemon=True) for name, target in work]
+        for thread in threads:
+            thread.start()
+        try:
+            serve()
+        finally:
+            stop.set()
+            if dispatcher is not None:
+                dispatcher.stop()
+            for thread in threads:
+                thread.join(timeout=10)
+            self.read_models.close()
+            self.gms.close()
+
+
+def _sweep_outbox(gms: Gms, stop: threading.Event) -> None:
+    """Publish what is pending, this store's and that of dead producers (taken over), every
+    RELAY_INTERVAL (or half the store's lease TTL if shorter); a failure (a backend down or
+    timing out) is logged and the next sweep tries again."""
+    ttl = gms.store.lease_ttl
+    interval = min(RELAY_INTERVAL, ttl / 2) if ttl else RELAY_INTERVAL
+    while not stop.wait(interval):
+        try:
+            gms.relay.publish_pending()
+            gms.relay.take_over()
+        except Exception as err:
+            log.warning("outbox relay: %s; trying again in %gs", err, interval)
+
+
+def serve_one(data_dir: Path, host: str, port: int, token: str, config: Config | None = None,
+              roles: Roles = Roles.ALL) -> None:
+    """GMS and its background `roles` in this process, until SIGINT or SIGTERM."""
+    node = Node(data_dir, roles, config)
+    app = node.app(token)
+    node.run(lambda: _run_app(app, host, port))
+
+
+def _run_app(app: web.Application, host: str, port: int) -> None:
+    try:
+        web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
+    except OSError as err:
+        raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+
+
+def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int, config: Config | None = None,
+                  roles: Roles = Roles.ALL) -> int:
+    """`workers` GMS processes behind one listening socket, and one more for the background
+    `roles` (if any) but webhook delivery, which the first worker runs: the background
+    process's interpreter lock is then the MCL processor's (and the MCP consumer's) alone,
+    and it is the serial stage of indexing. Returns the exit status.
+
+    With the MCL processor in the background process, the workers run at a lower CPU priority
+    (WORKER_NICENESS): when requests and indexing both want more CPU than there is, indexing
+    goes first, so the lag stays short and writes slow down evenly, instead of running ahead
+    until the lag limit refuses them all at once and the CPU the serial indexing cannot use
+    stays idle while they wait."""
+    try:
+        listener = socket.create_server((host, port), backlog=1024)
+    except OSError as err:
+        raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    metrics.use_directory(data_dir / "metrics")  # /metrics in any worker adds up every process's counts
+    channels: list[socket.socket] = []
+    background = roles & ~Roles.WEBHOOKS
+    niceness = WORKER_NICENESS if Roles.MCL_PROCESSOR in background else 0
+    stopping, asked_to_stop = threading.Event(), threading.Event()
+
+    def stop(signum: int, _frame: object) -> None:
+        if signum != signal.SIGCHLD:
+            asked_to_stop.set()
+        stopping.set()
+        listener.close()  # wakes accept()
+
+    signal.signal(signal.SIGCHLD, stop)  # a child that exits, failing to start or later, stops them all
+    children: dict[int, str] = {}
+    if background:
+        children[_fork(partial(_background_main, data_dir, config, background), listener)] = "background"
+    for worker in range(workers):
+        parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
+        children[_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles,
+                                niceness), listener, parent_end)] = f"w{worker}"
+        child_end.close()
+        channels.append(parent_end)
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    turn = 0
+    while not stopping.is_set():
+        try:
+            conn, _ = listener.accept()
+        except OSError:
+            break
+        with conn:
+            try:
+                socket.send_fds(channels[turn % workers], [b"c"], [conn.fileno()])
+            except OSError:  # a worker died: stop serving rather than drop connections silently
+                break
+        turn += 1
+    return _stop_children(children, asked_to_stop.is_set())
+
+
+def _stop_children(children: dict[int, str], asked: bool) -> int:
+    """Stop the children and wait for them; serve's exit status. Unless serve was asked to
+    stop, a child exited by itself first (none should): it is named on stderr, and serve
+    exits with 1."""
+    exited = {} if asked else {pid: os.waitstatus_to_exitcode(status) for pid in children
+                               for done, status in [os.waitpid(pid, os.WNOHANG)] if done}
+    for pid in children.keys() - exited.keys():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    stopped = {pid: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children.keys() - exited.keys()}
+    for pid, code in exited.items():
+        print(f"lodestar: error: the {children[pid]} process exited (status {code}); stopping serve", file=sys.stderr)
+    if exited:
+        return 1
+    return next((code for code in stopped.values() if code != 0), 0)
+
+
+def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
+    """Run main in a child process (which closes the parent's sockets first); its pid."""
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the parent's watch over its children
+        for sock in parent_only:
+            sock.close()
+        os._exit(main())
+    return pid
+
+
+def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str,
+                 roles: Roles, niceness: int) -> int:
+    lower_priority(niceness)  # before any thread starts: every thread of the process inherits it
+    try:
+        node = Node(data_dir, roles, config, process)
+    except ServeError as err:
+        print(f"lodestar: error: {err}", file=sys.stderr)
+        return 1
+    app = node.app(token)
+    node.run(lambda: asyncio.run(_serve_handed_connections(app, channel)))
+    return 0
+
+
+def _background_main(data_dir: Path, config: Config | None, roles: Roles) -> int:
+    """The background roles, until SIGTERM or SIGINT."""
+    try:
+        node = Node(data_dir, roles, config, "background")
+    except ServeError as err:
+        print(f"lodestar: error: {err}", file=sys.stderr)
+        return 1
+    stopping = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stopping.set())
+    node.run(lambda: stopping.wait())
+    return 0
+
+
+async def _serve_handed_connections(app: web.Application, channel: socket.socket) -> None:
+    """Serve the connections the parent hands over until SIGTERM."""
+    loop = asyncio.get_running_loop()
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    done = asyncio.Event()
+    loop.add_signal_handler(signal.SIGTERM, done.set)
+    loop.add_signal_handler(signal.SIGINT, done.set)
+    channel.setblocking(False)
+
+    def adopt() -> None:
+        try:
+            _, fds, _, _ = socket.recv_fds(channel, 16, 64)
+        except BlockingIOError:
+            return
+        if not fds:  # the parent is gone
+            done.set()
+            return
+        for fd in fds:
+            sock = socket.socket(fileno=fd)
+            sock.setblocking(False)
+            loop.create_task(loop.connect_accepted_socket(runner.server, sock))
+
+    loop.add_reader(channel.fileno(), adopt)
+    await done.wait()
+    loop.remove_reader(channel.fileno())
+    await runner.cleanup()
