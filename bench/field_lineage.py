@@ -20,7 +20,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from bench.read_models import QUERIES, ingest, percentiles, timed_gets
-from tests.processes import ServeProcess
+from tests.support.processes import ServeProcess
 
 DAY_S = 86_400
 START_S = 1_700_000_000

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench.datasets import generate
 from ingest.rest import RestClient
-from tests.processes import TOKEN, ServeProcess
+from tests.support.processes import TOKEN, ServeProcess
 
 
 def lodestar_rate(mcps: list[dict], batch: int, connections: int, workers: int,

@@ -22,7 +22,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from bench.datasets import WORDS, dataset_urn, generate
-from tests.processes import TOKEN, ServeProcess
+from tests.support.processes import TOKEN, ServeProcess
 
 QUERIES = 200
 SHAPES = {

@@ -65,8 +65,8 @@ from ingest.backends import Endpoints
 from ingest.eventlog import partition_for
 from ingest.rest import LodestarError, RestClient
 from mcl_processor.workers import default_workers
-from tests.conftest import free_port
-from tests.processes import LODESTAR, TOKEN
+from tests.support.processes import LODESTAR, TOKEN
+from tests.support.server import free_port
 
 BATCH = 1000  # MCPs per POST, as the other benchmarks send them
 PARTITIONS = 4  # the Kafka event log's default partition count

@@ -3,14 +3,14 @@
     .venv/bin/python -m bench.reliability [--entities 10900] [--kills 20] [--stack-entities 10900]
         [--stack-kills 20] [--fuzz-examples 200] [--soak-seconds 600] [--soak-warmup 300] [--skip-stack]
 
-1. Crash safety, embedded (tests/fault_injection.py, run_embedded): about 100,000 MCPs (UPSERT,
+1. Crash safety, embedded (tests/support/fault_injection.py, run_embedded): about 100,000 MCPs (UPSERT,
    PATCH and DELETE chains, each step conditioned on the version before it; timeseries points)
    over REST into `lodestar serve --workers 2`, its process group SIGKILLed `--kills` times at
    random moments spread over the run; then versions, MCLs, timeseries points and `lodestar check`.
 2. The same on Kafka, Cassandra and OpenSearch (run_distributed): the MCPs appended to the MCP
    topic for two `lodestar gms` and two `lodestar mcl-processor` processes, a random one killed
    and restarted each time (needs the servers of deploy/; --skip-stack leaves it out).
-3. Fuzzing (tests/fuzz.py): schemathesis over every operation of /openapi.json, valid and invalid
+3. Fuzzing (tests/support/fuzz.py): schemathesis over every operation of /openapi.json, valid and invalid
    data, `--fuzz-examples` cases per operation and mode, against a live embedded server.
 4. Soak (bench/soak.py, which prints the figures over time): `lodestar serve --workers 2` fed new
    datasets by 4 clients as fast as it takes them (429s waited out as Retry-After says) for
@@ -33,10 +33,10 @@ from gms.service import Gms, Limits
 from ingest.backends import Endpoints
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
-from tests.conftest import TOKEN as SERVER_TOKEN
-from tests.conftest import start_server
-from tests.fault_injection import RunReport, run_distributed, run_embedded
-from tests.fuzz import fuzz
+from tests.support.fault_injection import RunReport, run_distributed, run_embedded
+from tests.support.fuzz import fuzz
+from tests.support.server import TOKEN as SERVER_TOKEN
+from tests.support.server import start_server
 
 
 def crash_embedded(entities: int, kills: int) -> RunReport:
@@ -45,7 +45,7 @@ def crash_embedded(entities: int, kills: int) -> RunReport:
 
 
 def crash_distributed(entities: int, kills: int) -> RunReport:
-    from tests.test_distributed_stack import Stack
+    from tests.support.stack import Stack
 
     with tempfile.TemporaryDirectory(prefix="lodestar-reliability-stack-") as root:
         stack = Stack(Path(root), Endpoints.from_env())

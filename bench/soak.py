@@ -30,8 +30,8 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from bench.datasets import dataset_mcps
 from ingest.rest import RestClient
-from tests.fault_injection import Server
-from tests.processes import TOKEN
+from tests.support.fault_injection import Server
+from tests.support.processes import TOKEN
 
 SAMPLE_EVERY = 10.0  # seconds
 PRINT_EVERY = 3  # samples

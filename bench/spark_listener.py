@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_emitter import attach
-from tests.processes import TOKEN, ServeProcess
+from tests.support.processes import TOKEN, ServeProcess
 
 WARM_UP = 20
 ROUNDS = 4

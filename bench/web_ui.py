@@ -22,7 +22,7 @@ from playwright.sync_api import sync_playwright
 
 from bench.datasets import WORDS, dataset_urn, generate
 from bench.read_models import ingest, percentiles
-from tests.processes import TOKEN, ServeProcess
+from tests.support.processes import TOKEN, ServeProcess
 
 # Types `text` as the last keystroke of a query and resolves with the ms until `kind` is on screen.
 TYPE_AND_WAIT = """([text, kind]) => new Promise((resolve) => {

@@ -1,0 +1,227 @@
+"""The authorization matrix: every route of the app (native, DataHub-compatible, CDAP v3, OpenLineage,
+search, lineage, timeseries, runs, access, UI) called by anonymous, outsider (a token, no grant),
+reader (READ on the instance), writer (READ and WRITE on the instance) and admin; and the proofs
+that search (native and CDAP), autocomplete, lineage and entity reads reveal nothing a caller may
+not read, not even through totals, facets, edges or a 404 that a 403 would hide. Token checks are constant-time."""
+
+from __future__ import annotations
+
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import pytest
+import requests
+
+from gms.service import Gms
+from lodestar.api import auth
+from lodestar.api.app import create_app
+from lodestar.api.auth import TokenAuth
+from mcl_processor.embedded import SqliteReadModels
+from tests.support.access_fixtures import principal_with_grants
+from tests.support.builders import mcp, properties
+from tests.support.metadata_fixtures import cdap_dataset, dataset_mcps
+from tests.support.server import LiveServer
+
+CUSTOMERS, SECRET = cdap_dataset("default", "customers"), cdap_dataset("sales", "secretleads")
+FIELD = f"urn:li:schemaField:({CUSTOMERS},ssn)"
+RUN = "urn:li:dataProcessInstance:run1"
+WINDOW = "start=0&end=4102444800"
+q = quote
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request of the matrix; `kind` says who may make it: public (anyone), authenticated (any
+    token), read (READ), write (WRITE), admin (ADMIN on the instance)."""
+
+    kind: str
+    method: str
+    route: str  # the route's template, as the app registers it
+    path: str
+    body: Any = None
+
+
+def matrix() -> list[Call]:
+    ds = f"/v1/entities/{q(CUSTOMERS, safe='')}"
+    v3 = "/v3/namespaces/default/datasets/customers/metadata"
+    by_urn = f"/v3/urns/{q(CUSTOMERS, safe='')}/metadata"
+    event = {"eventType": "COMPLETE", "eventTime": "2024-01-01T00:00:00Z",
+             "run": {"runId": "3f1c1c0e-0000-4000-8000-000000000001"}, "job": {"namespace": "default", "name": "j"},
+             "inputs": [], "outputs": [], "producer": "matrix"}
+    return [
+        Call("public", "GET", "/health", "/health"),
+        Call("public", "GET", "/health/ready", "/health/ready"),
+        Call("public", "GET", "/metrics", "/metrics"),
+        Call("public", "GET", "/config", "/config"),
+        Call("public", "GET", "/openapi.json", "/openapi.json"),
+        Call("public", "GET", "/", "/"),
+        Call("public", "GET", "/ui/{name}", "/ui/app.js"),
+        Call("read", "GET", "/v1/entities/{urn}", ds),
+        Call("read", "GET", "/v1/entities/{urn}/aspects/{aspect}", f"{ds}/aspects/datasetProperties"),
+        Call("read", "GET", "/v1/entities/{urn}/aspects/{aspect}/versions", f"{ds}/aspects/datasetProperties/versions"),
+        Call("authenticated", "GET", "/v1/search", "/v1/search?query=customers"),  # only what the caller may read
+        Call("authenticated", "GET", "/v1/autocomplete", "/v1/autocomplete?query=cust"),
+        Call("authenticated", "GET", "/v3/namespaces/{ns}/metadata/search",
+             "/v3/namespaces/default/metadata/search?query=*"),
+        Call("authenticated", "GET", "/v3/metadata/search", "/v3/metadata/search?query=customers"),
+        Call("read", "GET", "/v1/lineage", f"/v1/lineage?urn={q(CUSTOMERS, safe='')}"),
+        Call("read", "GET", "/v1/lineage/fields", f"/v1/lineage/fields?urn={q(FIELD, safe='')}"),
+        Call("read", "GET", "/v1/timeseries/{urn}/{aspect}", f"/v1/timeseries/{q(CUSTOMERS, safe='')}/datasetProfile"),
+        Call("read", "GET", "/v1/runs/{urn}", f"/v1/runs/{q(RUN, safe='')}"),
+        Call("read", "GET", "/v3/namespaces/{ns}/{tail}", v3),
+        Call("read", "GET", "/v3/urns/{urn}/{tail}", by_urn),
+        Call("read", "GET", "/v3/namespaces/{ns}/datasets/{name}/lineage",
+             "/v3/namespaces/default/datasets/customers/lineage?start=now-1d&end=now"),
+        Call("read", "GET", "/v3/namespaces/{ns}/streams/{name}/lineage",
+             "/v3/namespaces/default/streams/clicks/lineage?start=now-1d&end=now"),
+        Call("read", "GET", "/v3/namespaces/{ns}/datasets/{ds}/lineage/fields",
+             f"/v3/namespaces/default/datasets/customers/lineage/fields?{WINDOW}"),
+        Call("read", "GET", "/v3/namespaces/{ns}/datasets/{ds}/lineage/fields/{field}",
+             f"/v3/namespaces/default/datasets/customers/lineage/fields/ssn?{WINDOW}&direction=both"),
+        Call("read", "GET", "/v3/namespaces/{ns}/datasets/{ds}/lineage/fields/{field}/operations",
+             f"/v3/namespaces/default/datasets/customers/lineage/fields/ssn/operations?{WINDOW}&direction=both"),
+        Call("read", "GET", "/v3/namespaces/{ns}/endpoints/{endpoint}/fields/lineage",
+             f"/v3/namespaces/default/endpoints/customers/fields/lineage?{WINDOW}&direction=both"),
+        Call("read", "GET", "/v3/namespaces/{ns}/endpoints/{endpoint}/fields/{field}/lineage",
+             f"/v3/namespaces/default/endpoints/customers/fields/ssn/lineage?{WINDOW}&direction=incoming"),
+        Call("read", "GET", "/v3/namespaces/{ns}/endpoints/{endpoint}/fields/{field}/lineage/simple",
+             f"/v3/namespaces/default/endpoints/customers/fields/ssn/lineage/simple?{WINDOW}&direction=incoming"),
+        Call("authenticated", "GET", "/v1/ui/privileges", f"/v1/ui/privileges?urn={q(CUSTOMERS, safe='')}"),
+        Call("authenticated", "GET", "/v1/access/grants", "/v1/access/grants"),
+        Call("write", "POST", "/v1/proposals", "/v1/proposals",
+             {"proposals": [mcp(CUSTOMERS, "datasetProperties", properties("by matrix"))]}),
+        Call("write", "POST", "/aspects", "/aspects?action=ingestProposal",
+             {"proposal": mcp(CUSTOMERS, "globalTags", {"tags": []})}),
+        Call("write", "POST", "/v3/namespaces/{ns}/{tail}", f"{v3}/tags", ["matrix"]),
+        Call("write", "POST", "/v3/urns/{urn}/{tail}", f"{by_urn}/properties", {"matrix": "yes"}),
+        Call("write", "DELETE", "/v3/namespaces/{ns}/{tail}", f"{v3}/tags/matrix"),
+        Call("write", "DELETE", "/v3/urns/{urn}/{tail}", f"{by_urn}/properties/matrix"),
+        Call("write", "POST", "/v3/namespaces/{ns}/streams/{name}", "/v3/namespaces/default/streams/clicks?source=web"),
+        Call("write", "POST", "/v3/namespaces/{ns}/streams/{name}/batch",
+             "/v3/namespaces/default/streams/clicks/batch?source=web"),
+        Call("write", "POST", "/v3/namespaces/{ns}/streams/{name}/async",
+             "/v3/namespaces/default/streams/clicks/async?source=web"),
+        Call("write", "POST", "/api/v1/lineage", "/api/v1/lineage", event),
+        Call("write", "DELETE", "/v1/entities/{urn}", ds),
+        Call("write", "POST", "/entities", "/entities?action=delete", {"urn": cdap_dataset("default", "scratch")}),
+        Call("admin", "POST", "/v1/access/principals", "/v1/access/principals", {"name": "newcomer"}),
+        Call("admin", "POST", "/v1/access/tokens", "/v1/access/tokens", {"principal": "outsider"}),
+        Call("admin", "POST", "/v1/access/grants", "/v1/access/grants",
+             {"principal": "outsider", "resource": "sales", "privileges": ["READ"]}),
+        Call("admin", "DELETE", "/v1/access/grants", "/v1/access/grants?principal=outsider&resource=sales"),
+        Call("admin", "DELETE", "/v1/access/tokens/{id}", "/v1/access/tokens/" + "0" * 64),
+        Call("admin", "DELETE", "/v1/access/principals/{name}", "/v1/access/principals/newcomer"),
+        Call("admin", "POST", "/v1/webhooks", "/v1/webhooks", {"url": "http://127.0.0.1:9/hook"}),
+        Call("admin", "GET", "/v1/webhooks", "/v1/webhooks"),
+        Call("admin", "GET", "/v1/webhooks/{id}", "/v1/webhooks/0"),
+        Call("admin", "GET", "/v1/webhooks/{id}/dead-letters", "/v1/webhooks/0/dead-letters"),
+        Call("admin", "DELETE", "/v1/webhooks/{id}", "/v1/webhooks/0"),
+    ]
+
+
+ALLOWED = {  # which kinds of call each principal may make
+    "anonymous": {"public"},
+    "outsider": {"public", "authenticated"},
+    "reader": {"public", "authenticated", "read"},
+    "writer": {"public", "authenticated", "read", "write"},
+    "admin": {"public", "authenticated", "read", "write", "admin"},
+}
+
+
+@pytest.fixture
+def principals(server: LiveServer) -> dict[str, str | None]:
+    seeded = server.client().propose(dataset_mcps("default", "customers", fields=(("ssn", "string"),))
+                                     + dataset_mcps("default", "scratch") + dataset_mcps("sales", "secretleads"))
+    assert all(r["status"] == "applied" for r in seeded)
+    return {"anonymous": None,
+            "outsider": principal_with_grants(server, "outsider"),
+            "reader": principal_with_grants(server, "reader", [("instance", ["READ"])]),
+            "writer": principal_with_grants(server, "writer", [("instance", ["READ", "WRITE"])]),
+            "admin": server.token}
+
+
+def send(server: LiveServer, token: str | None, call: Call) -> requests.Response:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    data = None if call.body is None else json.dumps(call.body)
+    return requests.request(call.method, server.url + call.path, data=data, timeout=60,
+                            headers={**headers, "Content-Type": "application/json"})
+
+
+def test_the_matrix_covers_every_route_of_the_app(tmp_path):
+    gms = Gms.embedded(tmp_path)
+    models = SqliteReadModels.in_data_dir(tmp_path, gms.registry)
+    try:
+        app = create_app(gms, TokenAuth(), models)
+        routes = {(r.method, r.resource.canonical) for r in app.router.routes() if r.method != "HEAD"}
+    finally:
+        models.close()
+        gms.close()
+    covered = {(call.method, call.route) for call in matrix()}
+    assert routes - covered == set(), "routes without a row in the authorization matrix"
+
+
+def test_every_route_answers_each_principal_as_its_privileges_allow(server: LiveServer, principals):
+    wrong = []
+    for who in ("anonymous", "outsider", "reader", "writer", "admin"):  # the writers' changes come last
+        for call in matrix():
+            response = send(server, principals[who], call)
+            allowed = call.kind in ALLOWED[who]
+            denied = 401 if principals[who] is None else 403
+            if (allowed and response.status_code in (401, 403)) or response.status_code >= 500 \
+                    or (not allowed and response.status_code != denied):
+                wrong.append(f"{who} {call.method} {call.path}: {response.status_code} {response.text[:150]}")
+    assert not wrong, f"{len(wrong)} wrong answer(s):\n" + "\n".join(wrong)
+
+
+def test_refusals_reveal_nothing_search_autocomplete_and_lineage_show_only_what_may_be_read(server: LiveServer):
+    admin = server.client()
+    admin.propose(dataset_mcps("default", "customers", "shared table") + dataset_mcps("sales", "secretleads", "hidden")
+                  + [mcp(CUSTOMERS, "upstreamLineage", {"upstreams": [{"dataset": SECRET, "type": "TRANSFORMED"}]})])
+    admin.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+    namespace_reader = principal_with_grants(server, "nsreader", [("default", ["READ"])])
+    headers = {"Authorization": f"Bearer {namespace_reader}"}
+
+    def get(path: str) -> requests.Response:
+        return requests.get(server.url + path, headers=headers, timeout=60)
+
+    for path in (f"/v1/search?{urlencode({'query': 'secretleads'})}", "/v1/search?query=*",
+                 "/v1/autocomplete?query=secret", "/v3/metadata/search?query=*&showHidden=true",
+                 "/v3/metadata/search?query=secretleads", "/v3/namespaces/sales/metadata/search?query=*"):
+        seen = get(path)  # the results, totals and facets of what the reader may read only
+        assert seen.status_code == 200 and "secretleads" not in seen.text and "sales" not in seen.text, path
+        if "total" in seen.json():
+            assert seen.json()["total"] == len(seen.json()["results"]), path
+    assert [s["text"] for s in get("/v1/autocomplete?query=cust").json()["suggestions"]] == ["customers"]
+    assert get("/v3/metadata/search?query=secretleads").json()["total"] == 0
+    existing, missing = get(f"/v1/entities/{q(SECRET, safe='')}"), \
+        get(f"/v1/entities/{q(cdap_dataset('sales', 'nosuchtable'), safe='')}")
+    assert (existing.status_code, missing.status_code) == (403, 403)  # a 404 would tell what exists
+    assert existing.json()["message"].replace(SECRET, "X") == missing.json()["message"].replace(
+        cdap_dataset("sales", "nosuchtable"), "X")
+    for path in (f"/v1/lineage?urn={q(CUSTOMERS, safe='')}&direction=upstream&maxHops=3",
+                 "/v3/namespaces/default/datasets/customers/lineage?start=now-1d&end=now&levels=3"):
+        seen = get(path)
+        assert seen.status_code == 200 and "secretleads" not in seen.text and "sales" not in seen.text.replace(
+            "salesforce", "")
+    everything = admin.call("GET", f"/v1/lineage?urn={q(CUSTOMERS, safe='')}&direction=upstream")
+    assert "secretleads" in json.dumps(everything)  # the edge exists: the reader's view left it out
+
+
+def test_tokens_are_stored_hashed_and_compared_in_constant_time(monkeypatch):
+    compared = []
+    real = hmac.compare_digest
+
+    def spy(a, b):
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(auth.hmac, "compare_digest", spy)
+    tokens = TokenAuth()
+    tokens.add("s3cret-token", "urn:li:corpuser:admin")
+    assert "s3cret-token" not in repr(vars(tokens))
+    assert tokens.principal("Bearer s3cret-token") == "urn:li:corpuser:admin"
+    assert tokens.principal("Bearer s3cret-tokem") is None
+    assert compared and all(len(a) == len(b) == 64 for a, b in compared)  # digests, never the tokens

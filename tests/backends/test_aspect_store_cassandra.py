@@ -1,0 +1,201 @@
+"""The aspect-store contract on Cassandra, and what is particular to it: several GMS instances
+(stores) on one keyspace, producers, outbox writes whose outcome is unknown, token ranges,
+restore from Cassandra and connection errors. One keyspace for the whole module, dropped at its end."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from gms.service import Gms
+from gms.store import AspectStore, StoreUnavailable
+from gms.store.cassandra import CassandraAspectStore
+from gms.store.cassandra_lease import ProducerInUse
+from gms.store.cassandra_outbox import Reserved
+from gms.store.cassandra_schema import applied, partition_batch
+from ingest.backends import Endpoints
+from ingest.eventlog.sqlite import SqliteEventLog
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import MclProcessor
+from tests.contracts.aspect_store import RACERS, AspectStoreContract, event, insert, pending_of, row, scan_pages
+from tests.support.backends import unique_name
+from tests.support.builders import dataset_urn, proposal
+from tests.support.scratch_keyspace import ScratchKeyspace
+from tests.support.server import free_port
+
+
+@pytest.fixture(scope="module")
+def keyspace(cassandra_endpoints: Endpoints) -> Iterator[ScratchKeyspace]:
+    scratch = ScratchKeyspace(cassandra_endpoints)
+    yield scratch
+    scratch.drop()
+
+
+@pytest.fixture
+def urn() -> str:
+    return dataset_urn(unique_name("cassandra"))
+
+
+class TestCassandraAspectStore(AspectStoreContract):
+    @pytest.fixture
+    def open_store(self, keyspace: ScratchKeyspace) -> Callable[[], AspectStore]:
+        producer = unique_name("producer")
+        return lambda: keyspace.store(producer)
+
+
+def test_of_gms_instances_racing_for_one_version_exactly_one_wins(keyspace: ScratchKeyspace, urn: str):
+    insert(keyspace.store(), row(urn, "status", 1, {"removed": False}))
+    stores = [keyspace.store() for _ in range(RACERS)]  # one producer each, as one GMS instance each
+    start = threading.Barrier(RACERS)
+
+    def race(writer: int) -> bool:
+        start.wait()
+        with stores[writer].batch() as batch:
+            return batch.insert(row(urn, "status", 2, {"removed": True}, writer=writer), [event(urn, f"w{writer}")])
+
+    with ThreadPoolExecutor(RACERS) as pool:
+        outcomes = list(pool.map(race, range(RACERS)))
+    winner = outcomes.index(True)
+    assert outcomes.count(True) == 1
+    assert [[label for _, label in pending_of(store, {urn})] for store in stores] == [
+        [f"w{winner}"] if writer == winner else [] for writer in range(RACERS)]
+    assert stores[0].get(urn, "status").system_metadata["writer"] == winner
+
+
+def test_a_second_open_store_with_the_same_producer_id_is_refused(keyspace: ScratchKeyspace, urn: str):
+    producer = unique_name("producer")
+    first = keyspace.store(producer)
+    with pytest.raises(ProducerInUse, match=producer):
+        keyspace.store(producer, lease_ttl=2)  # waits twice its TTL for the first's lease, renewed meanwhile
+    insert(first, row(urn, "status", 1, {"removed": False}))
+    assert first.get(urn, "status").version == 1
+
+
+def test_the_relay_waits_for_an_earlier_write_still_in_progress(keyspace: ScratchKeyspace, urn: str):
+    store = keyspace.store(settle_after=0.2)
+    outbox = store._outbox  # a write begun (id handed out) but not yet settled, as in another thread
+    (early,) = outbox.ids.allocate(1)
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    assert store.pending_outbox() == []  # id `early` might still be published: nothing after it goes first
+    outbox.ids.settle([early], certain=True)
+    assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]
+
+
+def test_an_event_whose_write_failed_is_fenced_the_relay_goes_on_and_the_late_batch_never_applies(
+        keyspace: ScratchKeyspace, urn: str):
+    store = keyspace.store()
+    with pytest.raises(TimeoutError), store._outbox.writing(urn, [event(urn, "lost")]) as staged:
+        late = partition_batch(staged.rows)  # the batch, still on its way to Cassandra when the client gave up
+        raise TimeoutError("the conditional batch timed out")  # its pointer is written, its outcome unknown
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]  # no waiting for the unknown write
+    assert not applied(store.session.execute(late))  # arriving now, it finds the fence: never half-published
+    store.ack_outbox([i for i, _ in store.pending_outbox()])
+    assert store.pending_outbox() == []
+
+
+def test_an_event_whose_write_timed_out_but_landed_is_published_in_its_place(keyspace: ScratchKeyspace, urn: str):
+    producer = unique_name("producer")
+    store = keyspace.store(producer)
+    with pytest.raises(TimeoutError), store._outbox.writing(urn, [event(urn, "landed")]) as staged:
+        store.session.execute(partition_batch(staged.rows))  # applied, but the client saw a timeout
+        raise TimeoutError("the conditional batch timed out")
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    store.close()  # a process killed then: its successor (same producer id) publishes both, in order
+    restarted = keyspace.store(producer)
+    assert [m.value for _, m in restarted.pending_outbox()] == [b"landed", b"status v1"]
+
+
+def test_a_prefetched_entity_is_read_again_once_another_writer_took_a_version(keyspace: ScratchKeyspace, urn: str):
+    store, other = keyspace.store(), keyspace.store()  # two GMS instances
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    with store.batch() as batch:
+        batch.prefetch(urn, 2)
+        insert(other, row(urn, "status", 2, {"removed": True}))
+        assert batch.latest(urn, "status").version == 1  # as read when prefetched
+        assert not batch.insert(row(urn, "status", 2, {"removed": False}), [event(urn, "the loser")])
+        assert batch.latest(urn, "status").value == {"removed": True}  # read afresh, as the retry does
+        assert batch.insert(row(urn, "status", 3, {"removed": False}), [event(urn, "status v3")])
+    assert [h.version for h in store.history(urn, "status")] == [1, 2, 3]
+
+
+def test_outbox_ids_reserved_for_a_prefetched_entity_and_not_taken_leave_no_pointer(keyspace: ScratchKeyspace,
+                                                                                   urn: str):
+    store = keyspace.store()
+    with store.batch() as batch:
+        batch.prefetch(urn, 4)  # a new entity: 4 versions and its key aspect expected
+        assert batch.insert(row(urn, "status", 1, {"removed": False}), [event(urn, "status v1")])
+    pointers = f'SELECT id FROM "{keyspace.name}".outbox_pending WHERE producer = %s'
+    assert len(list(store.session.execute(pointers, (store.producer_id,)))) == 1
+    assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]
+
+
+def test_reserved_outbox_ids_are_taken_in_order_within_their_time_or_not_at_all():
+    reserved = Reserved(dataset_urn("r"), [5, 6, 7], use_within=60)
+    assert reserved.take(1) == [5]
+    assert reserved.take(3) is None  # too few left: none is taken from now on
+    assert reserved.take(1) is None
+    assert reserved.rest() == [6, 7]
+    late = Reserved(dataset_urn("r"), [8], use_within=0)
+    time.sleep(0.01)
+    assert late.take(1) is None and late.rest() == [8]
+
+
+def test_acknowledged_events_leave_the_entities_and_others_read_them_back(keyspace: ScratchKeyspace, urn: str):
+    producer = unique_name("producer")
+    other = dataset_urn(unique_name("cassandra"))
+    store = keyspace.store(producer)
+    insert(store, row(urn, "status", 1, {"removed": False}), row(other, "status", 1, {"removed": False}),
+           row(urn, "status", 2, {"removed": True}))
+    pending = store.pending_outbox()  # from this store's memory
+    assert [m.value for _, m in pending] == [b"status v1", b"status v1", b"status v2"]
+    store.close()
+    reopened = keyspace.store(producer)  # knows nothing of them: reads them from the entities' partitions
+    assert reopened.pending_outbox() == pending
+    reopened.ack_outbox([pending[-1][0]])
+    assert reopened.pending_outbox() == []
+    outbox = f'SELECT seq FROM "{keyspace.name}".aspects WHERE urn = %s AND kind = \'outbox\''
+    assert [list(reopened.session.execute(outbox, (u,))) for u in (urn, other)] == [[], []]
+
+
+def test_token_ranges_split_the_scan_without_overlap(keyspace: ScratchKeyspace, urn: str):
+    store = keyspace.store()
+    insert(store, *(row(dataset_urn(f"{urn}.{n}"), "status", 1, {"removed": False}) for n in range(20)))
+    whole = [(r.urn, r.aspect) for page in scan_pages(store, limit=7) for r in page]
+    parts = store.token_ranges(4)
+    assert parts[0].start == -(2**63) and parts[-1].end == 2**63 - 1
+    assert all(a.end + 1 == b.start for a, b in zip(parts, parts[1:], strict=False))
+    pieces = []
+    for part in parts:
+        rows = list(store.scan_latest(within=part, limit=5))
+        while rows:
+            pieces += [(r.urn, r.aspect) for r in rows]
+            rows = list(store.scan_latest((rows[-1].urn, rows[-1].aspect), limit=5, within=part))
+    assert pieces == whole
+
+
+def test_restore_rebuilds_the_read_models_from_cassandra(keyspace: ScratchKeyspace, tmp_path: Path):
+    name = unique_name("restored")
+    gms = Gms(keyspace.store(), SqliteEventLog(tmp_path / "events.db"))
+    results = gms.apply([proposal(dataset_urn(f"db.{name}_{n}"), "datasetProperties", {"name": f"{name}_{n}"})
+                         for n in range(3)], "urn:li:corpuser:tester")
+    assert [r.status for r in results] == ["applied"] * 3
+    models = SqliteReadModels.in_data_dir(tmp_path / "models", gms.registry)
+    processor = MclProcessor(gms.registry, gms.codec, models)
+    assert processor.restore(gms.store, urn_like=f"%{name}%", workers=0) == 6  # key aspects and properties
+    assert models.search.query(f"{name}_1").total == 1
+    models.close()
+    gms.close()
+
+
+def test_an_unreachable_cassandra_is_named_in_a_prompt_error():
+    address = f"127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(StoreUnavailable, match=f"Cassandra at {address} does not answer"):
+        CassandraAspectStore.connect(Endpoints(cassandra_hosts=(address,)), unique_name("never"), connect_timeout=2)
+    assert time.monotonic() - started < 10

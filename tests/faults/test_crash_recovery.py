@@ -1,0 +1,87 @@
+"""A committed version always gets exactly one MCL, even if the process dies right after the commit."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gms.service import DATABASE, Gms
+from gms.store.sqlite import SqliteAspectStore
+from ingest import topics
+from ingest.eventlog.sqlite import SqliteEventLog
+from ingest.rest import LodestarError
+from schemas.events import default_codec
+from tests.support.builders import dataset_urn, mcp, properties
+from tests.support.processes import ServeProcess
+
+URN = dataset_urn("crash.orders")
+EXPECTED = Counter({(URN, "datasetKey", "1"): 1, (URN, "datasetProperties", "1"): 1,
+                    (URN, "datasetProperties", "2"): 1})
+
+
+def mcl_versions(log: SqliteEventLog) -> Counter:
+    codec = default_codec()
+    seen: Counter = Counter()
+    for record in log.read(topics.MCL_VERSIONED, limit=100_000):
+        mcl = codec.decode(record.value)[1]
+        seen[(mcl["entityUrn"], mcl["aspectName"], mcl["systemMetadata"]["version"])] += 1
+    return seen
+
+
+@pytest.mark.slow
+def test_embedded_server_killed_right_after_a_commit_loses_and_doubles_nothing(tmp_path):
+    dying = ServeProcess(tmp_path, {"LODESTAR_CRASH_AT": "after-commit"}).start()
+    with pytest.raises(LodestarError):
+        dying.client().propose([mcp(URN, "datasetProperties", properties("committed"))])
+    assert dying.wait() == 137
+
+    with ServeProcess(tmp_path) as restarted:
+        stored = restarted.client().aspect(URN, "datasetProperties")
+        assert (stored["version"], stored["value"]["description"]) == (1, "committed")
+        restarted.client().propose([mcp(URN, "datasetProperties", properties("after restart"))])
+
+    log = SqliteEventLog(tmp_path / DATABASE)
+    assert mcl_versions(log) == EXPECTED
+    log.close()
+
+
+_OUTBOX_WRITER = """
+import sys
+from pathlib import Path
+from gms.service import Gms
+from gms.store.sqlite import SqliteAspectStore
+from ingest.eventlog.sqlite import SqliteEventLog
+from tests.support.builders import proposal
+data = Path(sys.argv[1])
+gms = Gms(SqliteAspectStore(data / "aspects.db"), SqliteEventLog(data / "log.db"))
+gms.apply([proposal(sys.argv[2], "datasetProperties", {"description": "committed"})], "urn:li:corpuser:a")
+"""
+
+
+def outbox_gms(data: Path) -> Gms:
+    """GMS with the aspect store and the log in separate databases: MCLs go through the outbox and relay,
+    as they do with Cassandra and Kafka."""
+    return Gms(SqliteAspectStore(data / "aspects.db"), SqliteEventLog(data / "log.db"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crash_at", ["after-commit", "before-publish", "after-publish"])
+def test_outbox_relay_killed_around_publication_publishes_each_mcl_once(tmp_path, crash_at):
+    died = subprocess.run([sys.executable, "-c", _OUTBOX_WRITER, str(tmp_path), URN],
+                          env={"LODESTAR_CRASH_AT": crash_at, "PYTHONPATH": str(Path.cwd())}, capture_output=True)
+    assert died.returncode == 137, died.stderr
+    restarted = outbox_gms(tmp_path)  # publishes what the dead process committed
+    assert restarted.store.get(URN, "datasetProperties").value == {"description": "committed"}
+    restarted.apply([mcp_proposal("after restart")], "urn:li:corpuser:a")
+    assert restarted.store.pending_outbox() == []
+    assert mcl_versions(restarted.log) == EXPECTED
+    restarted.close()
+
+
+def mcp_proposal(description: str):
+    from tests.support.builders import proposal
+    return proposal(URN, "datasetProperties", {"description": description})

@@ -1,0 +1,38 @@
+"""CDAP's search on the search index (`SearchIndex.select` with `search/cdap.py`): one contract,
+passed by the SQLite (FTS5) and the OpenSearch adapter."""
+
+from __future__ import annotations
+
+import orjson
+
+from mcl_processor.search.document import Fragment
+from tests.contracts.cdap_search import CUSTOMERS, CdapSearchContract, _user
+from tests.support.builders import proposal
+from tests.support.indexed import Indexed
+from tests.support.readmodels import OnOpenSearch, OnSqlite
+
+
+class TestSqliteCdapSearch(OnSqlite, CdapSearchContract):
+    pass
+
+
+def test_fragments_stored_with_their_terms_among_the_meta_tokens_are_still_found(tmp_path):
+    """Fragments stored before CDAP terms had a field of their own (their meta held them) are
+    merged into the same documents when a later version touches the entity."""
+    harness = Indexed(tmp_path / "data")
+    harness.write(proposal(CUSTOMERS, "userScopeMetadata", _user(["pii"], owner="sales-team")))
+    conn = harness.models.search.db.writer
+    for doc_id, aspect, data in conn.execute("SELECT doc_id, aspect, fragment FROM search_versions").fetchall():
+        *fields, terms = Fragment.decode(data)
+        old_layout = (*fields[:2], " ".join(filter(None, [fields[2], terms])), *fields[3:])
+        conn.execute("UPDATE search_versions SET fragment = ? WHERE doc_id = ? AND aspect = ?",
+                     (orjson.dumps(old_layout), doc_id, aspect))
+    harness.write(proposal(CUSTOMERS, "datasetProperties", {"name": "customers"}))  # merges the old fragments
+    assert CdapSearchContract.found(harness, "owner:sales") == {CUSTOMERS}
+    assert CdapSearchContract.found(harness, "tags:pii") == {CUSTOMERS}
+    assert CdapSearchContract.found(harness, "customers") == {CUSTOMERS}
+    harness.close()
+
+
+class TestOpenSearchCdapSearch(OnOpenSearch, CdapSearchContract):
+    pass

@@ -1,0 +1,163 @@
+"""The search-index contract, over real MCLs: ranking, the query language, facets, paging,
+autocomplete, deletes, the consistency check.
+
+`SearchIndexContract` holds the tests every adapter passes; each subclass only says how to
+build the read models. `TestSqliteSearchInternals` tests the SQLite adapter's own strategies.
+"""
+
+from __future__ import annotations
+
+import copy
+import sqlite3
+from collections.abc import Iterator
+
+import pytest
+from opensearchpy import OpenSearch
+from opensearchpy.exceptions import TransportError
+
+from mcl_processor import opensearch_indices
+from mcl_processor.annotations import Annotations
+from mcl_processor.readmodels_db import FILE_NAME
+from mcl_processor.search import sqlite as search_sqlite
+from mcl_processor.search.opensearch_mapping import index_body
+from schemas.registry import default_registry
+from tests.contracts.search_index import (
+    ARCHIVE,
+    JOB,
+    NOTES,
+    ORDERS,
+    SearchIndexContract,
+    build_catalog,
+    deleted_and_written_again,
+    urns,
+)
+from tests.support.backends import unique_name
+from tests.support.indexed import Indexed
+from tests.support.readmodels import OnOpenSearch, OnSqlite, sqlite_models
+
+
+class TestSqliteSearchIndex(OnSqlite, SearchIndexContract):
+    pass
+
+
+class TestOpenSearchSearchIndex(OnOpenSearch, SearchIndexContract):
+    def test_small_bulk_requests_and_pages_past_the_result_window(self, models_factory, tmp_path, monkeypatch):
+        monkeypatch.setattr(opensearch_indices, "BULK_BYTES", 2000)  # a request every few documents
+        harness = build_catalog(tmp_path / "data", models_factory)
+        everything = urns(harness, "*", include_removed=True)
+        ranked = urns(harness, "bulk part orders", include_removed=True)
+        monkeypatch.setattr(opensearch_indices, "RESULT_WINDOW", 7)  # deeper pages continue with search_after
+        for query, expected in (("*", everything), ("bulk part orders", ranked)):
+            paged = [h.urn for start in range(0, 40, 6)
+                     for h in harness.search.query(query, start=start, count=6, include_removed=True).hits]
+            assert paged == expected, query
+        result = harness.search.query("*", start=30, count=5, include_removed=True)
+        assert result.total == len(everything) == 34 and [h.urn for h in result.hits] == everything[30:]
+        assert harness.search.urns(limit=100) == sorted(everything)
+        harness.close()
+
+    def test_an_index_made_before_a_new_facet_gets_its_field(self, opensearch_url):
+        client = OpenSearch(opensearch_url)
+        full = index_body(Annotations(default_registry()), "dataset")
+        older = copy.deepcopy(full)
+        del older["mappings"]["properties"]["facets"]["properties"]["keys"]
+        prefix = unique_name("facets")
+        try:
+            opensearch_indices.IndexFamily(client, prefix, "search", lambda key: older).ensure(["dataset"])
+            opensearch_indices.IndexFamily(client, prefix, "search", lambda key: full).ensure(["dataset"])
+            mapping = client.indices.get_mapping(index=f"{prefix}_search_dataset")[f"{prefix}_search_dataset"]
+            assert mapping["mappings"]["properties"]["facets"]["properties"]["keys"] == {"type": "keyword"}
+        finally:
+            client.indices.delete(index=f"{prefix}_search_*")
+
+    def test_a_search_that_finds_a_shard_gone_fails_whole_and_runs_again(self, opensearch_url):
+        prefix = unique_name("shards")
+        placed, unplaced = f"{prefix}_search_a", f"{prefix}_search_b"
+        nowhere = {"index.routing.allocation.require._name": "nowhere"}  # its shard on no node: unreadable
+
+        class PlacingAfterAFailure(OpenSearch):
+            """A client whose failed search lets the shard be placed before the next try (as a
+            switch has moved the names by the time a search fails)."""
+            searches = 0
+
+            def search(self, *args, **kwargs):
+                self.searches += 1
+                try:
+                    return super().search(*args, **kwargs)
+                except TransportError:
+                    if place:
+                        self.indices.put_settings(index=unplaced, body={"index.routing.allocation.require._name": None})
+                        self.cluster.health(index=unplaced, params={"wait_for_status": "green"})
+                    raise
+
+        client = PlacingAfterAFailure(opensearch_url)
+        client.indices.create(index=placed, body={"settings": {"number_of_replicas": 0}})
+        client.index(index=placed, body={"n": 1}, params={"refresh": "true"})
+        client.indices.create(index=unplaced, body={"settings": {"number_of_replicas": 0, **nowhere}},
+                              params={"wait_for_active_shards": "0"})
+        try:
+            place = False
+            with pytest.raises(TransportError) as failed:  # never the hits of the shards that answered
+                opensearch_indices.search(client, f"{prefix}_search_*", {"query": {"match_all": {}}})
+            assert failed.value.status_code == 503 and client.searches == opensearch_indices.SEARCH_TRIES
+            place, client.searches = True, 0
+            found = opensearch_indices.search(client, f"{prefix}_search_*", {"query": {"match_all": {}}})
+            assert found["hits"]["total"]["value"] == 1 and client.searches == 2
+            with pytest.raises(TransportError) as refused:  # a bad query is not run again
+                opensearch_indices.search(client, placed, {"query": {"regexp": {"n": {"value": "["}}}})
+            assert refused.value.status_code == 400 and client.searches == 3
+        finally:
+            client.indices.delete(index=f"{prefix}_search_*")
+
+    def test_queries_beyond_what_opensearch_compiles_are_refused(self, catalog):
+        assert catalog.search.query(" ".join(f"w{i}*" for i in range(48))).total == 0
+        with pytest.raises(ValueError, match="at most 48 words"):
+            catalog.search.query(" ".join(f"w{i}" for i in range(49)))
+        with pytest.raises(ValueError, match="at most 900 bytes"):
+            catalog.search.query(f"tier:{'g' * 1000}*")
+        assert catalog.search.autocomplete("o" * 1000) == []
+
+
+class TestSqliteSearchInternals(OnSqlite):
+    """The SQLite adapter's strategies for many hits, and its tables."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def catalog(cls, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Indexed]:
+        harness = build_catalog(tmp_path_factory.mktemp("search") / "data", sqlite_models)
+        yield harness
+        harness.close()
+
+    @pytest.mark.parametrize("walk_set_limit", [0, 1000])  # probe the index per batch, or fetch every hit first
+    def test_urn_order_of_many_hits_comes_from_walking_the_urn_index(self, catalog, monkeypatch, walk_set_limit):
+        expected = sorted(urns(catalog, "*"))
+        monkeypatch.setattr(search_sqlite, "SORT_LIMIT", 2)
+        monkeypatch.setattr(search_sqlite, "WALK_SET_LIMIT", walk_set_limit)
+        walked = [h.urn for start in range(0, 40, 6) for h in catalog.search.query("*", start=start, count=6).hits]
+        assert walked == expected
+        assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
+        assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
+
+    def test_big_tiers_order_by_the_shorter_name(self, catalog, monkeypatch):
+        monkeypatch.setattr(search_sqlite, "RANK_LIMIT", 0)  # every tier is big: none is ranked by bm25
+        assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]
+        assert urns(catalog, "bulk") == sorted(urns(catalog, "bulk"))
+        assert [h.urn for h in catalog.search.query("orders", start=2, count=2).hits] == [ARCHIVE, NOTES]
+
+    def test_facets_of_more_hits_than_the_sample_are_counted_on_it_and_scaled(self, catalog, monkeypatch):
+        monkeypatch.setattr(search_sqlite, "FACET_SAMPLE", 5)
+        for sort in ("relevance", "urn"):  # ranked (total and sample read beside the ranking), and not
+            result = catalog.search.query("bulk", sort=sort)
+            assert result.total == 25 and result.facets_sampled
+            assert result.facets["platform"] == [("hive", 25)]  # 5 of a sample of 5, scaled to 25 hits
+            few = catalog.search.query("orders", sort=sort)
+            assert few.total == 4 and not few.facets_sampled and few.facets["entityType"] == [("dataset", 3),
+                                                                                               ("dataJob", 1)]
+
+    def test_deleted_entities_leave_no_rows_behind(self, tmp_path):
+        harness = deleted_and_written_again(Indexed(tmp_path / "data"))
+        db = sqlite3.connect(harness.data_dir / FILE_NAME)
+        assert db.execute("SELECT count(*) FROM search_properties").fetchone()[0] == 0
+        assert {row[0] for row in db.execute("SELECT value FROM search_suggestions")} == {"orders again", "shop.orders"}
+        db.close()
+        harness.close()

@@ -1,0 +1,62 @@
+"""The subscription SDK (ingest.subscribe) and `lodestar tail`, on the embedded log and on Kafka:
+filters, start positions, order per URN, commits (automatic, explicit, across a crash and a
+clean SIGTERM), the asyncio flavour, and MCLs written with an older MCL schema."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gms.service import Gms
+from gms.store.sqlite import SqliteAspectStore
+from ingest.eventlog import EventLog
+from ingest.eventlog.kafka import KafkaEventLog
+from ingest.subscribe import subscribe
+from lodestar.assembly import open_event_log
+from lodestar.config import Config
+from tests.contracts.subscription import ACTOR, ORDERS, TAG, WAIT, SubscriptionContract, take
+from tests.support.backends import drop_kafka_names, unique_name
+from tests.support.builders import proposal
+
+
+class TestSubscriptionOnSqlite(SubscriptionContract):
+    def open_gms(self, data_dir: Path) -> Gms:
+        return Gms.embedded(data_dir)
+
+    def cli_env(self) -> dict[str, str]:
+        return {"LODESTAR_EVENT_LOG": "sqlite", "LODESTAR_ASPECT_STORE": "sqlite"}
+
+
+class TestSubscriptionOnKafka(SubscriptionContract):
+    @pytest.fixture
+    def backend(self, kafka_bootstrap: str) -> Iterator[None]:
+        self.bootstrap, self.prefix = kafka_bootstrap, unique_name("subscribe") + "-"
+        yield
+        drop_kafka_names(kafka_bootstrap, self.prefix)
+
+    def open_gms(self, data_dir: Path) -> Gms:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        log_: EventLog = KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT)
+        return Gms(SqliteAspectStore(data_dir / "lodestar.db"), log_)
+
+    def cli_env(self) -> dict[str, str]:
+        return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": self.bootstrap,
+                "LODESTAR_KAFKA_PREFIX": self.prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}
+
+
+def test_a_subscription_on_the_log_a_data_directory_is_configured_with(tmp_path: Path):
+    gms = Gms.embedded(tmp_path)
+    try:
+        assert all(r.failure is None for r in gms.apply([proposal(ORDERS, "globalTags", {"tags": [{"tag": TAG}]})],
+                                                        ACTOR))
+    finally:
+        gms.close()
+    log_ = open_event_log(Config.load(data_dir=tmp_path), tmp_path)
+    try:
+        with subscribe(log_, "configured", aspects=["globalTags"], start="earliest") as changes:
+            (change,) = take(changes, 1)
+        assert (change.urn, change.aspect, change.value) == (ORDERS, "globalTags", {"tags": [{"tag": TAG}]})
+    finally:
+        log_.close()

@@ -1,0 +1,456 @@
+"""Crash-safety under SIGKILL: a workload of conditional proposals sent while Lodestar is killed at
+random moments, and what must hold afterwards. Used by tests/faults/test_fault_injection.py (short runs)
+and bench/reliability.py (100,000 MCPs, 20+ kills).
+
+The workload is made of chains (tests.support.stack.Chain): the proposals of one aspect
+in order, step k conditioned on version k-1 (`If-Version-Match`; the first on -1), so a step can
+make version k and nothing else; some chains PATCH, some end in a DELETE. Each entity also gets
+timeseries points (datasetProfile, one per timestamp). Exactly once is then checkable: aspect
+version k must hold step k's value, every version must have exactly one MCL, every point must be
+in the timeseries model exactly once, and `lodestar check` must find the read models equal to
+the store.
+
+Embedded (`run_embedded`): `lodestar serve --workers 2` (GMS workers and the background process
+with the MCL processor), its whole process group SIGKILLed at random moments spread over the run
+and started again on the same data directory. Client threads own disjoint entities and send the
+next step of each in batches over REST. A batch whose response was lost to a kill is uncertain:
+it is sent again as it was, and a step that then fails its condition with the aspect at exactly
+version k (deleted, for a DELETE) was applied by the lost attempt (no one else writes that aspect);
+any other failure is a lost or doubled proposal and fails the run; the histories are checked after.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gms.service import DATABASE
+from gms.store.sqlite import SqliteAspectStore
+from ingest import topics
+from ingest.eventlog.sqlite import SqliteEventLog
+from ingest.proposal import Proposal
+from ingest.rest import LodestarError, RestClient
+from mcl_processor.embedded import SqliteReadModels
+from schemas.events import default_codec
+from schemas.registry import default_registry
+from schemas.urns import Urn
+from tests.support.builders import dataset_urn, proposal
+from tests.support.processes import LODESTAR, TOKEN
+from tests.support.server import free_port
+from tests.support.stack import Chain, lineage, properties_chain, tags, upserts
+
+PROFILE = "datasetProfile"
+T0 = 1_700_000_000_000  # timestamps of the points: T0 + entity * 1000 + point
+
+
+# -- the workload ---------------------------------------------------------------------------
+
+
+def entity(i: int) -> str:
+    return dataset_urn(f"fi.t{i:06d}")
+
+
+@dataclass(frozen=True)
+class Work:
+    """Per entity, its steps in the order they must be applied: versioned steps come from the
+    entity's chains (one chain after the other), timeseries points in between."""
+
+    chains: list[Chain]
+    steps: dict[str, list[Proposal]]  # urn -> proposals in order
+    points: dict[str, list[int]]  # urn -> timestamps of its datasetProfile points
+
+    @property
+    def mcps(self) -> int:
+        return sum(len(steps) for steps in self.steps.values())
+
+
+def workload(entities: int) -> Work:
+    """About 8 MCPs per entity: properties (3 to 6 versions, a PATCH in one of 7, a DELETE at the
+    end in one of 10), lineage to the entity before (2 versions), tags on one in 3 (2 versions),
+    two profile points."""
+    chains: list[Chain] = []
+    steps: dict[str, list[Proposal]] = {}
+    points: dict[str, list[int]] = {}
+    for i in range(entities):
+        urn = entity(i)
+        mine = [properties_chain(urn, f"fi{i:06d}", 3 + i % 4, 1, patch=i % 7 == 0, delete=i % 10 == 3)]
+        if i:
+            mine.append(Chain(urn, "upstreamLineage", 1, upserts(lineage(entity(i - 1)),
+                                                                 lineage(entity(i - 1), entity(max(0, i - 2))))))
+        if i % 3 == 0:
+            mine.append(Chain(urn, "globalTags", 1, upserts(tags("fi_draft"), tags("fi_gold"))))
+        chains += mine
+        points[urn] = [T0 + i * 1000, T0 + i * 1000 + 1]
+        ordered = [p for chain in mine for _, p in chain.proposals()]
+        ordered.insert(1, proposal(urn, PROFILE, {"timestampMillis": points[urn][0], "rowCount": i}))
+        ordered.append(proposal(urn, PROFILE, {"timestampMillis": points[urn][1], "rowCount": i + 1}))
+        steps[urn] = ordered
+    return Work(chains, steps, points)
+
+
+# -- what must hold -------------------------------------------------------------------------
+
+
+@dataclass
+class Verdict:
+    """What the checks found; `lost`, `doubled_mcls`, `doubled_points` and `divergences` must be 0."""
+
+    versions: int = 0
+    lost: int = 0  # versions missing or holding another value than their step's
+    doubled_mcls: int = 0  # versions with more than one MCL, or MCLs of no stored version
+    missing_mcls: int = 0
+    doubled_points: int = 0  # timeseries points in the read model more than once
+    divergences: int = 0  # what `lodestar check` found
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.doubled_mcls or self.missing_mcls or self.doubled_points or self.divergences)
+
+
+def expected_versions(work: Work) -> dict[tuple[str, str], list[tuple[int, Any]]]:
+    """(urn, aspect) -> [(version, value or None if deleted)], key aspects included."""
+    registry = default_registry()
+    wanted = {(c.urn, c.aspect): c.versions() for c in work.chains}
+    for urn in work.steps:
+        wanted[(urn, "datasetKey")] = [(1, registry.key_value(Urn.parse(urn)))]
+    return wanted
+
+
+def compare_histories(verdict: Verdict, wanted: dict[tuple[str, str], list[tuple[int, Any]]],
+                      history: Callable[[str, str], list[Any]]) -> None:
+    for (urn, aspect), expected in wanted.items():
+        stored = [(row.version, row.value if row.exists else None) for row in history(urn, aspect)]
+        verdict.versions += len(stored)
+        if stored != expected:
+            verdict.lost += max(1, len(set(expected) ^ set(stored)))
+            verdict.examples.append(f"{urn} {aspect}: stored {stored}, expected {expected}")
+
+
+def compare_mcls(verdict: Verdict, wanted: dict[tuple[str, str], list[tuple[int, Any]]],
+                 counts: Counter[tuple[str, str, int]]) -> None:
+    expected = {(urn, aspect, v) for (urn, aspect), versions in wanted.items() for v, _ in versions}
+    verdict.doubled_mcls += sum(n - 1 for n in counts.values() if n > 1) + len(set(counts) - expected)
+    verdict.missing_mcls += len(expected - set(counts))
+    if verdict.doubled_mcls or verdict.missing_mcls:
+        verdict.examples.append(f"MCLs doubled {[k for k, n in counts.items() if n > 1][:5]},"
+                                f" missing {sorted(expected - set(counts))[:5]}")
+
+
+def compare_points(verdict: Verdict, work: Work, query: Callable[[str], list[dict[str, Any]]]) -> None:
+    for urn, expected in work.points.items():
+        seen = sorted(point["timestampMillis"] for point in query(urn))
+        if seen != expected:
+            verdict.doubled_points += max(0, len(seen) - len(set(seen)))
+            verdict.lost += len(set(expected) - set(seen))
+            verdict.examples.append(f"{urn} {PROFILE}: points {seen}, expected {expected}")
+
+
+def run_check(data_dir: Path, env: dict[str, str] | None = None) -> tuple[int, str]:
+    """`lodestar check` on data_dir: (differences found, its output)."""
+    done = subprocess.run([*LODESTAR, "check", "--json", "--data-dir", str(data_dir)], capture_output=True,
+                          text=True, timeout=600, env={**os.environ, **(env or {})})
+    if done.returncode not in (0, 1):
+        return 1, done.stdout + done.stderr
+    return json.loads(done.stdout)["differences"], done.stdout
+
+
+def mcl_counts(log: Any, partitions: int = 1) -> Counter[tuple[str, str, int]]:
+    codec = default_codec()
+    counts: Counter[tuple[str, str, int]] = Counter()
+    for partition in range(partitions):
+        offset = 0
+        while batch := log.read(topics.MCL_VERSIONED, partition, offset, 10_000):
+            for record in batch:
+                mcl = codec.decode(record.value)[1]
+                counts[(mcl["entityUrn"], mcl["aspectName"], int(mcl["systemMetadata"]["version"]))] += 1
+            offset = batch[-1].offset + 1
+    return counts
+
+
+# -- the embedded run -----------------------------------------------------------------------
+
+
+class Server:
+    """`lodestar serve --workers 2` in a process group of its own, SIGKILLed as a whole."""
+
+    def __init__(self, data_dir: Path, output: Path):
+        self.data_dir, self.output = data_dir, output
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.up = threading.Event()
+
+    def start(self) -> None:
+        with self.output.open("ab") as out:
+            self.proc = subprocess.Popen([*LODESTAR, "serve", "--workers", "2", "--data-dir", str(self.data_dir),
+                                          "--port", str(self.port), "--admin-token", TOKEN],
+                                         stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        client = RestClient(self.url)
+        deadline = time.monotonic() + 60
+        while True:
+            assert self.proc.poll() is None, f"lodestar serve exited {self.proc.returncode}: {self.tail()}"
+            try:
+                if client.request("GET", "/health")[0] == 200:
+                    break
+            except LodestarError:
+                pass
+            assert time.monotonic() < deadline, "lodestar serve did not answer /health within 60s"
+            time.sleep(0.05)  # polling a condition, with a deadline
+        self.up.set()
+
+    def kill(self) -> None:
+        """SIGKILL to every process of the group: GMS workers, background process, decode workers."""
+        assert self.proc is not None
+        self.up.clear()
+        os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self) -> int:
+        """SIGTERM; the exit status."""
+        assert self.proc is not None
+        self.up.clear()
+        self.proc.terminate()
+        return self.proc.wait(60)
+
+    def close(self) -> None:
+        """SIGKILL whatever of the group is left (after a failure; stop() ends it cleanly)."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.kill()
+
+    def tail(self, lines: int = 40) -> str:
+        return "\n".join(self.output.read_text(errors="replace").splitlines()[-lines:])
+
+
+@dataclass
+class RunReport:
+    mcps: int
+    kills: int
+    seconds: float
+    resent: int  # proposals sent again after a response lost to a kill (REST)
+    # proposals delivered a second time (resent after a lost answer, or replayed from the MCP topic
+    # after a GMS died before committing its offsets) whose version was already made: applied once
+    duplicates_absorbed: int
+    verdict: Verdict
+
+
+class Driver(threading.Thread):
+    """Sends the steps of its entities, the next step of each only once the one before is settled."""
+
+    def __init__(self, server: Server, work: Work, urns: list[str], batch: int, progress: Callable[[int], None]):
+        super().__init__(daemon=True)
+        self.server, self.work, self.urns, self.batch, self.progress = server, work, urns, batch, progress
+        self.resent = self.by_lost_attempt = 0
+        self.failures: list[str] = []
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as err:  # reported by the caller
+            self.failures.append(f"driver stopped: {type(err).__name__}: {err}")
+
+    def _run(self) -> None:
+        position = dict.fromkeys(self.urns, 0)
+        active = list(self.urns)
+        client = RestClient(self.server.url, TOKEN, timeout=120)
+        while active and not self.failures:
+            chosen = active[:self.batch]
+            active = active[self.batch:] + chosen  # round robin
+            sent = [self.work.steps[urn][position[urn]] for urn in chosen]
+            results, uncertain = self._send(client, sent)
+            for urn, step, result in zip(chosen, sent, results, strict=True):
+                if self._settled(step, result, uncertain):
+                    position[urn] += 1
+            self.progress(len(sent))
+            active = [urn for urn in active if position[urn] < len(self.work.steps[urn])]
+
+    def _send(self, client: RestClient, sent: list[Proposal]) -> tuple[list[dict[str, Any]], bool]:
+        """The results, and whether an earlier attempt's response was lost (the batch sent again)."""
+        uncertain = False
+        body = {"proposals": [p.to_json() for p in sent]}
+        while True:
+            self.server.up.wait()
+            try:
+                status, answer = client.request("POST", "/v1/proposals", body)
+            except LodestarError:  # killed while the batch was in flight: it may be applied, or part of it
+                uncertain = True  # (the killer cleared `up` before the kill: the loop waits for the restart)
+                self.resent += len(sent)
+                client.close()
+                continue
+            if status in (429, 503):
+                time.sleep(0.2)  # asked to come back later
+                continue
+            if not isinstance(answer, dict) or "results" not in answer:
+                self.failures.append(f"HTTP {status}: {answer}")
+                return [{"status": "failed"}] * len(sent), uncertain
+            return answer["results"], uncertain
+
+    def _settled(self, step: Proposal, result: dict[str, Any], uncertain: bool) -> bool:
+        if result["status"] == "applied":
+            return True
+        wanted = step.headers.get("If-Version-Match")
+        # what the aspect is at if the lost attempt made this step's version (a deleted one reads as -1)
+        made = "-1" if step.change_type == "DELETE" else str(int(wanted) + 1 if wanted != "-1" else 1) \
+            if wanted is not None else None
+        if uncertain and made is not None and result.get("error") == "precondition_failed" \
+                and str(result.get("actual")) == made:
+            self.by_lost_attempt += 1
+            return True
+        self.failures.append(f"{step.entity_urn} {step.aspect_name} {step.change_type} {step.headers}: {result}")
+        return False
+
+
+def run_embedded(root: Path, entities: int, kills: int, clients: int = 4, batch: int = 50, seed: int = 1,
+                 note: Callable[[str], None] = print) -> RunReport:
+    """The workload over REST into `lodestar serve --workers 2`, killed `kills` times at random
+    moments spread over the run (each after a random share of one interval's MCPs), then checked."""
+    rng = random.Random(seed)
+    work = workload(entities)
+    data_dir = root / "data"
+    server = Server(data_dir, root / "serve.out")
+    server.start()
+    sent = Counter[str]()
+    lock = threading.Lock()
+
+    def progress(n: int) -> None:
+        with lock:
+            sent["mcps"] += n
+
+    try:
+        urns = list(work.steps)
+        drivers = [Driver(server, work, urns[c::clients], batch, progress) for c in range(clients)]
+        started = time.monotonic()
+        for driver in drivers:
+            driver.start()
+        interval = work.mcps / (kills + 1)
+        done_kills = 0
+        while done_kills < kills and any(d.is_alive() for d in drivers):
+            target = interval * (done_kills + rng.uniform(0.5, 1.5))
+            while sent["mcps"] < target and any(d.is_alive() for d in drivers):
+                time.sleep(0.01)  # polling the drivers' progress
+            server.kill()
+            done_kills += 1
+            note(f"kill {done_kills} after {sent['mcps']} MCPs sent")
+            server.start()
+        for driver in drivers:
+            driver.join()
+        seconds = time.monotonic() - started
+        failures = [f for d in drivers for f in d.failures]
+        assert not failures, f"{len(failures)} proposal(s) not settled, e.g. {failures[:5]}\n{server.tail()}"
+        client = RestClient(server.url, TOKEN, timeout=300)
+        deadline = time.monotonic() + 600
+        while not client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]:
+            assert time.monotonic() < deadline, "the MCL processor did not catch up within 600 s"  # 30 s a call
+        assert server.stop() == 0, server.tail()
+    finally:
+        server.close()
+    verdict = verify_embedded(data_dir, work)
+    return RunReport(work.mcps, done_kills, seconds, sum(d.resent for d in drivers),
+                     sum(d.by_lost_attempt for d in drivers), verdict)
+
+
+def verify_embedded(data_dir: Path, work: Work) -> Verdict:
+    verdict = Verdict()
+    wanted = expected_versions(work)
+    log = SqliteEventLog(data_dir / DATABASE)
+    store = SqliteAspectStore(data_dir / DATABASE, colocated_log=log)
+    models = SqliteReadModels.in_data_dir(data_dir, default_registry())
+    try:
+        assert store.pending_outbox() == []
+        compare_histories(verdict, wanted, store.history)
+        compare_mcls(verdict, wanted, mcl_counts(log))
+        compare_points(verdict, work, lambda urn: models.timeseries.query(urn, PROFILE))
+    finally:
+        models.close()
+        store.close()
+        log.close()
+    verdict.divergences, report = run_check(data_dir)
+    if verdict.divergences:
+        verdict.examples.append(report)
+    return verdict
+
+
+# -- the distributed run --------------------------------------------------------------------
+
+
+def seed_and_rest(work: Work) -> tuple[list[Proposal], list[Proposal]]:
+    """The first step of every chain (applied before any kill: a replay of a step conditioned on
+    -1 would match an aspect deleted since), and every other step, entity after entity."""
+    first, rest = [], []
+    for steps in work.steps.values():
+        for step in steps:
+            (first if step.headers.get("If-Version-Match") == "-1" else rest).append(step)
+    return first, rest
+
+
+def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> RunReport:
+    """The workload appended to the MCP topic (by a producer that is not GMS) for two `lodestar
+    gms` and two `lodestar mcl-processor` processes (tests.support.stack.Stack), in
+    `kills` + 1 chunks; after a random share of each chunk is applied, a random one of the four
+    is SIGKILLed and started again on its data directory (same producer id, so its outbox is
+    published). Then checked like the embedded run, on Cassandra, Kafka and OpenSearch."""
+    from gms.service import MCP_GROUP
+    from mcl_processor.processor import GROUP as MCL_GROUP
+    from mcl_processor.processor import TOPICS as MCL_TOPICS
+
+    rng = random.Random(seed)
+    work = workload(entities)
+    names = {"gms-a": stack.gms, "gms-b": stack.gms, "mcl-a": stack.mcl_processor, "mcl-b": stack.mcl_processor}
+    running = {name: start(name) for name, start in names.items()}
+    stack.await_healthy(running["gms-a"], running["gms-b"])
+    stack.await_group(MCP_GROUP, (topics.MCP,), 2)
+    stack.await_group(MCL_GROUP, MCL_TOPICS, 2)
+    started = time.monotonic()
+    first, rest = seed_and_rest(work)
+    stack.produce(first)
+    stack.await_mcps_applied(timeout=max(90.0, len(first) / 50))
+    stack.note(f"seed round applied: {len(first)} MCPs")
+    chunk = len(rest) // (kills + 1) + 1
+    for k in range(kills + 1):
+        part = rest[k * chunk:(k + 1) * chunk]
+        if not part:
+            break
+        target = stack.mcp_committed() + int(len(part) * rng.uniform(0.2, 0.8))
+        stack.produce(part)
+        if k == kills:
+            break
+        stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied",
+                     timeout=max(90.0, len(part) / 50))
+        victim = rng.choice(sorted(running))
+        running[victim].kill()
+        stack.note(f"kill {k + 1}: {victim}, {stack.mcp_committed()} MCPs committed")
+        running[victim] = names[victim](victim)
+    stack.await_mcps_applied(timeout=max(300.0, work.mcps / 50))
+    stack.note("every MCP applied")
+    wanted = expected_versions(work)
+    expected_mcls = {(urn, aspect, v) for (urn, aspect), versions in wanted.items() for v, _ in versions}
+    stack.await_(lambda: set(stack.mcl_counts()) >= expected_mcls, "every MCL on the MCL topic", timeout=300)
+    gms = running["gms-a"]
+    stack.await_healthy(gms)
+    stack.await_(lambda: gms.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+                 ["indexed"], "the MCL processors indexing every MCL", timeout=300)
+    seconds = time.monotonic() - started
+    verdict = Verdict()
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(16) as pool:
+        histories = dict(zip(wanted, pool.map(lambda key: stack.aspects.history(*key), wanted), strict=True))
+    compare_histories(verdict, wanted, lambda urn, aspect: histories[(urn, aspect)])
+    compare_mcls(verdict, wanted, stack.mcl_counts())
+    compare_points(verdict, work, lambda urn: stack.models.timeseries.query(urn, PROFILE))
+    failed = [f for f in stack.records(topics.FAILED_MCP) if not f["error"].startswith("precondition_failed: ")]
+    verdict.lost += len(failed)
+    verdict.examples += [f"failed other than as a replay: {f}" for f in failed[:5]]
+    verdict.divergences, report = run_check(stack.root / "tool", stack.env)
+    if verdict.divergences:
+        verdict.examples.append(report)
+    return RunReport(work.mcps, kills, seconds, 0, len(stack.records(topics.FAILED_MCP)), verdict)

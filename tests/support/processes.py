@@ -1,0 +1,69 @@
+"""Running `lodestar` as a real process in tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from ingest.rest import LodestarError, RestClient
+from tests.support.server import free_port
+
+LODESTAR = [sys.executable, "-m", "lodestar"]
+TOKEN = "process-admin-token"
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([*LODESTAR, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})})
+
+
+class ServeProcess:
+    """`lodestar serve` on a free port; `start()` returns once /health answers."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *extra: str):
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **(env or {})}
+        self.extra = extra
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> ServeProcess:
+        self.proc = subprocess.Popen(
+            [*LODESTAR, "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
+             "--admin-token", TOKEN, *self.extra],
+            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+        client = RestClient(self.url)
+        deadline = time.monotonic() + 30
+        while True:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"lodestar serve exited {self.proc.returncode}: {self.proc.stdout.read()}")
+            try:
+                if client.request("GET", "/health")[0] == 200:
+                    return self
+            except LodestarError:
+                pass
+            assert time.monotonic() < deadline, "lodestar serve did not become healthy"
+            time.sleep(0.05)
+
+    def client(self) -> RestClient:
+        return RestClient(self.url, TOKEN)
+
+    def wait(self, timeout: float = 30) -> int:
+        assert self.proc is not None
+        return self.proc.wait(timeout)
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            self.proc.wait(30)
+
+    def __enter__(self) -> ServeProcess:
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()

@@ -1,0 +1,99 @@
+"""How contract tests build read models on each adapter set.
+
+A contract class holds the tests every adapter passes; a subclass per adapter set mixes in
+`OnSqlite` or `OnOpenSearch`, whose class-scoped fixture `models_factory` builds read models on
+a data directory. OpenSearch read models get index prefixes of their own (one per data
+directory) and their indices are deleted when the class's tests are done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from ingest.backends import Endpoints
+from mcl_processor.annotations import annotations_of
+from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.lineage.sqlite import SqliteLineageGraph
+from mcl_processor.opensearch_indices import client_for
+from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.readmodels_db import FILE_NAME, Database
+from mcl_processor.runs.facts import run_facts_of
+from mcl_processor.runs.sqlite import SqliteRunLineage
+from mcl_processor.search.opensearch import MODEL as SEARCH
+from mcl_processor.search.opensearch import OpenSearchSearchIndex
+from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
+from schemas.registry import default_registry
+from tests.support.backends import unique_name
+
+ModelsFactory = Callable[[Path], ReadModels]
+
+
+def sqlite_models(data_dir: Path) -> ReadModels:
+    return SqliteReadModels.in_data_dir(data_dir)
+
+
+class OpenSearchModels(ReadModels):
+    """Search and timeseries on OpenSearch. The lineage graph, which these contracts do not
+    test, stays on SQLite in the data directory (its distributed adapter is another's)."""
+
+    search: OpenSearchSearchIndex
+    timeseries: OpenSearchTimeseriesStore
+
+    def __init__(self, data_dir: Path, factory: OpenSearchFactory, prefix: str):
+        annotations = annotations_of(default_registry())
+        data_dir.mkdir(parents=True, exist_ok=True)
+        self.db = Database(data_dir / FILE_NAME)
+        self.search = OpenSearchSearchIndex(factory.client, annotations, prefix)
+        self.lineage = SqliteLineageGraph(self.db, annotations)
+        self.timeseries = OpenSearchTimeseriesStore(factory.client, prefix)
+        self.runs = SqliteRunLineage(self.db, run_facts_of(default_registry()))
+
+    def preparer(self) -> Preparer:
+        return ModelPreparer(SEARCH, self.search.preparer())
+
+    def close(self) -> None:
+        self.db.close()
+
+
+class OpenSearchFactory:
+    """Builds OpenSearchModels, one index prefix per data directory (reopening keeps it)."""
+
+    def __init__(self, url: str):
+        self.client = client_for(Endpoints(opensearch_url=url))
+        self.prefixes: dict[Path, str] = {}
+        self.built: list[OpenSearchModels] = []
+
+    def __call__(self, data_dir: Path) -> ReadModels:
+        prefix = self.prefixes.setdefault(data_dir, unique_name("lodestar_test"))
+        models = OpenSearchModels(data_dir, self, prefix)
+        self.built.append(models)
+        return models
+
+    def drop(self) -> None:
+        for models in self.built:
+            models.search.drop()
+            models.timeseries.drop()
+        self.client.close()
+
+
+class OnSqlite:
+    """The embedded adapters: SQLite (FTS5)."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def models_factory(cls) -> Iterator[ModelsFactory]:
+        yield sqlite_models
+
+
+class OnOpenSearch:
+    """The distributed search and timeseries adapters, on the OpenSearch of `opensearch_url`."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def models_factory(cls, opensearch_url: str) -> Iterator[ModelsFactory]:
+        factory = OpenSearchFactory(opensearch_url)
+        yield factory
+        factory.drop()

@@ -1,0 +1,578 @@
+"""The web UI end to end: headless Chromium (Debian's, driven by Playwright) against a real
+`lodestar serve --examples` process. Screenshots of each page go to test-artifacts/ui/; with
+LODESTAR_UI_DOCS=1 those the README shows are copied into docs/ui/ as well."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from playwright.sync_api import Browser, Page, expect, sync_playwright
+
+from ingest.rest import RestClient
+from tests.support.access_fixtures import principal_with_grants
+from tests.support.builders import mcp
+from tests.support.processes import TOKEN, ServeProcess
+
+CHROMIUM = "/usr/bin/chromium"
+expect.set_options(timeout=15_000)  # pages answer slower on a loaded machine; a real failure still fails
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"
+README_SHOTS = {"search", "search-autocomplete", "entity", "entity-read-only", "run", "field", "lineage-run",
+                "field-lineage-simple", "field-lineage-detailed", "search-narrow"}  # docs/ui/<name>.png
+PURCHASES = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchases,PROD)"
+STORE_ID = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD),id)"
+BODY = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:file,/data/customers.csv,PROD),body)"
+BUILDER = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),PurchaseHistoryBuilder)"
+FREQUENT = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.frequentCustomers,PROD)"
+STORE = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD)"
+RUN = "urn:li:dataProcessInstance:283-99sd032-adsf90"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    with ServeProcess(tmp_path_factory.mktemp("ui"), None, "--examples") as process:
+        yield process
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield browser
+        browser.close()
+
+
+def signed_in(browser: Browser, server: ServeProcess, token: str) -> tuple[Page, list[str]]:
+    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda err: errors.append(str(err)))
+    page.goto(server.url + "/")
+    page.fill("#token", token)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#q")).to_be_visible()
+    return page, errors
+
+
+@pytest.fixture
+def page(browser: Browser, server: ServeProcess) -> Iterator[Page]:
+    page, errors = signed_in(browser, server, TOKEN)
+    yield page
+    page.context.close()
+    assert errors == [], f"script errors on the page: {errors}"
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    if os.environ.get("LODESTAR_UI_DOCS") == "1" and name in README_SHOTS:
+        shutil.copyfile(path, DOCS / path.name)
+
+
+def drawn(page: Page) -> tuple[set[str], set[tuple[str, str, str]]]:
+    """The node labels and (source label, target label, edge label) the graph drew."""
+    nodes = page.evaluate("window.lodestarGraph.nodes().map(n => n.data('label'))")
+    edges = page.evaluate("window.lodestarGraph.edges().map(e => [e.source().data('label'),"
+                          " e.target().data('label'), e.data('label')])")
+    return set(nodes), {tuple(edge) for edge in edges}
+
+
+def assert_fits(page: Page, width: int, where: str) -> None:
+    """The page does not scroll sideways; else the message names what sticks out."""
+    wide = page.evaluate("""w => [...document.querySelectorAll('body *')]
+        .filter(e => e.getBoundingClientRect().right > w + 1)
+        .map(e => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}px`)
+        .slice(0, 12)""", width)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{where} is wider than {width}px: {wide}"
+
+
+def click_node(page: Page, urn: str) -> None:
+    """A real mouse click where the graph drew the node."""
+    x, y = page.evaluate("id => { const p = window.lodestarGraph.getElementById(id).renderedPosition();"
+                         " return [p.x, p.y]; }", urn)
+    box = page.locator(".graph canvas").last.bounding_box()
+    page.mouse.click(box["x"] + x, box["y"] + y)
+
+
+def test_the_ui_files_need_no_token_and_the_api_still_does(server: ServeProcess) -> None:
+    anonymous = RestClient(server.url)
+    for path in ("/", "/ui/app.js", "/ui/app.css"):
+        assert anonymous.request("GET", path)[0] == 200, path
+    status, body = anonymous.request("GET", "/ui/missing.js")
+    assert status == 404 and "missing.js" in body["message"]
+    assert anonymous.request("GET", "/ui/%2e%2e%2fui.py")[0] == 404
+    assert anonymous.request("GET", "/v1/search?query=*")[0] == 401
+
+
+def test_a_wrong_token_is_refused_and_the_page_asks_again(browser: Browser, server: ServeProcess) -> None:
+    page = browser.new_page()
+    page.goto(server.url + "/")
+    page.fill("#token", "not-the-token")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("alert")).to_contain_text("invalid bearer token")
+    expect(page.locator("#q")).to_have_count(0)
+    page.close()
+
+
+def test_search_with_autocomplete_and_keyboard_then_open_a_dataset(page: Page) -> None:
+    page.locator("#q").press_sequentially("purch", delay=30)
+    suggestions = page.locator("#suggestions [role=option]")
+    expect(suggestions.first).to_be_visible()
+    expect(page.locator("#suggestions")).to_contain_text("purchases")
+    expect(page.locator(".result-link").first).to_have_text("purchases")  # "purch" is searched as a prefix
+    shot(page, "search-autocomplete")
+    page.keyboard.press("Escape")
+    page.locator("#q").fill("purchases")
+    page.keyboard.press("Enter")
+    first = page.locator(".result").first
+    expect(first.locator(".result-link")).to_have_text("purchases")
+    expect(first).to_contain_text("dataset")
+    expect(first).to_contain_text("cdap")
+    expect(first.locator(".tag")).to_contain_text(["sales"])
+    expect(first.locator(".why")).to_contain_text("name: purchases")
+    expect(first.locator(".description")).to_have_text("One row per purchase, written by PurchaseFlow.")
+    expect(page.locator(".facets")).to_contain_text("Type")
+    assert_fits(page, 1280, "the search page")
+    shot(page, "search")
+    page.locator("#q").focus()
+    page.keyboard.press("ArrowDown")  # from the box to the first result
+    expect(page.locator(".result-link").first).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("h1")).to_have_text("purchases")
+    user = page.locator(".scope-user")
+    system = page.locator(".scope-system")
+    expect(user).to_contain_text("sales")
+    expect(user).to_contain_text("owner")
+    expect(system).to_contain_text("entity-name")
+    expect(system).not_to_contain_text("sales")
+    expect(page.locator("table.schema")).to_contain_text("purchaseTime")
+    assert_fits(page, 1280, "the entity page")
+    shot(page, "entity-opened")
+
+
+def test_tag_and_field_suggestions_become_tags_and_schema_filters(page: Page) -> None:
+    box = page.locator("#q")
+    box.press_sequentially("mark", delay=30)
+    tag = page.locator("#suggestions [role=option]", has_text="marketing")
+    expect(tag.locator(".kind")).to_have_text("tag")
+    page.keyboard.press("ArrowDown")
+    expect(tag).to_have_attribute("aria-selected", "true")
+    page.keyboard.press("Enter")
+    expect(box).to_have_value("tags:marketing")
+    expect(page).to_have_url(re.compile(r"q=tags%3Amarketing"))
+    expect(page.locator(".result-link")).to_have_text(["frequentCustomers"])
+    box.fill("")
+    box.press_sequentially("purchaseT", delay=30)
+    field = page.locator("#suggestions [role=option]", has_text="purchaseTime")
+    expect(field.locator(".kind")).to_have_text("field")
+    field.click()  # the mouse picks one too
+    expect(box).to_have_value("schema:purchaseTime")
+    expect(page.locator(".result-link")).to_have_text(["purchases"])
+    expect(page.locator(".result .why")).to_contain_text("fieldPaths: purchaseTime")
+
+
+def test_the_keyboard_moves_through_results_and_back_to_the_box(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    expect(page.locator("h1")).to_have_text("purchases")
+    page.keyboard.press("/")  # from any page: to the search box
+    expect(page).to_have_url(re.compile(r"#/search"))
+    box = page.locator("#q")
+    expect(box).to_be_focused()
+    expect(box).to_have_value("")
+    box.fill("tags:sales")
+    page.keyboard.press("Enter")
+    links = page.locator(".result-link")
+    expect(links).to_have_count(5)
+    page.keyboard.press("ArrowDown")
+    expect(links.nth(0)).to_be_focused()
+    page.keyboard.press("ArrowDown")
+    expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("j")
+    expect(links.nth(2)).to_be_focused()
+    page.keyboard.press("k")
+    expect(links.nth(1)).to_be_focused()
+    page.keyboard.press("ArrowUp")
+    expect(links.nth(0)).to_be_focused()
+    page.keyboard.press("ArrowUp")  # from the first result back up to the box
+    expect(box).to_be_focused()
+    for _ in range(6):
+        page.keyboard.press("ArrowDown")  # into the results, then it stays on the last one
+    expect(links.nth(4)).to_be_focused()
+    page.keyboard.press("/")  # on the search page: back to the box, nothing typed
+    expect(box).to_be_focused()
+    expect(box).to_have_value("tags:sales")
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("ArrowDown")
+    second = links.nth(1).inner_text()
+    page.keyboard.press("Enter")
+    expect(page.locator("h1")).to_have_text(second)
+
+
+def test_version_history_diffs_the_chosen_versions_of_an_aspect(page: Page, server: ServeProcess) -> None:
+    client = server.client()
+    first = client.aspect(FREQUENT, "datasetProperties")["value"]
+    second = {**first, "description": "Purchases per customer, refreshed nightly.",
+              "customProperties": {"namespace": "default", "retention": "90 days"}}  # datasetType removed
+    third = {**second, "customProperties": {"namespace": "default", "retention": "30 days"}}
+    for value in (second, third):
+        assert client.propose([mcp(FREQUENT, "datasetProperties", value)])[0]["status"] == "applied"
+    page.goto(f"{server.url}/#/entity/{quote(FREQUENT, safe='')}")
+    history = page.locator("section", has=page.get_by_role("heading", name="Version history"))
+    diff = history.locator(".diff li")
+    expect(page.locator("#history-aspect")).to_have_value("datasetProperties")  # the aspect changed last
+    expect(history.get_by_label("From version")).to_have_value("2")
+    expect(history.get_by_label("To version")).to_have_value("3")
+    expect(diff).to_have_text(['/customProperties/retention changed "90 days" → "30 days"'])
+    history.get_by_label("From version").select_option("1")
+    expect(history.locator(".diff-changed")).to_have_text([
+        '/description changed "Number of purchases per customer (a key/value table keyed by customer)."'
+        ' → "Purchases per customer, refreshed nightly."'])
+    expect(history.locator(".diff-added")).to_have_text(['/customProperties/retention added → "30 days"'])
+    expect(history.locator(".diff-removed")).to_have_text(
+        ['/customProperties/datasetType removed "co.cask.cdap.api.dataset.lib.KeyValueTable"'])
+    expect(diff).to_have_count(3)
+    shot(page, "entity")
+    history.get_by_label("To version").select_option("1")
+    expect(history.locator(".diff")).to_have_text("No difference")
+    history.get_by_label("From version").select_option("3")  # backwards: what v3 added is removed
+    expect(history.locator(".diff-removed")).to_have_text(['/customProperties/retention removed "30 days"'])
+    expect(history.locator(".diff-added")).to_have_text(
+        ['/customProperties/datasetType added → "co.cask.cdap.api.dataset.lib.KeyValueTable"'])
+    page.select_option("#history-aspect", "userScopeMetadata")  # another aspect: one version, no diff offered
+    expect(history.locator(".versions li")).to_have_count(1)
+    expect(history).to_contain_text("One version: nothing to compare yet.")
+    expect(history.get_by_label("From version")).to_have_count(0)
+    page.select_option("#history-aspect", "datasetProperties")
+    expect(history.locator(".versions li")).to_have_count(3)
+    expect(diff).to_have_count(1)
+
+
+def test_a_facet_narrows_the_results_and_paging_moves_through_them(page: Page, server: ServeProcess) -> None:
+    page.goto(server.url + "/#/search?q=*")
+    count = page.locator(".count")
+    expect(count).to_contain_text(re.compile(r"^1–10 of \d+"))
+    total = int(count.inner_text().split(" of ")[1])
+    page.click("text=Next →")
+    expect(count).to_have_text(f"11–20 of {total}")
+    page.locator(".facet", has_text="Type").locator("button", has_text="program").click()
+    expect(count).to_have_text("1–4 of 4")
+    expect(page.locator(".result .badge").filter(has_text="program")).to_have_count(4)
+    page.locator(".facet", has_text="Type").locator("button", has_text="program").click()  # off again
+    expect(count).to_have_text(f"1–10 of {total}")
+    page.locator(".facet", has_text="Tags").locator("button", has_text="sales").click()
+    expect(count).to_have_text("1–5 of 5")
+    expect(page.locator("#q")).to_have_value("tags:sales")
+    expect(page.locator(".result .tag", has_text="sales")).to_have_count(5)
+
+
+def test_every_metadata_key_is_listed_and_finds_what_carries_it(page: Page, server: ServeProcess) -> None:
+    page.goto(server.url + "/#/search?q=*")
+    keys = page.get_by_role("region", name="Metadata keys")
+    owner = keys.locator("button", has_text="owner")
+    expect(owner).to_be_visible()
+    expect(keys).to_contain_text("classification")  # a USER key of a field
+    carrying = int(owner.locator(".n").inner_text())
+    owner.click()
+    expect(page.locator("#q")).to_have_value("owner:*")
+    expect(page.locator(".count")).to_have_text(f"1–{carrying} of {carrying}")
+    page.locator("#q").fill("")
+    page.locator("#q").press_sequentially("classif", delay=30)
+    expect(page.locator("#suggestions li").first).to_contain_text("classification")  # the list for all of "classif"
+    page.keyboard.press("ArrowDown")
+    page.keyboard.press("Enter")
+    expect(page.locator("#q")).to_have_value("classification:*")
+    expect(page.locator(".result-link")).to_have_text(["id"])
+
+
+def test_add_and_remove_a_user_tag(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    user = page.locator(".scope-user")
+    expect(user).to_contain_text("sales")
+    page.fill("input[name=tag]", "reviewed")
+    page.click("text=Add tag")
+    expect(user.locator(".tag", has_text="reviewed")).to_be_visible()
+    stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
+    assert stored["value"]["tags"] == ["sales", "reviewed"]
+    expect(page.locator(".diff")).to_contain_text('"reviewed"')  # the history shows the new version's diff
+    expect(page.locator(".scope-system")).not_to_contain_text("reviewed")
+    shot(page, "entity-tag-added")
+    page.get_by_role("button", name="Remove tag reviewed").click()
+    expect(user.locator(".tag", has_text="reviewed")).to_have_count(0)
+    stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
+    assert stored["value"]["tags"] == ["sales"]
+    assert stored["version"] == 3
+
+
+def test_set_and_remove_a_user_property_and_a_refused_tag(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    user = page.locator(".scope-user")
+    page.fill("input[name=key]", "steward")
+    page.fill("input[name=value]", "Ada Lovelace")
+    page.click("text=Set property")
+    expect(user.locator("tr", has_text="steward")).to_contain_text("Ada Lovelace")
+    expect(page.locator(".scope-system")).not_to_contain_text("steward")
+    page.get_by_role("button", name="Remove property steward").click()
+    expect(user.locator("tr", has_text="steward")).to_have_count(0)
+    page.fill("input[name=tag]", "not$ok")
+    page.click("text=Add tag")
+    expect(user.get_by_role("alert")).to_contain_text("not$ok")
+    stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
+    assert stored["value"]["tags"] == ["sales"] and "steward" not in stored["value"]["properties"]
+
+
+def test_an_application_lists_its_programs(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote('urn:li:dataFlow:(cdap,PurchaseHistory,default)', safe='')}")
+    programs = page.locator("section", has=page.get_by_role("heading", name="Programs"))
+    expect(programs.locator("li a")).to_have_text(["PurchaseFlow", "PurchaseHistoryBuilder", "PurchaseHistoryService"])
+    programs.get_by_role("link", name="PurchaseHistoryBuilder").click()
+    expect(page.locator("h1")).to_have_text("PurchaseHistoryBuilder")
+    expect(page.locator(".card", has_text="Reads")).to_contain_text("purchases")
+
+
+def test_readers_see_no_edit_controls_and_writers_only_where_granted(browser: Browser, server: ServeProcess) -> None:
+    reader = principal_with_grants(server, "reader", [("instance", ["READ"])])
+    writer = principal_with_grants(server, "writer",
+                                   [("instance", ["READ"]), ("default/datasets/purchases", ["WRITE"])])
+    page, errors = signed_in(browser, server, reader)
+    expect(page.locator("#principal")).to_have_text("reader")
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    user = page.locator(".scope-user")
+    expect(user).to_contain_text("sales")
+    expect(user.locator(".read-only")).to_be_visible()
+    expect(page.locator("input[name=tag], input[name=key], button.remove")).to_have_count(0)
+    shot(page, "entity-read-only")
+    page.context.close()
+    page, more = signed_in(browser, server, writer)
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    expect(page.locator("input[name=tag]")).to_be_visible()
+    expect(page.get_by_role("button", name="Remove tag sales")).to_be_visible()
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES.replace('purchases', 'history'), safe='')}")
+    expect(page.locator(".scope-user .read-only")).to_be_visible()
+    expect(page.locator("input[name=tag], button.remove")).to_have_count(0)
+    page.context.close()
+    assert errors + more == []
+    answer = RestClient(server.url, writer).request("GET", f"/v1/ui/privileges?urn={quote(PURCHASES, safe='')}")
+    assert answer == (200, {"principal": "urn:li:corpuser:writer", "urn": PURCHASES, "privileges": ["READ", "WRITE"]})
+    assert RestClient(server.url, writer).request("GET", "/v1/ui/privileges?urn=")[0] == 400
+
+
+def test_lineage_then_a_program_then_a_run(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
+    page.click("text=Lineage")
+    expect(page.locator("h1")).to_contain_text("Lineage of purchases")
+    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryBuilder")
+    nodes, edges = drawn(page)
+    assert {"purchaseStream", "purchases", "history", "frequentCustomers", "PurchaseFlow",
+            "PurchaseHistoryBuilder", "PurchaseHistoryService"} == nodes
+    assert ("purchases", "PurchaseHistoryBuilder", "read · 2 runs") in edges
+    assert ("PurchaseFlow", "purchases", "write · 2 runs") in edges
+    shot(page, "lineage")
+    click_node(page, BUILDER)
+    panel = page.locator(".panel")
+    expect(panel).to_contain_text("Runs in the window (2)")
+    page.click("button.run >> text=283-99sd032-adsf90")
+    run = page.locator(".run-metadata")
+    expect(run).to_contain_text("PurchaseHistoryBuilder")
+    expect(run).to_contain_text("2015-09-03 20:55:00 UTC")  # STARTED
+    expect(run).to_contain_text("SUCCESS")
+    expect(run).to_contain_text("history")
+    for once in ("program", "status"):  # the run's own row, not again from its custom properties
+        expect(run.get_by_role("rowheader", name=once, exact=True)).to_have_count(1)
+    expect(run.get_by_role("rowheader", name="runId", exact=True)).to_have_count(1)  # the others stay
+    assert_fits(page, 1280, "the lineage page")
+    shot(page, "lineage-run")
+
+
+def test_the_lineage_page_by_keyboard(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}")
+    relations = page.locator("table.relations")
+    expect(relations).to_contain_text("PurchaseHistoryBuilder")
+    page.locator("#levels").focus()
+    for _ in range(12):  # Tab from the form into the Relations table, to a program's button
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.matches('table.relations button')"):
+            break
+    focused = relations.locator("button:focus")
+    expect(focused).to_have_count(1)
+    program = focused.inner_text()
+    page.keyboard.press("Enter")
+    panel = page.locator(".panel")
+    expect(panel.locator("h2")).to_have_text(f"Program {program}")
+    first_run = panel.locator("button.run").first
+    expect(first_run).to_be_focused()  # the focus moved to the program's runs
+    run_id = first_run.inner_text()
+    page.keyboard.press("Enter")
+    expect(page.locator(".run-metadata")).to_contain_text(program)
+    expect(panel.locator(".run-detail h3")).to_have_text(f"Run {run_id}")
+    page.keyboard.press("Tab")  # the next run, or the run page's link
+    expect(panel.locator(":focus")).to_have_count(1)
+
+
+def test_a_time_window_keeps_only_the_runs_running_in_it(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}")
+    page.fill("#window-start", "2015-09-03T20:52")
+    page.fill("#window-end", "2015-09-03T21:00")
+    page.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(r"start=1441313520&end=1441314000"))
+    expect(page.locator("#window-start")).to_have_value("2015-09-03T20:52")
+    expect(page.locator("table.relations")).not_to_contain_text("PurchaseFlow")
+    nodes, edges = drawn(page)
+    assert nodes == {"purchases", "PurchaseHistoryBuilder", "history", "frequentCustomers"}
+    assert ("purchases", "PurchaseHistoryBuilder", "read · 1 run") in edges
+    page.locator("table.relations button", has_text="PurchaseHistoryBuilder").first.click()
+    expect(page.locator(".panel")).to_contain_text("Runs in the window (1)")
+    expect(page.locator("button.run")).to_have_text(["283-99sd032-adsf90"])
+
+
+def test_field_lineage_from_the_schema_table_simple_and_detailed(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(STORE, safe='')}")
+    page.get_by_role("link", name="Lineage of field id").click()
+    expect(page.locator("h1")).to_contain_text("Field lineage of Store.id")
+    expect(page.locator("table.field-edges")).to_contain_text("parse, concat, create")
+    nodes, edges = drawn(page)
+    assert nodes == {"customers.csv.body", "Store.id"}  # the simple view: source field -> field
+    assert edges == {("customers.csv.body", "Store.id", "parse\nconcat\ncreate")}
+    assert_fits(page, 1280, "the field lineage page")
+    shot(page, "field-lineage-simple")
+    page.click("text=Detailed view")
+    expect(page.locator("table.field-edges")).to_contain_text("concat")
+    nodes, edges = drawn(page)  # the detailed view: every intermediate field, one operation per edge
+    assert nodes == {"customers.csv.body", "first_name", "last_name", "name", "Store.id"}
+    assert edges == {("customers.csv.body", "first_name", "parse"), ("customers.csv.body", "last_name", "parse"),
+                     ("first_name", "name", "concat"), ("last_name", "name", "concat"), ("name", "Store.id", "create")}
+    shot(page, "field-lineage-detailed")
+    page.click("text=outgoing")
+    expect(page.locator("table.field-edges tbody tr")).to_have_count(0)  # nothing reads Store.id
+    page.goto(f"{server.url}/#/field/{quote(BODY, safe='')}?view=simple&direction=outgoing")
+    expect(page.locator("table.field-edges tbody tr")).to_have_count(5)
+    nodes, edges = drawn(page)
+    assert nodes == {"customers.csv.body", "Store.id", "Store.name", "Store.age", "Store.city", "Store.state"}
+    destinations = nodes - {"customers.csv.body"}
+    assert {(source, target) for source, target, _ in edges} == {("customers.csv.body", n) for n in destinations}
+    page.fill("#window-end", "2015-01-01T00:00")  # before the pipeline's run
+    page.get_by_role("button", name="Show").click()
+    expect(page.locator(".graph")).to_contain_text("No field lineage in this window.")
+
+
+def test_the_scope_facet_counts_each_scope_and_the_platform_facet(page: Page, server: ServeProcess) -> None:
+    page.goto(server.url + "/#/search?q=tags:sales")
+    count = page.locator(".count")
+    expect(count).to_have_text("1–5 of 5")  # USER tags
+    scope = page.get_by_role("region", name="Scope")
+    user = scope.get_by_role("button", name=re.compile("^USER"))
+    system = scope.get_by_role("button", name=re.compile("^SYSTEM"))
+    expect(user.locator(".n")).to_have_text("5")
+    expect(system.locator(".n")).to_have_text("0")
+    system.click()
+    expect(page).to_have_url(re.compile(r"scope=SYSTEM"))
+    expect(system).to_have_attribute("aria-pressed", "true")
+    expect(count).to_have_text("No results")
+    expect(user.locator(".n")).to_have_text("5")  # the other scope still counted, to go back to
+    user.click()
+    expect(page).to_have_url(re.compile(r"scope=USER"))
+    expect(count).to_have_text("1–5 of 5")
+    expect(user).to_have_attribute("aria-pressed", "true")
+    expect(system).to_have_attribute("aria-pressed", "false")
+    user.click()  # off again: both scopes
+    expect(page).not_to_have_url(re.compile(r"scope="))
+    expect(user).to_have_attribute("aria-pressed", "false")
+    page.locator("#q").fill("entity-name:purchases")  # a SYSTEM property
+    page.keyboard.press("Enter")
+    expect(count).to_have_text("1–1 of 1")
+    expect(user.locator(".n")).to_have_text("0")
+    expect(system.locator(".n")).to_have_text("1")
+    page.locator("#q").fill("*")  # no filter the scope applies to: every result in either scope
+    page.keyboard.press("Enter")
+    expect(count).to_contain_text(re.compile(r"^1–10 of \d+"))
+    total = count.inner_text().split(" of ")[1]
+    expect(user.locator(".n")).to_have_text(total)
+    expect(system.locator(".n")).to_have_text(total)
+    page.locator(".facet", has_text="Platform").locator("button", has_text="file").click()
+    expect(page.locator("#q")).to_have_value("platform:file")
+    expect(count).to_have_text("1–1 of 1")
+    expect(page.locator(".result-link")).to_have_text(["customers.csv"])
+    expect(page.locator(".result .badge.platform")).to_have_text(["file"])
+    expect(system.locator(".n")).to_have_text("1")  # platform is SYSTEM metadata
+    expect(user.locator(".n")).to_have_text("0")
+
+
+def test_a_field_page_and_a_run_page(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/entity/{quote(STORE, safe='')}")
+    id_row = page.locator("table.schema tbody tr", has_text="id").first
+    expect(id_row.locator(".tag.user")).to_have_text(["PII"])  # the field entity's own USER tag
+    id_row.get_by_role("link", name="id", exact=True).click()
+    expect(page.locator(".entity-head .badge").first).to_contain_text("field", ignore_case=True)
+    expect(page.locator(".scope-user")).to_contain_text("PII")
+    expect(page.locator(".scope-user")).to_contain_text("classification")
+    expect(page.locator(".scope-system")).to_contain_text("operations")
+    expect(page.locator(".scope-system")).not_to_contain_text("PII")
+    assert_fits(page, 1280, "a field's page")
+    shot(page, "field")
+    page.get_by_role("link", name="Field lineage").click()
+    expect(page.locator("h1")).to_contain_text("Field lineage of Store.id")
+    page.go_back()
+    page.get_by_role("link", name="Dataset").click()
+    expect(page.locator("h1")).to_have_text("Store")
+    page.goto(f"{server.url}/#/entity/{quote(RUN, safe='')}")
+    expect(page.locator("h1")).to_have_text("283-99sd032-adsf90")
+    card = page.locator("section.card", has=page.get_by_role("heading", name="Run", exact=True))
+    expect(card).to_contain_text("PurchaseHistoryBuilder")  # its program
+    expect(card.get_by_role("rowheader", name="program", exact=True)).to_have_count(1)  # not again from CDAP's copy
+    expect(card).to_contain_text("BATCH_SCHEDULED")
+    events = card.locator("table", has=page.get_by_role("columnheader", name="result")).locator("tbody tr")
+    expect(events).to_have_count(2)
+    expect(events.filter(has_text="STARTED")).to_contain_text("2015-09-03 20:55:00 UTC")
+    expect(events.filter(has_text="COMPLETE")).to_contain_text("SUCCESS")
+    expect(card.locator("h3", has_text="Inputs")).to_be_visible()
+    expect(card).to_contain_text("purchases")
+    assert_fits(page, 1280, "a run's page")
+    shot(page, "run")
+
+
+def test_the_lineage_depth(page: Page, server: ServeProcess) -> None:
+    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}?levels=1")
+    expect(page.locator("#levels")).to_have_value("1")
+    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryBuilder")
+    nodes, _ = drawn(page)
+    assert "PurchaseHistoryService" not in nodes and {"purchases", "history", "PurchaseHistoryBuilder"} <= nodes
+    page.fill("#levels", "2")
+    page.get_by_role("button", name="Show").click()
+    expect(page).to_have_url(re.compile(r"levels=2"))
+    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryService")  # reads history, 2 levels away
+    nodes, _ = drawn(page)
+    assert "PurchaseHistoryService" in nodes
+
+
+def test_narrow_window(browser: Browser, server: ServeProcess) -> None:
+    context = browser.new_context(viewport={"width": 420, "height": 800})
+    page = context.new_page()
+    page.goto(server.url + "/")
+    page.fill("#token", TOKEN)
+    page.get_by_role("button", name="Sign in").click()
+    page.locator("#q").fill("purchases")
+    page.keyboard.press("Enter")
+    expect(page.locator(".result").first).to_be_visible()
+    assert_fits(page, 420, "the search page")
+    shot(page, "search-narrow")
+    pages = [(f"#/entity/{quote(PURCHASES, safe='')}", "purchases", "table.schema", None),
+             (f"#/lineage/{quote(PURCHASES, safe='')}", "Lineage of purchases", "table.relations tbody tr",
+              "lineage-narrow"),
+             (f"#/field/{quote(STORE_ID, safe='')}", "Field lineage of Store.id", "table.field-edges tbody tr",
+              "field-lineage-narrow"),
+             (f"#/entity/{quote(RUN, safe='')}", "283-99sd032-adsf90", "section.card h3 >> text=Inputs", None),
+             (f"#/entity/{quote(STORE_ID, safe='')}", "id", ".scope-user .tag", None)]
+    for hash_, heading, content, name in pages:
+        page.goto(f"{server.url}/{hash_}")
+        expect(page.locator("h1")).to_contain_text(heading)
+        expect(page.locator(content).first).to_be_visible()
+        page.wait_for_load_state("networkidle")
+        assert_fits(page, 420, hash_)
+        if name:
+            shot(page, name)
+    context.close()
