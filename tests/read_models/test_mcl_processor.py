@@ -1,9 +1,8 @@
 """The MCL processor end to end: a real embedded GMS writes real MCLs to the real event log and
 the processor consumes them into the real read models.
 
-`ReadModelsContract` holds what every adapter set passes (duplicate and late MCLs change
-nothing; the timeseries contract is in test_mcl_processor_timeseries.py); the other tests run
-on the embedded SQLite read models: crashes, poison records, restore, check, waiting for
+`tests/contracts/read_models.py` holds what every adapter set passes (duplicate and late MCLs
+change nothing), run here on each; the other tests run on the embedded SQLite read models: crashes, poison records, restore, check, waiting for
 indexing."""
 
 from __future__ import annotations
