@@ -11,7 +11,6 @@ from aiohttp import web
 
 from gms.access.admin import AccessAdmin, AccessError
 from gms.errors import ProposalFailed
-from lodestar.api import openapi
 from lodestar.api.context import GMS_KEY, api_of, error, principal_of, read_json
 
 ADMIN_KEY = web.AppKey("access_admin", AccessAdmin)
@@ -110,7 +109,7 @@ def _op(summary: str, body: bool = False) -> dict[str, Any]:
     return op
 
 
-OPENAPI_PATHS = {
+OPENAPI_PATHS: dict[str, Any] = {
     "/v1/access/principals": {"post": _op("Add a principal {name, displayName}", body=True)},
     "/v1/access/principals/{name}": {"delete": _op("Remove a principal (its tokens stop working)")},
     "/v1/access/tokens": {"post": _op("Create a token {principal, name}: the token is shown once", body=True)},
@@ -123,7 +122,6 @@ OPENAPI_PATHS = {
 
 
 def add_routes(app: web.Application) -> None:
-    openapi.DOCUMENT["paths"].update(OPENAPI_PATHS)
     app[ADMIN_KEY] = AccessAdmin(app[GMS_KEY].gms)
     app.router.add_post("/v1/access/principals", add_principal)
     app.router.add_delete("/v1/access/principals/{name}", remove_principal)

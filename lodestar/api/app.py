@@ -1,4 +1,5 @@
-"""The aiohttp application: authentication, JSON errors, and the route tables."""
+"""The aiohttp application: authentication, JSON errors, and the route modules it assembles
+(their routes, and their paths in /openapi.json)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,27 @@ from lodestar.api import (
     webhooks,
 )
 from lodestar.api.auth import TokenAuth
-from lodestar.api.context import GMS_KEY, LIMIT_KEY, PRINCIPAL_KEY, PUBLIC_PATHS, UI_FILES, Api, Handler, api_of, error
+from lodestar.api.context import (
+    GMS_KEY,
+    LIMIT_KEY,
+    PRINCIPAL_KEY,
+    PUBLIC_PATHS,
+    UI_FILES,
+    Api,
+    Handler,
+    RouteModule,
+    api_of,
+    error,
+)
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 
 log = logging.getLogger(__name__)
+
+# Each adds its routes (`add_routes`) and declares their OpenAPI paths (`OPENAPI_PATHS`).
+ROUTE_MODULES: tuple[RouteModule, ...] = (
+    native, reads, datahub, metadata_v3, metadata_search, access, openapi, guards, observe, ui, run_lineage,
+    field_lineage_v3, openlineage, webhooks)
 
 
 @web.middleware
@@ -65,20 +82,9 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
     app[LIMIT_KEY] = gms.limits.max_request_bytes
     app[GMS_KEY] = Api(gms, auth, read_models, processor)
     auth.lookup = gms.access.token_principal  # tokens created through /v1/access
-    native.add_routes(app)
-    reads.add_routes(app)
-    datahub.add_routes(app)
-    metadata_v3.add_routes(app)
-    metadata_search.add_routes(app)
-    access.add_routes(app)
-    openapi.add_routes(app)
-    guards.install(app, gms.log)
-    observe.add_routes(app)
-    ui.add_routes(app)
-    run_lineage.add_routes(app)
-    field_lineage_v3.add_routes(app)
-    openlineage.add_routes(app)
-    webhooks.add_routes(app)
+    app[openapi.DOCUMENT_KEY] = openapi.document(ROUTE_MODULES)
+    for module in ROUTE_MODULES:
+        module.add_routes(app)
 
     async def shutdown(app: web.Application) -> None:
         app[GMS_KEY].writer.shutdown(wait=True)

@@ -1,5 +1,5 @@
-"""What every route module shares: the `Api` held by the app, the request's principal, JSON
-bodies in and JSON errors out."""
+"""What every route module shares: what it offers the app (`RouteModule`), the `Api` held by
+the app, the request's principal, JSON bodies in and JSON errors out."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -28,6 +28,16 @@ GMS_KEY = web.AppKey("gms", "Api")
 LIMIT_KEY = web.AppKey("max_request_bytes", int)
 PRINCIPAL_KEY = web.RequestKey("principal", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class RouteModule(Protocol):
+    """A route module as `create_app` assembles it: `add_routes` adds its routes (and any state
+    they need) to the app, and `OPENAPI_PATHS` holds their path items for /openapi.json
+    (`{template: {method: operation}}`), which `openapi.document` joins."""
+
+    OPENAPI_PATHS: dict[str, Any]
+
+    def add_routes(self, app: web.Application) -> None: ...
 
 
 def error(status: int, code: str, message: str, headers: Mapping[str, str] | None = None,

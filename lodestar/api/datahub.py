@@ -13,6 +13,7 @@ from gms.write_path import Result
 from lodestar.api.access import require
 from lodestar.api.context import api_of, error, principal_of, read_json
 from lodestar.api.native import conditional_headers, enqueue, parse_all
+from lodestar.api.openapi import ERROR_OR_RESULTS, OBJECT, RESULTS, query_param, response
 
 
 async def config(request: web.Request) -> web.Response:
@@ -79,6 +80,26 @@ async def entities(request: web.Request) -> web.Response:
     if result is None:
         return error(404, "not_found", f"entity {urn} not found")
     return web.json_response({"value": {"urn": urn}})
+
+
+_BODY = {"required": True, "content": {"application/json": {"schema": OBJECT}}}
+OPENAPI_PATHS: dict[str, Any] = {
+    "/aspects": {"post": {
+        "summary": "DataHub Rest.li: ?action=ingestProposal | ingestProposalBatch",
+        "parameters": [query_param("action", required=True, enum=["ingestProposal", "ingestProposalBatch"])],
+        "requestBody": _BODY,
+        "responses": {"200": response("Applied", OBJECT), "202": response("Queued", RESULTS),
+                      "400": response("Invalid request or proposal", ERROR_OR_RESULTS),
+                      "412": response("Precondition failed"), "413": response("Over a size limit")}}},
+    "/entities": {"post": {
+        "summary": "DataHub Rest.li: ?action=delete {\"urn\": ...}",
+        "parameters": [query_param("action", required=True, enum=["delete"])],
+        "requestBody": _BODY,
+        "responses": {"200": response("Deleted", OBJECT), "400": response("Invalid request"),
+                      "404": response("No such entity"), "412": response("Refused")}}},
+    "/config": {"get": {"summary": "Server configuration (DataHub clients check noCode)", "security": [],
+                        "responses": {"200": response("Configuration", OBJECT)}}},
+}
 
 
 def add_routes(app: web.Application) -> None:

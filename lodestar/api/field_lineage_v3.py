@@ -20,7 +20,9 @@ from gms.access import can_read
 from lodestar.api import cdap_names
 from lodestar.api.access import readable, require
 from lodestar.api.context import GMS_KEY, api_of, error
-from lodestar.api.timerange import ParameterError, parse_levels, parse_window
+from lodestar.api.limits import MAX_HOPS
+from lodestar.api.openapi import ARRAY, query_param, read_operation
+from lodestar.api.timerange import WINDOW_PARAMETERS, ParameterError, parse_levels, parse_window
 from mcl_processor.runs.field_graph import Path
 from mcl_processor.runs.field_lineage import DIRECTIONS, INCOMING, FieldLineage
 from mcl_processor.runs.model import Window
@@ -206,6 +208,26 @@ def _detailed_graph(path: Path) -> dict[str, Any]:
     return {"nodes": nodes,
             "operations": [{"name": op.name, "description": op.description} for op in path.operations],
             "connections": [{"from": a, "to": b, "operation": op} for a, b, op in connections]}
+
+
+_FIELD_DIRECTION = query_param("direction", required=True, enum=["incoming", "outgoing", "both"])
+_GRAPH_DIRECTION = query_param("direction", required=True, enum=["backward", "forward", "incoming", "outgoing"])
+OPENAPI_PATHS: dict[str, Any] = {
+    "/v3/namespaces/{ns}/datasets/{name}/lineage/fields": read_operation(
+        "Fields with field lineage in the window",
+        [*WINDOW_PARAMETERS, query_param("prefix"), query_param("includeCurrent", kind="boolean")], ARRAY),
+    "/v3/namespaces/{ns}/datasets/{name}/lineage/fields/{field}": read_operation(
+        "Field lineage summary", [*WINDOW_PARAMETERS, _FIELD_DIRECTION]),
+    "/v3/namespaces/{ns}/datasets/{name}/lineage/fields/{field}/operations": read_operation(
+        "Operations on a field's paths, grouped", [*WINDOW_PARAMETERS, _FIELD_DIRECTION]),
+    "/v3/namespaces/{ns}/endpoints/{name}/fields/lineage": read_operation(
+        "Multi-level dataset-to-dataset field maps",
+        [*WINDOW_PARAMETERS, query_param("level", kind="integer", minimum=1, maximum=MAX_HOPS)], ARRAY),
+    "/v3/namespaces/{ns}/endpoints/{name}/fields/{field}/lineage": read_operation(
+        "Detailed field lineage graph", [*WINDOW_PARAMETERS, _GRAPH_DIRECTION]),
+    "/v3/namespaces/{ns}/endpoints/{name}/fields/{field}/lineage/simple": read_operation(
+        "Simple field lineage view", [*WINDOW_PARAMETERS, _GRAPH_DIRECTION]),
+}
 
 
 def add_routes(app: web.Application) -> None:

@@ -32,7 +32,8 @@ from aiohttp import web
 
 from gms.store import StoreUnavailable
 from ingest.eventlog import EventLog, EventLogError
-from lodestar.api.context import LIMIT_KEY, Handler, api_of, error
+from lodestar.api.context import GMS_KEY, LIMIT_KEY, Handler, api_of, error
+from lodestar.api.openapi import OBJECT, response
 from mcl_processor.processor import mcl_offsets
 from mcl_processor.readmodels import ReadModelsUnavailable
 
@@ -307,3 +308,15 @@ def install(app: web.Application, log: EventLog, limits: Backpressure | None = N
         app[GUARDS_KEY].log.close()
 
     app.on_cleanup.append(close_probe)
+
+
+OPENAPI_PATHS: dict[str, Any] = {
+    "/health/ready": {"get": {"summary": "Readiness: every backend answers", "security": [],
+                              "responses": {"200": response("Ready", OBJECT),
+                                            "503": response("A backend does not answer", OBJECT)}}},
+}
+
+
+def add_routes(app: web.Application) -> None:
+    """`install` on the event log of the app's GMS, with the backpressure limits of the environment."""
+    install(app, app[GMS_KEY].gms.log)

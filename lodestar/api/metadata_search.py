@@ -21,7 +21,6 @@ from typing import Any
 
 from aiohttp import web
 
-from lodestar.api import openapi
 from lodestar.api.access import readable
 from lodestar.api.context import error
 from lodestar.api.metadata_v3 import service_of
@@ -195,7 +194,7 @@ _PARAMETERS = [{"name": name, "in": "query", "schema": {"type": kind}} for name,
     ("limit", "integer"), ("cursor", "string"), ("numCursors", "integer"), ("showHidden", "boolean"))]
 _RESPONSES = {"200": {"description": "{total, offset, limit, sort, cursors, results}"},
               "400": {"description": "An invalid query, sort or cursor, and why"}}
-OPENAPI_PATHS = {
+OPENAPI_PATHS: dict[str, Any] = {
     "/v3/namespaces/{ns}/metadata/search": {"get": {"summary": "CDAP-syntax search in a namespace",
                                                     "parameters": _PARAMETERS, "responses": _RESPONSES}},
     "/v3/metadata/search": {"get": {"summary": "CDAP-syntax search in every namespace (or ?namespaces=)",
@@ -206,6 +205,5 @@ OPENAPI_PATHS = {
 
 
 def add_routes(app: web.Application) -> None:
-    openapi.DOCUMENT["paths"].update(OPENAPI_PATHS)
     app.router.add_get("/v3/namespaces/{ns}/metadata/search", namespace_search)
     app.router.add_get("/v3/metadata/search", instance_search)

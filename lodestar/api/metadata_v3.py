@@ -18,7 +18,6 @@ from typing import Any
 from aiohttp import web
 
 from gms.access import READ, REMOVE, WRITE
-from lodestar.api import openapi
 from lodestar.api.access import require
 from lodestar.api.context import GMS_KEY, api_of, error, principal_of, read_json
 from lodestar.metadata.service import (
@@ -140,7 +139,7 @@ def _operation(summary: str, body: str | None = None) -> dict[str, Any]:
     return op
 
 
-OPENAPI_PATHS = {
+OPENAPI_PATHS: dict[str, Any] = {
     "/v3/namespaces/{ns}/{entity}/metadata": {
         "get": _operation("CDAP metadata records, one per scope"),
         "delete": _operation("Remove every tag and property of a scope")},
@@ -161,7 +160,6 @@ OPENAPI_PATHS = {
 
 
 def add_routes(app: web.Application) -> None:
-    openapi.DOCUMENT["paths"].update(OPENAPI_PATHS)
     api = app[GMS_KEY]
     app[SERVICE_KEY] = MetadataService(api.gms, api.gms.limits.metadata_max_length, api.read_models.search)
     for path in ("/v3/namespaces/{ns}/{tail:" + _TAIL + "}", "/v3/urns/{urn}/{tail:" + _METADATA + "}"):

@@ -15,6 +15,7 @@ from ingest.proposal import ProposalError, parse_proposal
 from lodestar.api.access import require
 from lodestar.api.context import api_of, error, principal_of, read_json
 from lodestar.api.limits import MAX_VERSION, bool_param, int_param
+from lodestar.api.openapi import ASPECT, ERROR_OR_RESULTS, OBJECT, RESULTS, URN, query_param, response
 
 
 def conditional_headers(request: web.Request) -> dict[str, str]:
@@ -139,6 +140,53 @@ async def delete_entity(request: web.Request) -> web.Response:
 
 async def health(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
+
+
+_CONDITIONAL = [
+    {"name": name, "in": "header", "required": False, "schema": {"type": "string"}, "description": doc}
+    for name, doc in (
+        ("If-Version-Match", "Expected current version of each aspect; -1 = must not exist"),
+        ("If-Unmodified-Since", "ISO-8601; fail if the aspect changed after this time"),
+        ("If-Modified-Since", "ISO-8601; fail unless the aspect changed after this time"),
+        ("If-None-Match", "'*' with CREATE/CREATE_ENTITY: drop silently when it exists"),
+    )
+]
+OPENAPI_PATHS: dict[str, Any] = {
+    "/v1/proposals": {"post": {
+        "summary": "Apply proposals in order (or queue them with async: true)",
+        "parameters": _CONDITIONAL,
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["proposals"], "properties": {
+                "proposals": {"type": "array", "description": "MCPs (schema Proposal); each is checked on its"
+                              " own and a bad one fails in its result, not the request", "items": {}},
+                "async": {"type": "boolean", "default": False},
+                "waitForIndex": {"type": "boolean", "default": False}}}}}},
+        "responses": {
+            "200": response("Every proposal succeeded", RESULTS),
+            "202": response("Queued on the MCP topic", RESULTS),
+            "207": response("Some of several proposals failed; see each result", RESULTS),
+            "400": response("Invalid request, or its single proposal (or every async one) is invalid",
+                            ERROR_OR_RESULTS),
+            "412": response("A single proposal failed a precondition", RESULTS),
+            "413": response("Over the size limit (the request, or its single proposal)", ERROR_OR_RESULTS)}}},
+    "/v1/entities/{urn}": {
+        "get": {"summary": "Latest version of every aspect", "parameters": [URN],
+                "responses": {"200": response("The entity", OBJECT), "404": response("No such entity")}},
+        "delete": {"summary": "Soft delete (status.removed), or purge with hard=true",
+                   "parameters": [URN, query_param("hard", kind="boolean")],
+                   "responses": {"200": response("Deleted", OBJECT), "400": response("Invalid request"),
+                                 "404": response("No such entity"), "412": response("Refused")}}},
+    "/v1/entities/{urn}/aspects/{aspect}": {"get": {
+        "summary": "One aspect, latest or a given version",
+        "parameters": [URN, ASPECT, query_param("version", kind="integer", minimum=1, maximum=MAX_VERSION)],
+        "responses": {"200": response("The aspect", {"$ref": "#/components/schemas/Aspect"}),
+                      "400": response("Invalid version"), "404": response("No such aspect or version")}}},
+    "/v1/entities/{urn}/aspects/{aspect}/versions": {"get": {
+        "summary": "Every version of an aspect", "parameters": [URN, ASPECT],
+        "responses": {"200": response("The versions", OBJECT), "404": response("No such aspect")}}},
+    "/health": {"get": {"summary": "Liveness", "security": [],
+                        "responses": {"200": response("Alive", OBJECT)}}},
+}
 
 
 def add_routes(app: web.Application) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from aiohttp import hdrs, web
 
@@ -35,6 +36,12 @@ def _method_label(method: str) -> str:
 async def prometheus(request: web.Request) -> web.Response:
     body = await asyncio.to_thread(metrics.render, api_of(request).gms.log, metrics.default_groups())
     return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
+
+
+OPENAPI_PATHS: dict[str, Any] = {
+    "/metrics": {"get": {"summary": "Prometheus metrics", "security": [], "responses": {"200": {
+        "description": "Prometheus text format", "content": {"text/plain": {"schema": {"type": "string"}}}}}}},
+}
 
 
 def add_routes(app: web.Application) -> None:

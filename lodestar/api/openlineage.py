@@ -3,11 +3,14 @@ client's HTTP transport sends it) and applies its MCPs (`ingest.openlineage`).""
 
 from __future__ import annotations
 
+from typing import Any
+
 from aiohttp import web
 
 from ingest.openlineage import OpenLineageError, proposals
 from ingest.proposal import ProposalError, parse_proposal
 from lodestar.api.context import api_of, error, principal_of, read_json
+from lodestar.api.openapi import JSON, OBJECT, response
 
 
 async def lineage(request: web.Request) -> web.Response:
@@ -23,6 +26,16 @@ async def lineage(request: web.Request) -> web.Response:
         return error(result.http_status, result.failure.code,
                      f"{item['entityUrn']} {item['aspectName']}: {result.failure.message}")
     return web.json_response({"proposals": [r.to_json() for r in results]}, status=201)
+
+
+OPENAPI_PATHS: dict[str, Any] = {
+    "/api/v1/lineage": {"post": {
+        "summary": "OpenLineage RunEvent intake",
+        "requestBody": {"required": True, "content": {JSON: {"schema": OBJECT}}},
+        "responses": {"201": response("The event's proposals, applied", OBJECT),
+                      "400": response("An unreadable event"), "403": response("A proposal was refused"),
+                      "412": response("A proposal's condition failed")}}},
+}
 
 
 def add_routes(app: web.Application) -> None:

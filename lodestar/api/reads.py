@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 from aiohttp import web
 
@@ -10,6 +11,7 @@ from gms.access import READ, can_read
 from lodestar.api.access import readable, require
 from lodestar.api.context import api_of, error
 from lodestar.api.limits import MAX_COUNT, MAX_HOPS, MAX_MILLIS, MAX_POINTS, MAX_START, bool_param, int_param
+from lodestar.api.openapi import ASPECT, OBJECT, URN, query_param, response
 from mcl_processor.lineage import LineageResult
 from mcl_processor.query_syntax import tokens
 from mcl_processor.search import SearchIndex, Suggestion
@@ -93,6 +95,41 @@ async def timeseries(request: web.Request) -> web.Response:
         int_param(request, "end", None, -MAX_MILLIS, MAX_MILLIS),
         int_param(request, "limit", 1000, 1, MAX_POINTS) or 1000)
     return web.json_response({"urn": urn, "aspect": aspect, "points": points})
+
+
+_LINEAGE_PARAMETERS = [query_param("urn", required=True),
+                       query_param("direction", enum=["upstream", "downstream", "both"]),
+                       query_param("maxHops", kind="integer", minimum=1, maximum=MAX_HOPS)]
+OPENAPI_PATHS: dict[str, Any] = {
+    "/v1/search": {"get": {
+        "summary": "Search entities (free text, prefix*, key:value, tags:x, schema:field)",
+        "parameters": [query_param("query"), query_param("types", "Entity types, comma-separated"),
+                       query_param("scope", "USER or SYSTEM (any case)"),
+                       query_param("sort", "relevance, name, -name, urn, -urn"),
+                       query_param("start", kind="integer", minimum=0, maximum=MAX_START),
+                       query_param("count", kind="integer", minimum=1, maximum=MAX_COUNT),
+                       query_param("includeRemoved", kind="boolean")],
+        "responses": {"200": response("One page of results with facets", OBJECT),
+                      "400": response("Invalid query or parameter")}}},
+    "/v1/autocomplete": {"get": {
+        "summary": "Names, field names and tags starting with a prefix",
+        "parameters": [query_param("query"), query_param("limit", kind="integer", minimum=1, maximum=MAX_COUNT)],
+        "responses": {"200": response("Suggestions", OBJECT), "400": response("Invalid parameter")}}},
+    "/v1/lineage": {"get": {
+        "summary": "Lineage of datasets, jobs and runs, breadth first",
+        "parameters": _LINEAGE_PARAMETERS,
+        "responses": {"200": response("Nodes and edges", OBJECT), "400": response("Invalid parameter")}}},
+    "/v1/lineage/fields": {"get": {
+        "summary": "Field-level lineage from a schemaField URN",
+        "parameters": _LINEAGE_PARAMETERS,
+        "responses": {"200": response("Nodes and edges", OBJECT), "400": response("Invalid parameter")}}},
+    "/v1/timeseries/{urn}/{aspect}": {"get": {
+        "summary": "Points of a timeseries aspect in time order",
+        "parameters": [URN, ASPECT, query_param("start", kind="integer", minimum=-MAX_MILLIS, maximum=MAX_MILLIS),
+                       query_param("end", kind="integer", minimum=-MAX_MILLIS, maximum=MAX_MILLIS),
+                       query_param("limit", kind="integer", minimum=1, maximum=MAX_POINTS)],
+        "responses": {"200": response("The points", OBJECT), "400": response("Invalid parameter")}}},
+}
 
 
 def add_routes(app: web.Application) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 from datetime import UTC, datetime
+from typing import Any
 
 from aiohttp import web
 
@@ -18,7 +19,9 @@ from gms.access import READ, WRITE, can_read
 from lodestar.api import cdap_names, proposals
 from lodestar.api.access import readable, require
 from lodestar.api.context import api_of, error, principal_of
-from lodestar.api.timerange import ParameterError, parse_levels, parse_window
+from lodestar.api.limits import MAX_HOPS
+from lodestar.api.openapi import OBJECT, URN, query_param, read_operation, response
+from lodestar.api.timerange import WINDOW_PARAMETERS, ParameterError, parse_levels, parse_window
 from mcl_processor.runs.dataset_lineage import COLLAPSE, dataset_lineage
 
 DEFAULT_LEVELS = 10
@@ -114,6 +117,20 @@ async def run(request: web.Request) -> web.Response:
     if found is None:
         return error(404, "not_found", f"no run {urn} in the run-lineage tables")
     return web.json_response(found.to_json())
+
+
+_DATASET_LINEAGE = read_operation("CDAP dataset or stream lineage over a time window", [
+    *WINDOW_PARAMETERS, query_param("levels", kind="integer", minimum=1, maximum=MAX_HOPS),
+    query_param("collapse", "access, run or component (repeatable)", enum=["access", "run", "component"]),
+    query_param("rollup", enum=["workflow"])])
+OPENAPI_PATHS: dict[str, Any] = {
+    "/v3/namespaces/{ns}/datasets/{name}/lineage": _DATASET_LINEAGE,
+    "/v3/namespaces/{ns}/streams/{name}/lineage": _DATASET_LINEAGE,
+    "/v1/runs/{urn}": {"get": {"summary": "A run as the run-lineage tables derive it", "parameters": [URN],
+                               "responses": {"200": response("The run", OBJECT), "400": response("Not a run URN"),
+                                             "403": response("The caller may not read it"),
+                                             "404": response("No such run")}}},
+}
 
 
 def add_routes(app: web.Application) -> None:

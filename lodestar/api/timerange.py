@@ -7,11 +7,17 @@ import re
 import time
 
 from lodestar.api.limits import MAX_HOPS, MAX_MILLIS
+from lodestar.api.openapi import query_param
 from mcl_processor.runs.model import Window
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_SECONDS = MAX_MILLIS // 1000
 _OFFSET = re.compile(r"([+-])(\d+)([smhd])")
+
+
+# the window's query parameters, as /openapi.json describes them
+WINDOW_PARAMETERS = [query_param("start", "Seconds since the epoch, or now, now-1h, now-1d+4h", required=True),
+                     query_param("end", "Seconds since the epoch, or now[+-offset]", required=True)]
 
 
 class ParameterError(ValueError):
