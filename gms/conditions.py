@@ -92,7 +92,7 @@ def parse_conditions(*header_maps: Mapping[str, str]) -> Conditions:
             raise ProposalFailed(
                 "invalid_header", f"headers.If-Version-Match: {found['If-Version-Match']!r} is not an integer", 400
             ) from None
-        if version < -1:
+        if version < -1 or version == 0:  # versions start at 1: 0 could only ever fail
             raise ProposalFailed("invalid_header", "headers.If-Version-Match: must be -1 or a version >= 1", 400)
     none_match = found.get("If-None-Match")
     if none_match is not None and none_match != "*":

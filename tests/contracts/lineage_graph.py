@@ -180,6 +180,14 @@ class LineageGraphContract:
         graph.write(proposal(CLEAN, "status", {"removed": False}))
         assert CLEAN in hops(graph.lineage.query(AGG, "upstream", 10))
 
+    def test_a_soft_deleted_field_is_neither_reached_nor_passes_anything_on(self, graph):
+        body, clean_id, clean_name, agg_id = FIELDS
+        graph.write(proposal(clean_id, "status", {"removed": True}))
+        assert graph.lineage.fields_reached([body], "downstream") == {clean_name}
+        assert graph.lineage.fields_reached([agg_id], "upstream") == set()
+        graph.write(proposal(clean_id, "status", {"removed": False}))
+        assert graph.lineage.fields_reached([body], "downstream") == {clean_id, clean_name, agg_id}
+
     def test_deleting_an_entity_removes_its_edges(self, graph):
         graph.gms.delete_entity(JOB, hard=True, actor=ACTOR)
         graph.index()

@@ -221,6 +221,13 @@ def test_if_version_match(gms: Gms):
     assert (stale.http_status, stale.failure.expected, stale.failure.actual) == (412, "1", "2")
 
 
+def test_if_version_match_of_a_version_fails_while_the_aspect_does_not_exist(gms: Gms):
+    (failed,) = apply(gms, proposal(URN, "status", {"removed": False}, headers={"If-Version-Match": "2"}))
+    assert (failed.http_status, failed.failure.expected, failed.failure.actual) == (412, "2", "-1")
+    assert gms.store.get(URN, "status") is None
+    assert gms.store.entity(URN) == []
+
+
 def test_request_headers_apply_and_mcp_headers_win(gms: Gms):
     apply(gms, proposal(URN, "status", {"removed": False}))
     (failed,) = apply(gms, proposal(URN, "status", {"removed": True}), headers={"If-Version-Match": "7"})
@@ -254,6 +261,7 @@ def test_if_unmodified_since_and_if_modified_since(gms: Gms):
 @pytest.mark.parametrize(("headers", "message"), [
     ({"If-Version-Match": "abc"}, "headers.If-Version-Match: 'abc' is not an integer"),
     ({"If-Version-Match": "-5"}, "headers.If-Version-Match: must be -1 or a version >= 1"),
+    ({"If-Version-Match": "0"}, "headers.If-Version-Match: must be -1 or a version >= 1"),
     ({"If-Unmodified-Since": "yesterday"}, "headers.If-Unmodified-Since: 'yesterday' is not an ISO-8601 time"),
     ({"If-None-Match": "abc"}, "headers.If-None-Match: only '*' is supported"),
 ])
