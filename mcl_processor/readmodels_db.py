@@ -5,12 +5,13 @@ from __future__ import annotations
 import functools
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
 from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
+from mcl_processor.changes import chunks
 
 FILE_NAME = "readmodels.db"
 MMAP_BYTES = 0x7FFF0000  # SQLite's default ceiling: read through the OS page cache, which every
@@ -115,6 +116,24 @@ def table_exists(conn: sqlite3.Connection, table: str) -> bool:
     """Whether a table (or virtual table) of this name exists."""
     found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()
     return found is not None
+
+
+Key = TypeVar("Key", int, str)
+
+
+def versions_of(conn: sqlite3.Connection, table: str, key: str, keys: Iterable[Key],
+                where: str = "") -> dict[tuple[Key, str], int]:
+    """{(key, aspect): version} from a read model's table of aspect versions (columns `key`,
+    `aspect`, `version`) for these keys, and only rows matching the SQL condition `where` when
+    given; the keys go in `IN (...)` lists of at most `chunks`' size (SQLite's parameter limit)."""
+    condition = f" AND {where}" if where else ""
+    found: dict[tuple[Key, str], int] = {}
+    for chunk in chunks(sorted(set(keys))):
+        marks = ",".join("?" * len(chunk))
+        for row_key, aspect, version in conn.execute(
+                f"SELECT {key}, aspect, version FROM {table} WHERE {key} IN ({marks}){condition}", chunk):
+            found[(row_key, aspect)] = version
+    return found
 
 
 def _connect(path: Path) -> sqlite3.Connection:

@@ -26,7 +26,7 @@ from mcl_processor.lineage.contributions import (
     moves_fields,
 )
 from mcl_processor.lineage.walk import RoundReader, reach, walk
-from mcl_processor.readmodels_db import Database
+from mcl_processor.readmodels_db import Database, versions_of
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
 _SCHEMA = "".join(f"""
@@ -65,7 +65,7 @@ class SqliteLineageGraph(LineageGraph):
         changes = [c for c in batch.changes if self.annotations.traced(c.aspect)]
         if not changes:
             return moved
-        current = self._versions(conn, [c.urn for c in changes])
+        current = versions_of(conn, "lineage_versions", "urn", [c.urn for c in changes])
         applied = fresh(changes, current, batch.replace_equal)
         replaced = [(c.urn, c.aspect) for c in applied if (c.urn, c.aspect) in current]
         moved |= self._destinations(conn, "owner = ? AND via = ?",
@@ -91,16 +91,6 @@ class SqliteLineageGraph(LineageGraph):
         for owner in owners:
             found.update(row[0] for row in conn.execute(
                 f"SELECT destination FROM lineage_field_edges WHERE {where}", owner))
-        return found
-
-    @staticmethod
-    def _versions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], int]:
-        found: dict[tuple[str, str], int] = {}
-        for chunk in chunks(sorted(set(urns))):
-            marks = ",".join("?" * len(chunk))
-            for urn, aspect, version in conn.execute(
-                    f"SELECT urn, aspect, version FROM lineage_versions WHERE urn IN ({marks})", chunk):
-                found[(urn, aspect)] = version
         return found
 
     def clear(self) -> None:
@@ -148,18 +138,8 @@ class SqliteLineageGraph(LineageGraph):
 
     def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
         conn = self.db.reader()
-        return divergences(self.annotations, expected, self._live_versions(conn, urns),
-                           self._stored_contributions(conn, urns))
-
-    @staticmethod
-    def _live_versions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], int]:
-        found = {}
-        for chunk in chunks(sorted(set(urns))):
-            marks = ",".join("?" * len(chunk))
-            for urn, aspect, version in conn.execute(
-                    f"SELECT urn, aspect, version FROM lineage_versions WHERE urn IN ({marks}) AND live = 1", chunk):
-                found[(urn, aspect)] = version
-        return found
+        live = versions_of(conn, "lineage_versions", "urn", urns, "live = 1")
+        return divergences(self.annotations, expected, live, self._stored_contributions(conn, urns))
 
     @staticmethod
     def _stored_contributions(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[tuple[str, str], set[Fact]]:

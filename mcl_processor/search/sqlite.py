@@ -28,7 +28,7 @@ from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
 from mcl_processor.query_syntax import Query, parse, tokens
-from mcl_processor.readmodels_db import Database, consistent_read, table_exists
+from mcl_processor.readmodels_db import Database, consistent_read, table_exists, versions_of
 from mcl_processor.search import SCOPES, SearchHit, SearchIndex, SearchResult, Suggestion, cdap, checked_options
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
@@ -142,7 +142,8 @@ class SqliteSearchIndex(SearchIndex):
         if not changes:
             return
         ids, created = self._doc_ids(conn, {c.urn: c.entity_type for c in changes})
-        current = self._versions(conn, [ids[c.urn] for c in changes if ids[c.urn] not in created])
+        current = versions_of(conn, self.t.versions, "doc_id",
+                              [ids[c.urn] for c in changes if ids[c.urn] not in created])
         fresh = []
         for change in changes:
             stored = current.get((ids[change.urn], change.aspect))
@@ -232,15 +233,6 @@ class SqliteSearchIndex(SearchIndex):
             ids.update(conn.execute(f"SELECT urn, id FROM {self.t.docs} WHERE urn IN ({marks})", chunk))
         return ids
 
-    def _versions(self, conn: sqlite3.Connection, doc_ids: Sequence[int]) -> dict[tuple[int, str], int]:
-        found: dict[tuple[int, str], int] = {}
-        for chunk in chunks(sorted(set(doc_ids))):
-            marks = ",".join("?" * len(chunk))
-            for doc_id, aspect, version in conn.execute(
-                    f"SELECT doc_id, aspect, version FROM {self.t.versions} WHERE doc_id IN ({marks})", chunk):
-                found[(doc_id, aspect)] = version
-        return found
-
     def _fragments(self, conn: sqlite3.Connection, doc_ids: Iterable[int]) -> dict[int, list[tuple[str, Fragment]]]:
         """The live fragments of documents, in aspect order."""
         found: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)
@@ -303,7 +295,7 @@ class SqliteSearchIndex(SearchIndex):
 
     def _reset(self, conn: sqlite3.Connection, urns: Iterable[str]) -> None:
         doc_ids = list(self._ids(conn, list(urns)).values())
-        self._forget_rows(conn, list(self._versions(conn, doc_ids)))
+        self._forget_rows(conn, list(versions_of(conn, self.t.versions, "doc_id", doc_ids)))
         conn.executemany(f"DELETE FROM {self.t.names} WHERE rowid = ?",
                          [(r,) for r in self._names_rowids(conn, doc_ids)])
         for table, column in ((self.t.versions, "doc_id"), (self.t.fts, "rowid"), (self.t.terms, "rowid"),
