@@ -6,46 +6,45 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import threading
 from pathlib import Path
 
-from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
+from ingest.backends.sqlite import WalLimit, connect
 from mcl_processor.readmodels_db import FILE_NAME, PAGE_SIZE, Database
 
-LIMIT = 1 << 20
-COMMITS = 3000  # of 8 KiB each: 24 times the limit
+LIMIT = 1 << 18
+COMMITS = 800  # of 8 KiB each: 25 times the limit
 
 
-def write_while_reading(path: Path, limit: WalLimit | None) -> list[int]:
-    """The log's size after each of COMMITS commits made while two readers query all along
-    and a checkpointer copies the log beside them, as in `lodestar serve`."""
+def write_while_reading(path: Path, limit: WalLimit | None, readers_leave_after: int | None = None) -> list[int]:
+    """The log's size after each of COMMITS commits of 8 KiB, with a passive checkpoint after
+    each (as the checkpointer of `lodestar serve` makes beside the writers) and readers that
+    never leave the log empty: before each commit one reader opens a read transaction, then
+    the other ends its own, so one is always in, as under a steady read load. After
+    `readers_leave_after` commits they read between commits only, leaving the log empty
+    whenever the writer commits. Deterministic: no threads, no timing."""
     writer = connect(path)
     writer.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB)")
-    checkpointer = WalCheckpointer(path, interval=0.01)
-    stop, sizes = threading.Event(), []
-
-    def read() -> None:
-        reader = connect(path)
-        while not stop.is_set():
-            reader.execute("SELECT count(*) FROM rows WHERE id > (SELECT max(id) - 50 FROM rows)").fetchone()
-        reader.close()
-
-    readers = [threading.Thread(target=read) for _ in range(2)]
-    for thread in readers:
-        thread.start()
-    try:
-        for _ in range(COMMITS):
-            writer.execute("BEGIN IMMEDIATE")
-            writer.execute("INSERT INTO rows (body) VALUES (randomblob(8192))")
-            writer.execute("COMMIT")
-            if limit is not None:
-                limit.after_commit(writer)
-            sizes.append(os.stat(f"{path}-wal").st_size)
-    finally:
-        stop.set()
-        for thread in readers:
-            thread.join()
-        checkpointer.close()
+    checkpointer = connect(path)
+    readers = [connect(path), connect(path)]
+    sizes: list[int] = []
+    for commit in range(COMMITS):
+        steady = readers_leave_after is None or commit < readers_leave_after
+        entering, leaving = readers[commit % 2], readers[(commit + 1) % 2]
+        entering.execute("BEGIN")
+        entering.execute("SELECT count(*) FROM rows").fetchone()  # its snapshot now holds the log
+        if leaving.in_transaction:
+            leaving.execute("COMMIT")
+        if not steady:
+            entering.execute("COMMIT")
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("INSERT INTO rows (body) VALUES (randomblob(8192))")
+        writer.execute("COMMIT")
+        if limit is not None:
+            limit.after_commit(writer)
+        checkpointer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        sizes.append(os.stat(f"{path}-wal").st_size)
+    for conn in (*readers, checkpointer):
+        conn.close()
     assert writer.execute("SELECT count(*) FROM rows").fetchone()[0] == COMMITS
     writer.close()
     return sizes
@@ -53,12 +52,16 @@ def write_while_reading(path: Path, limit: WalLimit | None) -> list[int]:
 
 def test_passive_checkpoints_alone_let_the_log_grow_with_every_write(tmp_path: Path):
     sizes = write_while_reading(tmp_path / "unbounded.db", None)
-    assert max(sizes) > 16 * LIMIT  # why WalLimit exists
+    assert sizes[-1] > 16 * LIMIT  # why WalLimit exists
+    assert all(later > earlier for earlier, later in zip(sizes, sizes[1:], strict=False))
 
 
 def test_the_log_starts_over_past_its_limit_and_is_cut_back(tmp_path: Path):
-    sizes = write_while_reading(tmp_path / "bounded.db", WalLimit(tmp_path / "bounded.db", LIMIT, every=0))
-    assert max(sizes) < 8 * LIMIT, f"the log grew to {max(sizes)} bytes"  # a restart fails while readers are in
+    half = COMMITS // 2
+    sizes = write_while_reading(tmp_path / "bounded.db", WalLimit(tmp_path / "bounded.db", LIMIT, every=0),
+                                readers_leave_after=half)
+    assert sizes[half - 1] > 8 * LIMIT  # a restart fails, never waits, while a reader is in the log
+    assert max(sizes[half + 2:]) <= LIMIT  # from the first commit that finds no reader in: cut back, and kept so
 
 
 def _connect_at_once(path: Path, start: multiprocessing.synchronize.Barrier) -> None:
