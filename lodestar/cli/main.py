@@ -34,7 +34,7 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """GMS with its background work: everything (serve) or only the MCP consumer (gms)."""
-    from lodestar.api.auth import admin_token
+    from lodestar.api.auth import TOKEN_FILE, admin_token
     from lodestar.assembly import BACKEND_ERRORS, open_gms
     from lodestar.server import Roles, ServeError, serve_one, serve_workers
 
@@ -61,7 +61,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         f"{config.event_log} log, {config.aspect_store} store, {config.read_models} read models"
     print(f"Lodestar GMS on http://{args.host}:{args.port} (data: {data_dir}, {stores}, workers: {args.workers})",
           flush=True)
-    print(f"admin token{' (new)' if created else ''}: {token}", flush=True)
+    # A token the operator chose or one stored before is never printed: service logs keep stdout.
+    print(f"admin token (new): {token}" if created else f"admin token: in {data_dir / TOKEN_FILE}", flush=True)
     try:
         if args.workers == 1:
             serve_one(data_dir, args.host, args.port, token, config, roles)

@@ -126,6 +126,17 @@ def test_serve_creates_an_admin_token_on_first_start_and_the_cli_finds_it(tmp_pa
     finally:
         proc.terminate()
         proc.wait(30)
+    for again in ([], ["--admin-token", "chosen-by-the-operator"]):  # a stored or a given token is never printed
+        proc = subprocess.Popen([*LODESTAR, "serve", "--data-dir", str(data_dir), "--port", str(port), *again],
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            assert "Lodestar GMS on" in proc.stdout.readline()
+            assert proc.stdout.readline() == f"admin token: in {data_dir / 'admin.token'}\n"
+            _wait_healthy(f"http://127.0.0.1:{port}")
+        finally:
+            proc.terminate()
+            output = proc.communicate(timeout=30)[0]
+        assert token not in output and "chosen-by-the-operator" not in output
 
 
 def test_serve_reports_a_taken_port(tmp_path, served):
