@@ -20,14 +20,16 @@ import signal
 import socket
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from aiohttp import web
 
 from gms.service import Gms
 from lodestar import memory, metrics
+from lodestar.api.access_log import NO_ACCESS_LOG
 from lodestar.api.app import create_app
 from lodestar.api.auth import ADMIN, TokenAuth
 from lodestar.assembly import BACKEND_ERRORS, open_gms, open_read_models
@@ -140,22 +142,23 @@ def _sweep_outbox(gms: Gms, stop: threading.Event) -> None:
 
 
 def serve_one(data_dir: Path, host: str, port: int, token: str, config: Config | None = None,
-              roles: Roles = Roles.ALL) -> None:
-    """GMS and its background `roles` in this process, until SIGINT or SIGTERM."""
+              roles: Roles = Roles.ALL, access_log: Mapping[str, Any] = NO_ACCESS_LOG) -> None:
+    """GMS and its background `roles` in this process, until SIGINT or SIGTERM. `access_log`:
+    `lodestar.api.access_log.access_log_options`."""
     node = Node(data_dir, roles, config)
     app = node.app(token)
-    node.run(lambda: _run_app(app, host, port))
+    node.run(lambda: _run_app(app, host, port, access_log))
 
 
-def _run_app(app: web.Application, host: str, port: int) -> None:
+def _run_app(app: web.Application, host: str, port: int, access_log: Mapping[str, Any]) -> None:
     try:
-        web.run_app(app, host=host, port=port, print=None, access_log=None, handle_signals=True)
+        web.run_app(app, host=host, port=port, print=None, handle_signals=True, **access_log)
     except OSError as err:
         raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
 
 
 def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int, config: Config | None = None,
-                  roles: Roles = Roles.ALL) -> int:
+                  roles: Roles = Roles.ALL, access_log: Mapping[str, Any] = NO_ACCESS_LOG) -> int:
     """`workers` GMS processes behind one listening socket, and one more for the background
     `roles` (if any) but webhook delivery, which the first worker runs: the background
     process's interpreter lock is then the MCL processor's (and the MCP consumer's) alone,
@@ -190,7 +193,7 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
         children[_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles,
-                                niceness), listener, parent_end)] = f"w{worker}"
+                                niceness, access_log), listener, parent_end)] = f"w{worker}"
         child_end.close()
         channels.append(parent_end)
     signal.signal(signal.SIGTERM, stop)
@@ -239,7 +242,7 @@ def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
 
 
 def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str,
-                 roles: Roles, niceness: int) -> int:
+                 roles: Roles, niceness: int, access_log: Mapping[str, Any]) -> int:
     lower_priority(niceness)  # before any thread starts: every thread of the process inherits it
     try:
         node = Node(data_dir, roles, config, process)
@@ -247,7 +250,7 @@ def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Con
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1
     app = node.app(token)
-    node.run(lambda: asyncio.run(_serve_handed_connections(app, channel)))
+    node.run(lambda: asyncio.run(_serve_handed_connections(app, channel, access_log)))
     return 0
 
 
@@ -265,10 +268,11 @@ def _background_main(data_dir: Path, config: Config | None, roles: Roles) -> int
     return 0
 
 
-async def _serve_handed_connections(app: web.Application, channel: socket.socket) -> None:
+async def _serve_handed_connections(app: web.Application, channel: socket.socket,
+                                    access_log: Mapping[str, Any]) -> None:
     """Serve the connections the parent hands over until SIGTERM."""
     loop = asyncio.get_running_loop()
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    runner = web.AppRunner(app, handle_signals=False, **access_log)
     await runner.setup()
     done = asyncio.Event()
     loop.add_signal_handler(signal.SIGTERM, done.set)

@@ -34,6 +34,7 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """GMS with its background work: everything (serve) or only the MCP consumer (gms)."""
+    from lodestar.api.access_log import access_log_options
     from lodestar.api.auth import TOKEN_FILE, admin_token
     from lodestar.assembly import BACKEND_ERRORS, open_gms
     from lodestar.server import Roles, ServeError, serve_one, serve_workers
@@ -44,6 +45,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
     roles &= ~Roles.WEBHOOKS if args.no_webhooks else Roles.ALL
     data_dir = Path(args.data_dir)
     config = config_of(args)
+    try:
+        access_log = access_log_options(args.access_log)
+    except OSError as err:
+        raise CliError(f"cannot open the access log {args.access_log}: {err.strerror or err}") from None
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         token, created = admin_token(data_dir, args.admin_token)
@@ -65,9 +70,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     print(f"admin token (new): {token}" if created else f"admin token: in {data_dir / TOKEN_FILE}", flush=True)
     try:
         if args.workers == 1:
-            serve_one(data_dir, args.host, args.port, token, config, roles)
+            serve_one(data_dir, args.host, args.port, token, config, roles, access_log)
             return 0
-        return serve_workers(data_dir, args.host, args.port, token, args.workers, config, roles)
+        return serve_workers(data_dir, args.host, args.port, token, args.workers, config, roles, access_log)
     except ServeError as err:
         raise CliError(str(err)) from None
 
@@ -214,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
         serve.add_argument("--data-dir", default=str(default_data_dir()))
         serve.add_argument("--host", default="127.0.0.1")
         serve.add_argument("--port", type=int, default=8080)
+        serve.add_argument("--access-log", default=os.environ.get("LODESTAR_ACCESS_LOG", "-"), metavar="WHERE",
+                           help="one JSON line per request: '-' stderr (default), a file to append to, or 'off'"
+                                " (env LODESTAR_ACCESS_LOG)")
         serve.add_argument("--admin-token", help="admin bearer token (default: stored in the data directory, "
                                                  "created on first start)")
         serve.add_argument("--examples", action="store_true", help="load the example metadata on start")

@@ -21,7 +21,9 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) 
 
 
 class ServeProcess:
-    """`lodestar serve` on a free port; `start()` returns once /health answers."""
+    """`lodestar serve` on a free port; `start()` returns once /health answers. What it prints
+    (the banner, errors, the access log) goes to a file beside the data directory, read by
+    `output()`: a pipe nobody reads would stall the server once full."""
 
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *extra: str):
         self.data_dir = data_dir
@@ -30,18 +32,20 @@ class ServeProcess:
         self.env = {**os.environ, **(env or {})}
         self.extra = extra
         self.proc: subprocess.Popen | None = None
+        self.log = data_dir.parent / f"{data_dir.name}.out"
 
     def start(self) -> ServeProcess:
-        self.proc = subprocess.Popen(
-            [*LODESTAR, "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
-             "--admin-token", TOKEN, *self.extra],
-            env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        )
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                [*LODESTAR, "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
+                 "--admin-token", TOKEN, *self.extra],
+                env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            )
         client = RestClient(self.url)
         deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"lodestar serve exited {self.proc.returncode}: {self.proc.stdout.read()}")
+                raise RuntimeError(f"lodestar serve exited {self.proc.returncode}: {self.output()}")
             try:
                 if client.request("GET", "/health")[0] == 200:
                     return self
@@ -49,6 +53,10 @@ class ServeProcess:
                 pass
             assert time.monotonic() < deadline, "lodestar serve did not become healthy"
             time.sleep(0.05)
+
+    def output(self) -> str:
+        """Everything the process printed so far."""
+        return self.log.read_text(errors="replace")
 
     def client(self) -> RestClient:
         return RestClient(self.url, TOKEN)
