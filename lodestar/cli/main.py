@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     client_options(get)
     get.set_defaults(func=cmd_get)
 
-    search = sub.add_parser("search", help="search metadata (see the README for the query language)")
+    search = sub.add_parser("search", help="search metadata (query language: docs/cdap-metadata-and-search.md)")
     search.add_argument("query")
     search.add_argument("--types", help="entity types, comma-separated")
     search.add_argument("--count", type=int, default=20)
