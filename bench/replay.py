@@ -37,7 +37,7 @@ from mcl_processor.annotations import annotations_of
 from mcl_processor.decode import MclDecoder
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
-from mcl_processor.opensearch_indices import BULK_RESULTS, client_for
+from mcl_processor.opensearch.indices import BULK_RESULTS, client_for
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 from mcl_processor.readmodels_db import FILE_NAME, Database

@@ -9,7 +9,7 @@ from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
 from ingest.backends import BackendUnavailable, Endpoints
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
-from mcl_processor.opensearch_indices import client_for
+from mcl_processor.opensearch.indices import client_for
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels, ReadModelsUnavailable
 from mcl_processor.runs.cassandra import CassandraRunLineage
 from mcl_processor.runs.facts import run_facts_of

@@ -29,7 +29,7 @@ from opensearchpy import OpenSearch
 from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
-from mcl_processor.opensearch_indices import (
+from mcl_processor.opensearch.indices import (
     DEFAULT_PREFIX,
     IndexFamily,
     Operation,

@@ -19,7 +19,7 @@ import orjson
 from opensearchpy import OpenSearch
 
 from mcl_processor.changes import TimeseriesPoint
-from mcl_processor.opensearch_indices import DEFAULT_PREFIX, IndexFamily, bulk, search_page
+from mcl_processor.opensearch.indices import DEFAULT_PREFIX, IndexFamily, bulk, search_page
 from mcl_processor.timeseries import TimeseriesStore
 
 MODEL = "timeseries"

@@ -15,8 +15,8 @@ import pytest
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import TransportError
 
-from mcl_processor import opensearch_indices
 from mcl_processor.annotations import Annotations
+from mcl_processor.opensearch import indices as opensearch_indices
 from mcl_processor.readmodels_db import FILE_NAME
 from mcl_processor.search import sqlite as search_sqlite
 from mcl_processor.search.opensearch_mapping import index_body

@@ -6,7 +6,7 @@ re-appended points replaced, deleted entities forgotten.
 
 from __future__ import annotations
 
-from mcl_processor import opensearch_indices
+from mcl_processor.opensearch import indices as opensearch_indices
 from tests.contracts.timeseries_store import TimeseriesStoreContract
 from tests.support.readmodels import OnOpenSearch, OnSqlite
 

@@ -17,7 +17,7 @@ from ingest.backends import Endpoints
 from mcl_processor.annotations import annotations_of
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
-from mcl_processor.opensearch_indices import client_for
+from mcl_processor.opensearch.indices import client_for
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
 from mcl_processor.readmodels_db import FILE_NAME, Database
 from mcl_processor.runs.facts import run_facts_of
