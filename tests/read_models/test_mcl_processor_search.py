@@ -18,7 +18,7 @@ from opensearchpy.exceptions import TransportError
 from mcl_processor.annotations import Annotations
 from mcl_processor.opensearch import indices as opensearch_indices
 from mcl_processor.readmodels_db import FILE_NAME
-from mcl_processor.search import sqlite as search_sqlite
+from mcl_processor.search import sqlite_query
 from mcl_processor.search.opensearch_mapping import index_body
 from schemas.registry import default_registry
 from tests.contracts.search_index import (
@@ -131,21 +131,21 @@ class TestSqliteSearchInternals(OnSqlite):
     @pytest.mark.parametrize("walk_set_limit", [0, 1000])  # probe the index per batch, or fetch every hit first
     def test_urn_order_of_many_hits_comes_from_walking_the_urn_index(self, catalog, monkeypatch, walk_set_limit):
         expected = sorted(urns(catalog, "*"))
-        monkeypatch.setattr(search_sqlite, "SORT_LIMIT", 2)
-        monkeypatch.setattr(search_sqlite, "WALK_SET_LIMIT", walk_set_limit)
+        monkeypatch.setattr(sqlite_query, "SORT_LIMIT", 2)
+        monkeypatch.setattr(sqlite_query, "WALK_SET_LIMIT", walk_set_limit)
         walked = [h.urn for start in range(0, 40, 6) for h in catalog.search.query("*", start=start, count=6).hits]
         assert walked == expected
         assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
         assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
 
     def test_big_tiers_order_by_the_shorter_name(self, catalog, monkeypatch):
-        monkeypatch.setattr(search_sqlite, "RANK_LIMIT", 0)  # every tier is big: none is ranked by bm25
+        monkeypatch.setattr(sqlite_query, "RANK_LIMIT", 0)  # every tier is big: none is ranked by bm25
         assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]
         assert urns(catalog, "bulk") == sorted(urns(catalog, "bulk"))
         assert [h.urn for h in catalog.search.query("orders", start=2, count=2).hits] == [ARCHIVE, NOTES]
 
     def test_facets_of_more_hits_than_the_sample_are_counted_on_it_and_scaled(self, catalog, monkeypatch):
-        monkeypatch.setattr(search_sqlite, "FACET_SAMPLE", 5)
+        monkeypatch.setattr(sqlite_query, "FACET_SAMPLE", 5)
         for sort in ("relevance", "urn"):  # ranked (total and sample read beside the ranking), and not
             result = catalog.search.query("bulk", sort=sort)
             assert result.total == 25 and result.facets_sampled
