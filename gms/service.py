@@ -105,6 +105,13 @@ class Gms:
                 batch.purge(urn)
         return result
 
+    def delete_timeseries(self, urn: str, aspect: str, start_ms: int | None, end_ms: int | None,
+                          actor: str) -> None:
+        """Delete the points of a timeseries aspect in a window: a DELETE MCL on the timeseries
+        topic, published before this returns (see WritePath.delete_timeseries)."""
+        self.writes.delete_timeseries(urn, aspect, start_ms, end_ms, actor)
+        self.relay.publish_pending()
+
     def enqueue(self, proposals: Sequence[Proposal], actor: str) -> None:
         """Append proposals to the MCP topic for asynchronous application."""
         self.log.append(topics.MCP, [

@@ -91,6 +91,36 @@ class WritePath:
                     results[i] = result
         return results  # type: ignore[return-value]
 
+    def delete_timeseries(self, urn: str, aspect_name: str, start_ms: int | None, end_ms: int | None,
+                          actor: str) -> None:
+        """Delete the points of a timeseries aspect of an entity in a window (a bound None is
+        open): a DELETE MCL on the timeseries topic whose value is the window, which the MCL
+        processor applies to the timeseries store (its only writer). Raises ProposalFailed for
+        an unknown entity type, URN or aspect, or one that is not a timeseries aspect of it."""
+        entity = self.registry.entity(urn.removeprefix("urn:li:").partition(":")[0])
+        if entity is None:
+            raise ProposalFailed("unknown_entity_type", f"urn: unknown entity type in {urn!r}")
+        try:
+            self.registry.parse_urn(urn, entity.name)
+        except ValueError as err:
+            raise ProposalFailed("invalid_urn", f"urn: {err}") from None
+        aspect = self.registry.aspect(aspect_name)
+        if aspect is None or aspect_name not in entity.aspects:
+            raise ProposalFailed("aspect_not_in_entity", f"aspectName: {entity.name} has no aspect {aspect_name!r}")
+        if not aspect.is_timeseries:
+            raise ProposalFailed("unsupported_change_type", f"aspectName: {aspect_name} is not a timeseries aspect;"
+                                 " only timeseries aspects are deleted by time window")
+        now = int(time.time() * 1000)
+        window = canonical_json({"startTimeMillis": start_ms, "endTimeMillis": end_ms})
+        record = {
+            "entityType": entity.name, "entityUrn": urn, "entityKeyAspect": None, "changeType": "DELETE",
+            "aspectName": aspect_name, "aspect": {"value": window.encode(), "contentType": "application/json"},
+            "systemMetadata": {"lastObserved": now, "runId": "no-run-id-provided"}, "headers": None,
+            "previousAspectValue": None, "previousSystemMetadata": None, "created": {"time": now, "actor": actor},
+        }
+        with self.store.batch() as batch:
+            batch.append_outbox([OutboxMessage(topics.MCL_TIMESERIES, urn, self.codec.encode(MCL, record))])
+
     def close(self) -> None:
         """Stop the threads of concurrent applications, if any were started."""
         with self._pool_lock:

@@ -65,6 +65,39 @@ class TimeseriesPoint:
 
 
 @dataclass(frozen=True, slots=True)
+class TimeseriesDeletion:
+    """The points of one timeseries aspect of one entity with start <= timestampMillis <= end
+    (a bound None is open) are deleted: a DELETE MCL on the timeseries topic, whose value is
+    the window `{"startTimeMillis", "endTimeMillis"}`."""
+
+    urn: str
+    aspect: str
+    start_ms: int | None = None
+    end_ms: int | None = None
+
+    def covers(self, point: TimeseriesPoint) -> bool:
+        return (point.urn == self.urn and point.aspect == self.aspect
+                and (self.start_ms is None or point.timestamp_ms >= self.start_ms)
+                and (self.end_ms is None or point.timestamp_ms <= self.end_ms))
+
+
+def in_log_order(items: Iterable[TimeseriesPoint | TimeseriesDeletion]
+                 ) -> tuple[list[TimeseriesPoint], list[TimeseriesDeletion]]:
+    """What timeseries records in log order do to a store, as (points to append, deletions to
+    apply first): a deletion removes the points before it (stored ones, and those earlier in
+    the same records, which are left out here), never those after it."""
+    points: list[TimeseriesPoint] = []
+    deletions: list[TimeseriesDeletion] = []
+    for item in items:
+        if isinstance(item, TimeseriesDeletion):
+            deletions.append(item)
+            points = [p for p in points if not item.covers(p)]
+        else:
+            points.append(item)
+    return points, deletions
+
+
+@dataclass(frozen=True, slots=True)
 class ChangeBatch:
     """What one batch does: forget the `resets` entities entirely, then apply `changes`.
 

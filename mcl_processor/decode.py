@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
-from mcl_processor.changes import AspectChange, TimeseriesPoint
+from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint
 from schemas.events import MARKER, MCL, EventCodec, EventDecodeError
 from schemas.projection import projection
 from schemas.registry import SCHEMA_DIR, AspectSpec, EntityRegistry, EntitySpec, load_named_types
@@ -57,7 +57,7 @@ class MclDecoder:
             raise PoisonRecord(f"a {type_name}, not a MetadataChangeLog")
         return mcl
 
-    def decode(self, data: bytes) -> AspectChange | TimeseriesPoint:
+    def decode(self, data: bytes) -> AspectChange | TimeseriesPoint | TimeseriesDeletion:
         """The change an encoded MCL makes; raises PoisonRecord saying why it cannot be applied."""
         mcl = self._mcl(data)
         urn, aspect_name = mcl.get("entityUrn"), mcl.get("aspectName")
@@ -65,6 +65,8 @@ class MclDecoder:
                                                                                            aspect_name)
         if not urn or entity is None or spec is None:  # (both or neither)
             raise PoisonRecord(f"unknown entity or aspect {mcl['entityType']}/{aspect_name}")
+        if spec.is_timeseries and mcl["changeType"] == "DELETE":
+            return _deletion(urn, aspect_name, mcl.get("aspect"))
         value = value_json = None
         if mcl["changeType"] != "DELETE":
             try:
@@ -79,6 +81,22 @@ class MclDecoder:
                                    value.get("messageId") or "", value_json or "")
         version = int((mcl.get("systemMetadata") or {}).get("version") or 0)
         return AspectChange(urn, entity.name, aspect_name, version, value, value_json)
+
+
+def _deletion(urn: str, aspect_name: str, aspect: dict | None) -> TimeseriesDeletion:
+    """A timeseries DELETE: its value, if any, is the window {"startTimeMillis", "endTimeMillis"}."""
+    window: object = {}
+    if aspect is not None and aspect.get("value") is not None:
+        try:
+            window = orjson.loads(aspect["value"])
+        except orjson.JSONDecodeError as err:
+            raise PoisonRecord(f"unreadable timeseries deletion window: {err}") from None
+    if not isinstance(window, dict):
+        raise PoisonRecord("a timeseries deletion's window is not a JSON object")
+    start, end = window.get("startTimeMillis"), window.get("endTimeMillis")
+    if not all(bound is None or isinstance(bound, int) for bound in (start, end)):
+        raise PoisonRecord("a timeseries deletion's bounds must be integers")
+    return TimeseriesDeletion(urn, aspect_name, start, end)
 
 
 def _partition(value: dict) -> str:

@@ -22,7 +22,7 @@ from ingest import topics
 from ingest.eventlog import Consumer, EventLog, LogRecord
 from ingest.faults import crash_point
 from mcl_processor.annotations import annotations_of
-from mcl_processor.changes import AspectChange, TimeseriesPoint, collapse
+from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint, collapse, in_log_order
 from mcl_processor.check import CheckReport, check
 from mcl_processor.decode import MclDecoder
 from mcl_processor.metrics import INDEX_SECONDS, INDEXED
@@ -58,22 +58,24 @@ class MclProcessor:
         if decoded is None:
             decoded = decode(self.decoder, None, [record.value for record in records])
         changes: list[AspectChange] = []
-        points: list[TimeseriesPoint] = []
+        series: list[TimeseriesPoint | TimeseriesDeletion] = []
         started = time.perf_counter()
         with collector_paused():
             for record, item in zip(records, decoded, strict=True):
                 if isinstance(item, AspectChange):
                     changes.append(item)
-                elif isinstance(item, TimeseriesPoint):
-                    points.append(item)
+                elif isinstance(item, TimeseriesPoint | TimeseriesDeletion):
+                    series.append(item)
                 else:
                     self.skipped += 1
                     log.warning("skipping MCL at %s/%d@%d: %s", record.topic, record.partition, record.offset, item)
-            (read_models or self.read_models).apply(collapse(changes, self.key_aspects), points)
+            points, deletions = in_log_order(series)
+            (read_models or self.read_models).apply(collapse(changes, self.key_aspects), points, deletions)
         INDEX_SECONDS.labels("write").observe(time.perf_counter() - started)
         INDEXED.labels("change").inc(len(changes))
-        INDEXED.labels("point").inc(len(points))
-        INDEXED.labels("skipped").inc(len(records) - len(changes) - len(points))
+        INDEXED.labels("point").inc(len(series) - len(deletions))
+        INDEXED.labels("deletion").inc(len(deletions))
+        INDEXED.labels("skipped").inc(len(records) - len(changes) - len(series))
 
     def run(self, log_: EventLog, stop: threading.Event, poll_timeout: float = 0.5,
             max_records: int = BATCH, workers: int | None = None) -> None:

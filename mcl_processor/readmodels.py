@@ -9,7 +9,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 from mcl_processor import upstream_tags
-from mcl_processor.changes import ChangeBatch, TimeseriesPoint
+from mcl_processor.changes import ChangeBatch, TimeseriesDeletion, TimeseriesPoint
 from mcl_processor.lineage import LineageGraph
 from mcl_processor.runs import RunLineageStore
 from mcl_processor.search import SearchIndex
@@ -39,7 +39,10 @@ class ReadModels(ABC):
         and its version checks make applying a batch again harmless."""
         return nullcontext()
 
-    def apply(self, batch: ChangeBatch, points: Sequence[TimeseriesPoint] = ()) -> None:
+    def apply(self, batch: ChangeBatch, points: Sequence[TimeseriesPoint] = (),
+              deletions: Sequence[TimeseriesDeletion] = ()) -> None:
+        """Apply a batch: its entity resets and aspect changes, then the timeseries `deletions`,
+        then `points` (changes.in_log_order makes the two from timeseries records in log order)."""
         with self.transaction(), collector_paused():
             if batch:
                 self.search.apply(batch)
@@ -48,6 +51,8 @@ class ReadModels(ABC):
                 self.runs.apply(batch)
                 if batch.resets:
                     self.timeseries.remove_entities(batch.resets)
+            if deletions:
+                self.timeseries.remove_points(deletions)
             if points:
                 self.timeseries.append(points)
                 self.runs.append_events(points)

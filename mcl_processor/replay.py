@@ -32,7 +32,7 @@ from gms.store import AspectStore
 from ingest import topics
 from ingest.eventlog import EventLog, LogRecord
 from ingest.subscribe import entity_type_of, like
-from mcl_processor.changes import AspectChange, TimeseriesPoint
+from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 from mcl_processor.rebuild import Rebuild
@@ -140,7 +140,8 @@ class Filters:
         return self._urn is None or self._urn(urn) is not None
 
     def keeps(self, item: Decoded) -> bool:
-        return isinstance(item, AspectChange | TimeseriesPoint) and (self.aspect is None or item.aspect == self.aspect)
+        return isinstance(item, AspectChange | TimeseriesPoint | TimeseriesDeletion) and (
+            self.aspect is None or item.aspect == self.aspect)
 
 
 class Replay:

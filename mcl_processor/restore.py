@@ -22,7 +22,7 @@ from ingest.eventlog import EventLog
 from ingest.subscribe import like
 from mcl_processor import upstream_tags
 from mcl_processor.annotations import entity_type_of
-from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesPoint
+from mcl_processor.changes import AspectChange, ChangeBatch, TimeseriesDeletion, TimeseriesPoint, in_log_order
 from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.workers import ahead, default_workers, pool, prepare_in_worker
@@ -103,20 +103,21 @@ def _replay_timeseries(read_models: ReadModels, decoder: MclDecoder, store: Aspe
         offset = 0
         while records := log.read(topics.MCL_TIMESERIES, partition, offset, BATCH):
             offset = records[-1].offset + 1
-            points = []
+            series: list[TimeseriesPoint | TimeseriesDeletion] = []
             for record in records:
                 try:
-                    point = decoder.decode(record.value)
+                    item = decoder.decode(record.value)
                 except PoisonRecord:
                     continue
-                if not isinstance(point, TimeseriesPoint) or (aspect and point.aspect != aspect) \
-                        or (wanted and not wanted(point.urn)):
+                if not isinstance(item, TimeseriesPoint | TimeseriesDeletion) or (aspect and item.aspect != aspect) \
+                        or (wanted and not wanted(item.urn)):
                     continue
-                if point.urn not in exists:
-                    exists[point.urn] = bool(store.entity(point.urn))
-                if exists[point.urn]:
-                    points.append(point)
-            read_models.apply(ChangeBatch(), points)
+                if item.urn not in exists:
+                    exists[item.urn] = bool(store.entity(item.urn))
+                if exists[item.urn]:
+                    series.append(item)
+            points, deletions = in_log_order(series)  # the topic's deletions delete again
+            read_models.apply(ChangeBatch(), points, deletions)
             done += len(points)
             if progress:
                 progress(done)

@@ -25,12 +25,12 @@ from typing import Any, TypeVar
 
 import orjson
 
-from mcl_processor.changes import AspectChange, TimeseriesPoint
+from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.readmodels import Preparer, collector_paused
 
 T = TypeVar("T")
-Decoded = AspectChange | TimeseriesPoint | PoisonRecord  # a PoisonRecord says why a record was skipped
+Decoded = AspectChange | TimeseriesPoint | TimeseriesDeletion | PoisonRecord  # a PoisonRecord: why a record was skipped
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 _decoder: MclDecoder | None = None  # of a worker process

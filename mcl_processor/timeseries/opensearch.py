@@ -18,8 +18,8 @@ from typing import Any
 import orjson
 from opensearchpy import OpenSearch
 
-from mcl_processor.changes import TimeseriesPoint
-from mcl_processor.opensearch.indices import DEFAULT_PREFIX, IndexFamily, bulk, search_page
+from mcl_processor.changes import TimeseriesDeletion, TimeseriesPoint
+from mcl_processor.opensearch.indices import DEFAULT_PREFIX, MISSING_OK, IndexFamily, bulk, search_page
 from mcl_processor.timeseries import TimeseriesStore
 
 MODEL = "timeseries"
@@ -59,16 +59,33 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
         if urns:
             self.indices.delete_where({"terms": {"urn": list(urns)}})
 
+    def remove_points(self, deletions: Sequence[TimeseriesDeletion]) -> None:
+        by_aspect: dict[str, list[TimeseriesDeletion]] = {}
+        for deletion in deletions:
+            if self.indices.valid(deletion.aspect):
+                by_aspect.setdefault(deletion.aspect, []).append(deletion)
+        for aspect, some in by_aspect.items():
+            windows = [{"bool": {"filter": _filters(d.urn, d.start_ms, d.end_ms)}} for d in some]
+            query = {"bool": {"should": windows, "minimum_should_match": 1}}
+            self.client.delete_by_query(index=self.indices.name(aspect), body={"query": query},
+                                        params={**MISSING_OK, "refresh": "true", "conflicts": "proceed"})
+
+    def count(self, urn: str, aspect: str | None = None, start: int | None = None, end: int | None = None) -> int:
+        if aspect is not None and not self.indices.valid(aspect):
+            return 0
+        targets = self.indices.name(aspect) if aspect is not None else self.indices.pattern
+        self.indices.readable()
+        found = self.client.count(index=targets, body={"query": {"bool": {"filter": _filters(urn, start, end)}}},
+                                  params=MISSING_OK)
+        return int(found["count"])
+
     def query(self, urn: str, aspect: str, start: int | None = None, end: int | None = None,
               limit: int = 1000) -> list[dict[str, Any]]:
         if not self.indices.valid(aspect):
             return []
         self.indices.readable()
-        bounds = {key: bound for key, bound in (("gte", start), ("lte", end)) if bound is not None}
-        query: list[dict[str, Any]] = [{"term": {"urn": urn}}]
-        if bounds:
-            query.append({"range": {"timestampMillis": bounds}})
-        body = {"query": {"bool": {"filter": query}}, "_source": ["value"], "track_total_hits": False,
+        body = {"query": {"bool": {"filter": _filters(urn, start, end)}}, "_source": ["value"],
+                "track_total_hits": False,
                 "sort": [{"timestampMillis": "asc"}, {"partition": "asc"}, {"messageId": "asc"}]}
         _, hits = search_page(self.client, self.indices.name(aspect), body, 0, max(0, limit))
         return [hit["_source"]["value"] for hit in hits]
@@ -96,3 +113,12 @@ class OpenSearchTimeseriesStore(TimeseriesStore):
     def drop(self) -> None:
         """Delete this prefix's timeseries indices."""
         self.indices.drop()
+
+
+def _filters(urn: str, start: int | None, end: int | None) -> list[dict[str, Any]]:
+    """The points of an entity with start <= timestampMillis <= end (a bound None is open)."""
+    bounds = {key: bound for key, bound in (("gte", start), ("lte", end)) if bound is not None}
+    filters: list[dict[str, Any]] = [{"term": {"urn": urn}}]
+    if bounds:
+        filters.append({"range": {"timestampMillis": bounds}})
+    return filters

@@ -13,7 +13,7 @@ from typing import Any
 
 import orjson
 
-from mcl_processor.changes import TimeseriesPoint
+from mcl_processor.changes import TimeseriesDeletion, TimeseriesPoint
 from mcl_processor.readmodels_db import Database, table_exists
 from mcl_processor.staging import staging_name
 from mcl_processor.timeseries import TimeseriesStore
@@ -43,12 +43,24 @@ class SqliteTimeseriesStore(TimeseriesStore):
     def remove_entities(self, urns: Sequence[str]) -> None:
         self.db.writer.executemany(f"DELETE FROM {self.table} WHERE urn = ?", [(urn,) for urn in urns])
 
+    def remove_points(self, deletions: Sequence[TimeseriesDeletion]) -> None:
+        self.db.writer.executemany(
+            f"DELETE FROM {self.table} WHERE urn = ? AND aspect = ? AND ts BETWEEN ? AND ?",
+            [(d.urn, d.aspect, *_window(d.start_ms, d.end_ms)) for d in deletions])
+
+    def count(self, urn: str, aspect: str | None = None, start: int | None = None, end: int | None = None) -> int:
+        aspects = "aspect = ?" if aspect is not None else "? IS NULL"
+        (found,) = self.db.reader().execute(
+            f"SELECT count(*) FROM {self.table} WHERE urn = ? AND {aspects} AND ts BETWEEN ? AND ?",
+            (urn, aspect, *_window(start, end))).fetchone()
+        return found
+
     def query(self, urn: str, aspect: str, start: int | None = None, end: int | None = None,
               limit: int = 1000) -> list[dict[str, Any]]:
         rows = self.db.reader().execute(
             f"SELECT value FROM {self.table} WHERE urn = ? AND aspect = ? AND ts BETWEEN ? AND ?"
             " ORDER BY ts, partition, message_id LIMIT ?",
-            (urn, aspect, start if start is not None else -_NO_END, end if end is not None else _NO_END, limit))
+            (urn, aspect, *_window(start, end), limit))
         return [orjson.loads(row[0]) for row in rows]
 
     def clear(self) -> None:
@@ -77,3 +89,8 @@ class SqliteTimeseriesStore(TimeseriesStore):
 
     def building(self, name: str) -> bool:
         return table_exists(self.db.reader(), f"{LIVE}__{staging_name(name)}")
+
+
+def _window(start: int | None, end: int | None) -> tuple[int, int]:
+    """The bounds of BETWEEN for an optional window."""
+    return (start if start is not None else -_NO_END, end if end is not None else _NO_END)

@@ -51,3 +51,36 @@ class TimeseriesStoreContract(IndexedByModels):
         assert [p["rowCount"] for p in series.query(ORDERS, "datasetProfile")] == list(range(300))
         assert [p["rowCount"] for p in series.query(ORDERS, "datasetProfile", start=100, limit=3)] == [100, 101, 102]
         assert series.query(ORDERS, "datasetProfile", limit=0) == []
+
+    def test_a_deletion_removes_the_points_in_its_window_only(self, indexed):
+        indexed.write(*[proposal(urn, "datasetProfile", profile(ts, ts)) for urn in (ORDERS, ITEMS)
+                        for ts in (1000, 2000, 3000, 4000)])
+        indexed.write(proposal(ORDERS, "datasetProfile", profile(2000, 7, "day=2")))
+        series = indexed.models.timeseries
+        assert series.count(ORDERS) == 5 and series.count(ORDERS, "datasetProfile", 2000, 3000) == 3
+        assert series.count(ORDERS, "datasetUsageStatistics") == 0
+        indexed.gms.delete_timeseries(ORDERS, "datasetProfile", 2000, 3000, "urn:li:corpuser:tester")
+        indexed.index()
+        assert [p["rowCount"] for p in series.query(ORDERS, "datasetProfile")] == [1000, 4000]
+        assert [p["rowCount"] for p in series.query(ITEMS, "datasetProfile")] == [1000, 2000, 3000, 4000]
+        assert series.count(ORDERS) == 2
+        indexed.gms.delete_timeseries(ORDERS, "datasetProfile", None, 1000, "urn:li:corpuser:tester")
+        indexed.index()
+        assert [p["rowCount"] for p in series.query(ORDERS, "datasetProfile")] == [4000]
+        indexed.gms.delete_timeseries(ITEMS, "datasetProfile", None, None, "urn:li:corpuser:tester")
+        indexed.index()
+        assert series.count(ITEMS) == 0 and series.count(ORDERS) == 1
+
+    def test_a_deletion_keeps_the_points_that_came_after_it_also_on_replay(self, indexed):
+        series = indexed.models.timeseries
+        indexed.gms.apply([proposal(ORDERS, "datasetProfile", profile(ts, 1)) for ts in (1000, 2000)], "u")
+        indexed.gms.delete_timeseries(ORDERS, "datasetProfile", 1000, 2000, "u")
+        indexed.gms.apply([proposal(ORDERS, "datasetProfile", profile(1500, 2))], "u")
+        indexed.index()  # the three in one batch: the deletion drops the two before it, not the one after
+        assert [(p["timestampMillis"], p["rowCount"]) for p in series.query(ORDERS, "datasetProfile")] == [(1500, 2)]
+        series.clear()
+        for partition in range(indexed.gms.log.partitions(topics.MCL_TIMESERIES)):  # a replay of the topic
+            indexed.processor.process(indexed.gms.log.read(topics.MCL_TIMESERIES, partition, limit=100))
+        assert [(p["timestampMillis"], p["rowCount"]) for p in series.query(ORDERS, "datasetProfile")] == [(1500, 2)]
+        indexed.processor.process(indexed.gms.log.read(topics.MCL_TIMESERIES, limit=100)[:2])  # before it only
+        assert len(series.query(ORDERS, "datasetProfile")) == 3
