@@ -10,6 +10,7 @@ from aiohttp import web
 
 from gms.access import REMOVE
 from gms.write_path import Result
+from lodestar.api import datahub_reads
 from lodestar.api.access import require
 from lodestar.api.context import api_of, error, principal_of, read_json
 from lodestar.api.native import conditional_headers, enqueue, parse_all
@@ -42,6 +43,8 @@ def _extra(failure: Any) -> dict[str, Any]:
 
 async def aspects(request: web.Request) -> web.Response:
     action = request.query.get("action")
+    if action in datahub_reads.ASPECT_ACTIONS:  # reads: getTimeseriesAspectValues, getCount
+        return await datahub_reads.aspect_action(request)
     body = await read_json(request)
     if not isinstance(body, dict):
         return error(400, "invalid_request", "body must be a JSON object")
@@ -68,6 +71,8 @@ async def aspects(request: web.Request) -> web.Response:
 
 async def entities(request: web.Request) -> web.Response:
     action = request.query.get("action")
+    if action in datahub_reads.ENTITY_ACTIONS:  # search, listUrns, deleteReferences
+        return await datahub_reads.entity_action(request)
     if action != "delete":
         return error(400, "unknown_action", f"unknown action {action!r} (delete)")
     body = await read_json(request)
@@ -86,14 +91,15 @@ _BODY = {"required": True, "content": {"application/json": {"schema": OBJECT}}}
 OPENAPI_PATHS: dict[str, Any] = {
     "/aspects": {"post": {
         "summary": "DataHub Rest.li: ?action=ingestProposal | ingestProposalBatch",
-        "parameters": [query_param("action", required=True, enum=["ingestProposal", "ingestProposalBatch"])],
+        "parameters": [query_param("action", required=True,
+                                   enum=["ingestProposal", "ingestProposalBatch", *datahub_reads.ASPECT_ACTIONS])],
         "requestBody": _BODY,
         "responses": {"200": response("Applied", OBJECT), "202": response("Queued", RESULTS),
                       "400": response("Invalid request or proposal", ERROR_OR_RESULTS),
                       "412": response("Precondition failed"), "413": response("Over a size limit")}}},
     "/entities": {"post": {
         "summary": "DataHub Rest.li: ?action=delete {\"urn\": ...}",
-        "parameters": [query_param("action", required=True, enum=["delete"])],
+        "parameters": [query_param("action", required=True, enum=["delete", *datahub_reads.ENTITY_ACTIONS])],
         "requestBody": _BODY,
         "responses": {"200": response("Deleted", OBJECT), "400": response("Invalid request"),
                       "404": response("No such entity"), "412": response("Refused")}}},
