@@ -11,6 +11,7 @@ import orjson
 from gms.aspect_rules import RULES
 from gms.conditions import Conditions, parse_conditions
 from gms.errors import ProposalFailed
+from gms.patch import PatchDocument, parse_patch
 from ingest.proposal import Proposal, ProposalError
 from schemas.jsonform import AspectValueError, Check, compile_validator
 from schemas.registry import AspectSpec, EntityRegistry, EntitySpec
@@ -118,12 +119,7 @@ class ProposalValidator:
         return value_json
 
     @staticmethod
-    def patch_operations(value: Any) -> list[dict[str, Any]]:
-        """The RFC 6902 operations of a PATCH value (a list, or DataHub's {"patch": [...]})."""
-        ops = value.get("patch") if isinstance(value, dict) else value
-        if not isinstance(ops, list) or not all(isinstance(op, dict) and "op" in op and "path" in op
-                                                 for op in ops):
-            raise ProposalFailed(
-                "invalid_patch", "aspect: a PATCH value must be a JSON Patch array of {\"op\", \"path\", ...}"
-            )
-        return ops
+    def patch_operations(value: Any) -> PatchDocument:
+        """A PATCH value read: a JSON Patch array, or DataHub's {"patch": [...], "arrayPrimaryKeys"}
+        (gms.patch)."""
+        return parse_patch(value)

@@ -22,9 +22,8 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-import jsonpatch
-
 from gms.errors import ProposalFailed
+from gms.patch import apply_patch, default_value
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
 from ingest import topics
@@ -224,12 +223,13 @@ class _Application:
         raise ProposalFailed(code, message, 412, expected="absent", actual=f"version {version}")
 
     def _patched(self, live: StoredAspect | None) -> str:
-        ops = self.path.validator.patch_operations(self.proposal.value)
-        try:
-            value = jsonpatch.apply_patch(live.value if live else {}, ops)
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, ValueError) as err:
-            raise ProposalFailed("invalid_patch", f"aspect: JSON Patch does not apply: {err}") from None
-        return self.path.validator.check_value(self.item.aspect, value, context="aspect after PATCH")
+        """The value after the patch: applied to the current value, or to the aspect's default
+        value when it does not exist (gms.patch)."""
+        document = self.path.validator.patch_operations(self.proposal.value)
+        spec = self.item.aspect
+        start = live.value if live else default_value(spec.schema, spec.named, self.actor, self.now)
+        value = apply_patch(start, document, spec.name)
+        return self.path.validator.check_value(spec, value, context="aspect after PATCH")
 
     def _delete(self, current: StoredAspect | None, live: StoredAspect | None) -> Result:
         if live is None:
