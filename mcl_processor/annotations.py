@@ -2,10 +2,14 @@
 
 Walking an aspect's schema (records, arrays, maps, unions, named references) finds:
 
-* `Searchable` fields -> values for the search document (index field name, field type, boost, facet);
+* `Searchable` (and `SearchableRef`) fields -> values for the search document (index field name,
+  field type, boost, facet), in Lodestar's form (`fieldType`, `boost`, `facet`) or DataHub's
+  (`boostScore`, `addToFilters`, DataHub's field types read as Lodestar's, annotations keyed
+  by paths into the field such as `"/*"` or `"/tags/*/tag"`);
 * `Relationship` fields with `isLineage: true` -> lineage edges between the entity and the URNs
-  the field holds. Data flows from source to destination: for "Produces" the entity is the
-  source, for every other lineage relationship ("DownstreamOf", "Consumes") the URN is;
+  the field holds. Data flows from source to destination: for "Produces" (or any relationship
+  with `isUpstream: false`) the entity is the source, for every other lineage relationship
+  ("DownstreamOf", "Consumes") the URN is;
 * records annotated `"FineGrainedLineage": true` -> field-level edges, every URN of
   `upstreams` to every URN of `downstreams`, typed by `transformOperation`;
 * records annotated `"FieldOperations": true` (a run's field operations) -> field-level edges
@@ -32,8 +36,17 @@ from schemas.urns import PREFIX
 
 REMOVED_FIELD = "removed"  # the Searchable BOOLEAN that soft-deletes an entity (status.removed)
 _FLOWS_OUT = frozenset({"Produces"})  # lineage relationships whose URN is downstream of the entity
+_ANNOTATIONS = ("Searchable", "SearchableRef", "Relationship")  # SearchableRef: the referenced URN itself
+ENTITY_NAME_ALIAS = "_entityName"  # DataHub's alias of the field that names an entity
+# DataHub's search field types read as Lodestar's (TEXT_PARTIAL: names and words found by prefix;
+# COUNT: numbers and times, filtered, not found by free text); any other type is a KEYWORD.
+_FIELD_TYPES = {"TEXT": "TEXT", "TEXT_PARTIAL": "TEXT_PARTIAL", "WORD_GRAM": "TEXT_PARTIAL", "KEYWORD": "KEYWORD",
+                "URN": "URN", "URN_PARTIAL": "URN", "BOOLEAN": "BOOLEAN", "COUNT": "COUNT", "DATETIME": "COUNT",
+                "DOUBLE": "COUNT", "MAP": "MAP", "OBJECT": "MAP"}
+_MAP_AS_ENTRIES = frozenset({"TEXT", "TEXT_PARTIAL", "KEYWORD", "MAP"})
 
-Step = tuple[Any, ...]  # ("f", name) field | ("a",) array items | ("m",) map values | ("u", names) union
+# ("f", name) field | ("a",) array items | ("m",) map values | ("k",) map keys | ("u", names) union
+Step = tuple[Any, ...]
 
 
 class Edge(NamedTuple):
@@ -208,6 +221,10 @@ def _advance(step: Step, values: list[Any]) -> list[Any]:
         for item in values:
             if isinstance(item, dict):
                 out.extend(item.values())
+    elif kind == "k":
+        for item in values:
+            if isinstance(item, dict):
+                out.extend(item)
     else:
         for item in values:
             if isinstance(item, dict) and len(item) == 1 and next(iter(item)) in step[1]:
@@ -225,8 +242,34 @@ def _resolve(value: Any, path: tuple[Step, ...]) -> list[Any]:
     return values
 
 
+_Target = tuple[str, tuple[str, ...]]  # (annotation, place in the aspect: field names, "*" for items and values)
+
+
+@dataclass(slots=True)
+class _Override:
+    """A path annotation of an enclosing field (with what fields further out say of the same
+    place merged over it): merged over what the types below annotate at its place, or applied
+    as it is when they annotate nothing there."""
+
+    kind: str
+    annotation: Mapping[str, Any]
+    path: tuple[Step, ...]
+    name: str
+    schema: Any
+    verbatim: bool = False  # its field name comes from an enclosing field: never renamed after a part
+    used: bool = False
+
+
 class _Walker:
-    """Collects the annotations of one aspect schema."""
+    """Collects the annotations of one aspect schema.
+
+    A field's `Searchable`, `SearchableRef` or `Relationship` annotation is either flat (it
+    applies to the field's values, through optional unions and arrays) or, in DataHub's form,
+    keyed by paths into the field's value (`"/*"`, `"/tags/*/tag"`, `"/$key"`, `"/time"`), each
+    key holding a flat annotation. A path annotation on a field overrides what the types below
+    it annotate at the same place (a schema field's `globalTags` names its tags `fieldTags`,
+    where `globalTags` itself says `tags`). Annotations of shapes not understood (a path that
+    leads nowhere in the schema, a value that is no object) are ignored."""
 
     def __init__(self, named: Mapping[str, Any]):
         self.named = named
@@ -236,10 +279,12 @@ class _Walker:
         self.field_operations: list[tuple[Step, ...]] = []
 
     def record(self, schema: Mapping[str, Any], namespace: str | None, path: tuple[Step, ...],
-               prefix: str | None, stack: tuple[str, ...], fine: bool) -> None:
+               prefix: str | None, stack: tuple[str, ...], fine: bool, where: tuple[str, ...] = (),
+               overrides: Mapping[_Target, _Override] | None = None) -> None:
         name = full_name(schema, namespace)
         if name in stack:
             return  # a recursive type: its annotations were collected at the outer level
+        overrides = overrides or {}
         ns = name.rpartition(".")[0] or None
         if path and "Aspect" in schema and prefix is None:
             prefix = _singular(next(step[1] for step in path if step[0] == "f"))
@@ -249,38 +294,192 @@ class _Walker:
         if schema.get("FieldOperations") is True:
             self.field_operations.append(path)
         for field in schema.get("fields", ()):
-            field_path = (*path, ("f", field["name"]), *self._scalar_steps(field["type"], ns))
-            searchable = field.get("Searchable")
-            if searchable:
-                index_name = searchable.get("fieldName", field["name"])
-                if prefix is not None:
-                    index_name = prefix + index_name[:1].upper() + index_name[1:]
-                self.searchable.append(SearchField(
-                    field_path, index_name, searchable.get("fieldType", "KEYWORD"),
-                    float(searchable.get("boost", 1.0)), bool(searchable.get("facet")) and prefix is None))
-            relationship = field.get("Relationship")
-            if relationship and relationship.get("isLineage") and prefix is None and not fine:
-                self.lineage.append(_Lineage(field_path, relationship["name"], relationship["name"] in _FLOWS_OUT))
-            self.type(field["type"], ns, (*path, ("f", field["name"])), prefix, (*stack, name), fine)
+            field_name, field_type = field["name"], field["type"]
+            field_path, field_where = (*path, ("f", field_name)), (*where, field_name)
+            pending: dict[_Target, _Override] = {}
+            for kind in _ANNOTATIONS:
+                annotation = field.get(kind)
+                if not isinstance(annotation, dict):
+                    continue
+                flat = {key: value for key, value in annotation.items() if not key.startswith("/")}
+                if flat:
+                    self._own(kind, flat, (kind, field_where), (*field_path, *self._scalar_steps(field_type, ns)),
+                              field_name, field_type, prefix, fine, overrides)
+                for key, inner in annotation.items():
+                    if not key.startswith("/") or not isinstance(inner, dict):
+                        continue
+                    segments = tuple(key.strip("/").split("/"))
+                    resolved = self._resolve(field_type, ns, segments)
+                    if resolved is None:
+                        continue
+                    steps, last_name, last_type = resolved
+                    target = (kind, (*field_where, *segments))
+                    verbatim = False
+                    outer = overrides.get(target)
+                    if outer is not None:  # an enclosing field's path annotation says more of the same place
+                        outer.used = True
+                        inner = {**inner, **outer.annotation}
+                        verbatim = outer.verbatim or "fieldName" in outer.annotation
+                    # merged into what the types below annotate there, else applied as it is
+                    pending[target] = _Override(kind, inner, (*field_path, *steps), last_name or field_name,
+                                                last_type, verbatim)
+            below = {**overrides, **pending} if pending else overrides
+            self.type(field_type, ns, field_path, prefix, (*stack, name), fine, field_where, below)
+            for override in pending.values():
+                if not override.used:
+                    self._add(override.kind, override.annotation, override.path, override.name, override.schema,
+                              prefix, fine, override.verbatim)
+
+    def _own(self, kind: str, annotation: Mapping[str, Any], target: _Target, path: tuple[Step, ...],
+             default_name: str, schema: Any, prefix: str | None, fine: bool,
+             overrides: Mapping[_Target, _Override]) -> None:
+        """A field's own annotation, with what an enclosing field's path annotation says of the
+        same place merged over it (its `fieldName` taken as it is, not renamed after the part)."""
+        override = overrides.get(target)
+        if override is None:
+            self._add(kind, annotation, path, default_name, schema, prefix, fine)
+            return
+        override.used = True
+        self._add(kind, {**annotation, **override.annotation}, path, default_name, schema, prefix, fine,
+                  verbatim=override.verbatim or "fieldName" in override.annotation)
+
+    def _add(self, kind: str, annotation: Mapping[str, Any], path: tuple[Step, ...], default_name: str,
+             schema: Any, prefix: str | None, fine: bool, verbatim: bool = False) -> None:
+        """One flat annotation of the values at `path` (of type `schema`)."""
+        if kind == "Relationship":
+            name = annotation.get("name")
+            if annotation.get("isLineage") is True and isinstance(name, str) and prefix is None and not fine:
+                flows_out = name in _FLOWS_OUT or annotation.get("isUpstream") is False
+                self.lineage.append(_Lineage(path, name, flows_out))
+            return
+        index_name = annotation.get("fieldName")
+        index_name = index_name if isinstance(index_name, str) and index_name else default_name
+        if prefix is not None and not verbatim:
+            index_name = prefix + index_name[:1].upper() + index_name[1:]
+        boost = annotation.get("boost", annotation.get("boostScore", 1.0))
+        boost = float(boost) if isinstance(boost, int | float) and not isinstance(boost, bool) else 1.0
+        facet = annotation.get("facet") is True or annotation.get("addToFilters") is True
+        field_type = self._field_type(annotation, schema, boost, facet)
+        if path and path[-1] == ("m",) and field_type in _MAP_AS_ENTRIES and self._value_kind(schema) == "string":
+            path, field_type = path[:-1], "MAP"  # DataHub's "/*" on a map of strings: its entries
+        self.searchable.append(SearchField(path, index_name, field_type, boost, facet and prefix is None))
+
+    def _field_type(self, annotation: Mapping[str, Any], schema: Any, boost: float, facet: bool) -> str:
+        """Lodestar's field type (TEXT, TEXT_PARTIAL, KEYWORD, URN, MAP, BOOLEAN, COUNT) for an
+        annotation: DataHub's types read as the nearest of those; a field DataHub names the
+        entity by (`fieldNameAliases: [_entityName]`) is a name; a text field DataHub filters on
+        (`addToFilters`) that is no name is a keyword, so that it is filtered and counted."""
+        declared = annotation.get("fieldType")
+        kind = self._value_kind(schema)
+        if not isinstance(declared, str):
+            declared = {"int": "COUNT", "long": "COUNT", "float": "COUNT", "double": "COUNT", "boolean": "BOOLEAN",
+                        "map": "MAP"}.get(kind, "TEXT")
+        field_type = _FIELD_TYPES.get(declared, "KEYWORD")
+        if field_type in ("TEXT", "KEYWORD") and kind == "map" and declared in ("TEXT", "KEYWORD", "MAP"):
+            return "MAP"
+        aliases = annotation.get("fieldNameAliases")
+        if isinstance(aliases, list) and ENTITY_NAME_ALIAS in aliases and field_type in ("KEYWORD", "TEXT"):
+            return "TEXT_PARTIAL"
+        if facet and field_type in ("TEXT", "TEXT_PARTIAL") and boost <= 1:
+            return "KEYWORD"
+        return field_type
+
+    def _value_kind(self, schema: Any) -> str | None:
+        """The Avro kind of a field's values (primitive name, record, enum, array, map), through
+        optional unions and (for map values) the map itself."""
+        if isinstance(schema, list):
+            branches = [b for b in schema if b != "null"]
+            return self._value_kind(branches[0]) if len(branches) == 1 else None
+        if isinstance(schema, str):
+            if schema in PRIMITIVES:
+                return schema
+            try:
+                return self._value_kind(self._named(schema, None))
+            except KeyError:
+                return None
+        if isinstance(schema, dict):
+            kind = schema.get("type")
+            if kind == "map":
+                return "map" if self._value_kind(schema.get("values")) in ("string", None) else None
+            if kind == "array":
+                return self._value_kind(schema.get("items"))
+            return kind if isinstance(kind, str) else self._value_kind(kind)
+        return None
+
+    def _resolve(self, schema: Any, namespace: str | None,
+                 segments: tuple[str, ...]) -> tuple[tuple[Step, ...], str | None, Any] | None:
+        """Steps from a field's value along a DataHub annotation path (`*` an array's items or a
+        map's values, `$key` a map's keys, a name a record's field), then to its scalar values;
+        the last field name on the way, and the schema reached. None: the path leads nowhere."""
+        steps: list[Step] = []
+        last_name = None
+        for segment in segments:
+            schema, namespace, union = self._unwrap(schema, namespace)
+            if union is not None:
+                steps.append(union)
+            if segment in ("*", "$key"):
+                kind = schema.get("type") if isinstance(schema, dict) else None
+                if segment == "*" and kind == "array":
+                    steps.append(("a",))
+                    schema = schema["items"]
+                elif kind == "map":
+                    steps.append(("m",) if segment == "*" else ("k",))
+                    schema = schema["values"] if segment == "*" else "string"
+                else:
+                    return None
+                continue
+            if not (isinstance(schema, dict) and schema.get("type") in ("record", "error")):
+                return None
+            found = next((f for f in schema.get("fields", ()) if f["name"] == segment), None)
+            if found is None:
+                return None
+            namespace = full_name(schema, namespace).rpartition(".")[0] or None
+            steps.append(("f", segment))
+            schema, last_name = found["type"], segment
+        steps.extend(self._scalar_steps(schema, namespace))
+        return tuple(steps), last_name, schema
+
+    def _unwrap(self, schema: Any, namespace: str | None) -> tuple[Any, str | None, Step | None]:
+        """A schema without its optional-union wrapper and with named references resolved; a
+        union of several branches resolves to its one record branch (and the step into it)."""
+        union = None
+        if isinstance(schema, list):
+            branches = [b for b in schema if b != "null"]
+            if len(branches) > 1:
+                union = ("u", self._branch_names(branches, namespace))
+                records = [r for b in branches if isinstance(r := self._deref(b, namespace), dict)
+                           and r.get("type") in ("record", "error")]
+                return (records[0] if len(records) == 1 else None), namespace, union
+            schema = branches[0] if branches else None
+        return self._deref(schema, namespace), namespace, union
+
+    def _deref(self, schema: Any, namespace: str | None) -> Any:
+        if isinstance(schema, str) and schema not in PRIMITIVES:
+            try:
+                return self._named(schema, namespace)
+            except KeyError:
+                return None
+        return schema
 
     def type(self, schema: Any, namespace: str | None, path: tuple[Step, ...], prefix: str | None,
-             stack: tuple[str, ...], fine: bool) -> None:
+             stack: tuple[str, ...], fine: bool, where: tuple[str, ...] = (),
+             overrides: Mapping[_Target, _Override] | None = None) -> None:
         if isinstance(schema, str):
             if schema not in PRIMITIVES:
                 resolved = self._named(schema, namespace)
                 if resolved.get("type") in ("record", "error"):
-                    self.record(resolved, namespace, path, prefix, stack, fine)
+                    self.record(resolved, namespace, path, prefix, stack, fine, where, overrides)
         elif isinstance(schema, list):
             branches = [b for b in schema if b != "null"]
             step: tuple[Step, ...] = () if len(branches) == 1 else (("u", self._branch_names(branches, namespace)),)
             for branch in branches:
-                self.type(branch, namespace, (*path, *step), prefix, stack, fine)
+                self.type(branch, namespace, (*path, *step), prefix, stack, fine, where, overrides)
         elif schema["type"] in ("record", "error"):
-            self.record(schema, namespace, path, prefix, stack, fine)
+            self.record(schema, namespace, path, prefix, stack, fine, where, overrides)
         elif schema["type"] == "array":
-            self.type(schema["items"], namespace, (*path, ("a",)), prefix, stack, fine)
+            self.type(schema["items"], namespace, (*path, ("a",)), prefix, stack, fine, (*where, "*"), overrides)
         elif schema["type"] == "map":
-            self.type(schema["values"], namespace, (*path, ("m",)), prefix, stack, fine)
+            self.type(schema["values"], namespace, (*path, ("m",)), prefix, stack, fine, (*where, "*"), overrides)
 
     def _scalar_steps(self, schema: Any, namespace: str | None) -> tuple[Step, ...]:
         """Steps from an annotated field to its scalar values (through optional unions and arrays)."""

@@ -1,5 +1,8 @@
 """Validation of aspect values in their JSON form against Avro schemas.
 
+A string field annotated `"Urn": [entity types]` must hold a URN of one of them (`[]`: of
+any entity type).
+
 The JSON form is DataHub's: optional fields (unions with null) are bare values or
 absent; other unions are objects keyed by the branch's full type name
 (`{"com.linkedin.schema.StringType": {}}`); bytes are strings. Unknown fields are
@@ -145,6 +148,15 @@ class _Compiler:
                 if isinstance(value, bool) or not isinstance(value, int | float):
                     raise AspectValueError(f"expected a number, got {_kind(value)}")
             return check_float
+        if urn_types is not None and not urn_types:  # a URN of any entity type
+            def check_any_urn(value: Any) -> None:
+                if not isinstance(value, str):
+                    raise AspectValueError(f"expected a URN string, got {_kind(value)}")
+                try:
+                    Urn.parse(value)
+                except UrnError as err:
+                    raise AspectValueError(f"malformed URN: {err}") from None
+            return check_any_urn
         if urn_types:
             allowed = frozenset(urn_types)
 
@@ -286,7 +298,7 @@ def _plain_type(schema: Any, urn_types: list[str] | None) -> type | None:
         schema = schema[0] if schema[1] == "null" else schema[1]
     if isinstance(schema, dict) and schema.get("type") in ("string", "bytes", "boolean"):
         schema = schema["type"]
-    if schema in ("string", "bytes") and not urn_types:
+    if schema in ("string", "bytes") and urn_types is None:
         return str
     return bool if schema == "boolean" else None
 

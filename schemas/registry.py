@@ -1,8 +1,17 @@
 """The entity registry: entities, their key aspect and aspects, and each aspect's schema.
 
-Built from `entity-registry.yml` (which aspects belong to which entity, and each aspect's
-kind) and `schemas/avro/*.avsc` (one named Avro type per file; aspect records carry an
-`"Aspect": {"name": ...}` annotation).
+Two parts make it (`entity-registry.yml` says how they combine):
+
+* DataHub's model, read from the annotated Avro schemas of the pinned `acryl-datahub` package
+  (`schemas/datahub_model.py`): every entity its key aspects declare, every aspect, every
+  named type, with the annotations Lodestar adds to them;
+* Lodestar's own part: `entity-registry.yml` (its entities, its aspects and their kinds, its
+  aspects added to DataHub's entities) and `schemas/avro/*.avsc` (one named Avro type per file;
+  aspect records carry an `"Aspect": {"name": ...}` annotation). Lodestar's files also hold the
+  event envelopes (MCP, MCL, FailedMCP, SystemMetadata and the types they use); where a name is
+  in both, Lodestar's file is the one used.
+
+An aspect's validator is compiled on its first use, not when the registry loads.
 """
 
 from __future__ import annotations
@@ -16,6 +25,7 @@ from typing import Any
 
 import yaml
 
+from schemas.datahub_model import DataHubModel, DataHubModelError, load_model
 from schemas.jsonform import Check, compile_validator, full_name
 from schemas.urns import URN_CACHE, Urn, UrnError
 
@@ -29,14 +39,25 @@ class RegistryError(ValueError):
 
 @dataclass(frozen=True)
 class AspectSpec:
-    """One aspect: its name, kind (versioned | timeseries) and Avro schema."""
+    """One aspect: its name, kind (versioned | timeseries), Avro schema and where it comes from
+    (`datahub` or `lodestar`). `check(value)` validates a value; the first call compiles the
+    validator, which then replaces it, so later calls go straight to the compiled one."""
 
     name: str
     kind: str
     schema_name: str
     schema: Mapping[str, Any] = field(repr=False)
-    check: Check = field(repr=False, compare=False)
+    named: Mapping[str, Any] = field(repr=False, compare=False)
     key_for: str | None = None
+    origin: str = "lodestar"
+    check: Check = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        def compile_then_check(value: Any) -> None:
+            check = compile_validator(self.schema, self.named)
+            object.__setattr__(self, "check", check)
+            check(value)
+        object.__setattr__(self, "check", compile_then_check)
 
     @property
     def is_timeseries(self) -> bool:
@@ -51,25 +72,41 @@ class EntitySpec:
     key_aspect: str
     aspects: tuple[str, ...]
     doc: str = ""
+    category: str = ""  # DataHub's entityCategory (core, internal, ...); "lodestar" for Lodestar's own
 
 
 @dataclass(frozen=True)
 class KeyPart:
-    """One element of an entity's URN: a key-aspect field."""
+    """One element of an entity's URN: a key-aspect field. `urn_types`: None when the part is
+    no URN, else the entity types it may name (empty: any registered entity type)."""
 
     name: str
     urn_types: tuple[str, ...] | None
     symbols: frozenset[str] | None
 
 
+def _key_urn_types(key_field: Mapping[str, Any]) -> tuple[str, ...] | None:
+    """The entity types a key field's URN may name: its `Urn` annotation's, else (for DataHub's
+    generic `Urn`) its relationship's; None when the field is no URN."""
+    urn = key_field.get("Urn")
+    if urn is None:
+        return None
+    if not urn:
+        relationship = key_field.get("Relationship")
+        targets = relationship.get("entityTypes") if isinstance(relationship, dict) else None
+        return tuple(t for t in targets if isinstance(t, str)) if isinstance(targets, list) else ()
+    return tuple(urn)
+
+
 class EntityRegistry:
     """Entities and aspects, with validation of URNs against key aspects."""
 
     def __init__(self, entities: Mapping[str, EntitySpec], aspects: Mapping[str, AspectSpec],
-                 named_types: Mapping[str, Any]):
+                 named_types: Mapping[str, Any], datahub: DataHubModel | None = None):
         self.entities = dict(entities)
         self.aspects = dict(aspects)
         self.named_types = dict(named_types)
+        self.datahub = datahub  # DataHub's part as read from the package (None: a registry without it)
         self._key_parts = {name: self._key_parts_of(spec) for name, spec in self.entities.items()}
         self._by_schema_name = {spec.schema_name: spec for spec in self.aspects.values()}
         self._checked_urn = lru_cache(maxsize=URN_CACHE)(self._check_urn)
@@ -107,7 +144,7 @@ class EntityRegistry:
         for part, value in zip(parts, urn.parts, strict=True):
             if part.urn_types is not None:
                 inner = self.parse_urn(value)
-                if inner.entity_type not in part.urn_types:
+                if part.urn_types and inner.entity_type not in part.urn_types:
                     raise UrnError(f"{text!r}: {part.name} must be a {' or '.join(part.urn_types)} URN")
             elif part.symbols is not None and value not in part.symbols:
                 raise UrnError(f"{text!r}: {part.name} {value!r} is not one of {', '.join(sorted(part.symbols))}")
@@ -125,7 +162,7 @@ class EntityRegistry:
             ftype = f["type"]
             if isinstance(ftype, str) and ftype in self.named_types and self.named_types[ftype]["type"] == "enum":
                 symbols = frozenset(self.named_types[ftype]["symbols"])
-            urn_types = tuple(f["Urn"]) if f.get("Urn") else None
+            urn_types = _key_urn_types(f)
             parts.append(KeyPart(f["name"], urn_types, symbols))
         return tuple(parts)
 
@@ -163,13 +200,29 @@ def load_named_types(schema_dir: Path = SCHEMA_DIR) -> dict[str, dict[str, Any]]
     return named
 
 
-def load_registry(registry_file: Path = REGISTRY_FILE, schema_dir: Path = SCHEMA_DIR) -> EntityRegistry:
-    named = load_named_types(schema_dir)
-    annotated = {s["Aspect"]["name"]: (n, s) for n, s in named.items() if "Aspect" in s}
-    doc = yaml.safe_load(registry_file.read_text())
-    kinds = doc.get("aspects") or {}
+def load_registry(registry_file: Path = REGISTRY_FILE, schema_dir: Path = SCHEMA_DIR,
+                  datahub_dir: Path | None = None) -> EntityRegistry:
+    """The registry of DataHub's model (from `datahub_dir`, by default the installed package's
+    schemas) combined with Lodestar's (`registry_file` and `schema_dir`)."""
+    doc = yaml.safe_load(registry_file.read_text()) or {}
+    own = load_named_types(schema_dir)
+    entries = doc.get("entities") or []
+    try:
+        datahub = load_model(datahub_dir, (doc.get("datahub") or {}).get("annotations") or {},
+                             frozenset(e["name"] for e in entries if "keyAspect" in e))
+    except DataHubModelError as err:
+        raise RegistryError(str(err)) from None
+    named = {**datahub.named, **own}
     aspects: dict[str, AspectSpec] = {}
-    for aspect_name, props in kinds.items():
+    for aspect_name, schema_name in datahub.aspects.items():
+        schema = datahub.named[schema_name]
+        aspects[aspect_name] = AspectSpec(aspect_name, datahub.kind(aspect_name), schema_name, schema, named,
+                                          schema["Aspect"].get("keyForEntity"), "datahub")
+    annotated = {s["Aspect"]["name"]: (n, s) for n, s in own.items() if "Aspect" in s}
+    for aspect_name, props in (doc.get("aspects") or {}).items():
+        if aspect_name in aspects:
+            raise RegistryError(f"aspect {aspect_name!r} is DataHub's: 'aspects:' lists Lodestar's own aspects"
+                                f" only (DataHub's kinds come from its schemas)")
         if aspect_name not in annotated:
             raise RegistryError(f"aspect {aspect_name!r} has no schema with \"Aspect\": {{\"name\": {aspect_name!r}}}")
         schema_name, schema = annotated[aspect_name]
@@ -179,20 +232,28 @@ def load_registry(registry_file: Path = REGISTRY_FILE, schema_dir: Path = SCHEMA
         schema_kind = "timeseries" if schema["Aspect"].get("type") == "timeseries" else "versioned"
         if schema_kind != kind:
             raise RegistryError(f"aspect {aspect_name!r}: registry says {kind}, schema says {schema_kind}")
-        aspects[aspect_name] = AspectSpec(
-            aspect_name, kind, schema_name, schema, compile_validator(schema, named),
-            schema["Aspect"].get("keyForEntity"),
-        )
-    entities: dict[str, EntitySpec] = {}
-    for entry in doc.get("entities") or []:
-        spec = EntitySpec(entry["name"], entry["keyAspect"], tuple(entry["aspects"]), entry.get("doc", ""))
-        missing = [a for a in (spec.key_aspect, *spec.aspects) if a not in aspects]
+        aspects[aspect_name] = AspectSpec(aspect_name, kind, schema_name, schema, named,
+                                          schema["Aspect"].get("keyForEntity"))
+    entities = {name: EntitySpec(e.name, e.key_aspect, e.aspects, e.doc, e.category)
+                for name, e in datahub.entities.items()}
+    for entry in entries:
+        name, listed = entry["name"], tuple(entry.get("aspects") or ())
+        base = entities.get(name)
+        if base is not None:  # one of DataHub's entities: Lodestar's aspects are added to its own
+            if entry.get("keyAspect", base.key_aspect) != base.key_aspect:
+                raise RegistryError(f"entity {name!r} is DataHub's, with the key aspect {base.key_aspect!r}")
+            spec = EntitySpec(name, base.key_aspect, (*base.aspects, *(a for a in listed if a not in base.aspects)),
+                              entry.get("doc") or base.doc, base.category)
+        elif "keyAspect" not in entry:
+            raise RegistryError(f"entity {name!r} is not one of DataHub's: it needs a keyAspect")
+        else:
+            key = entry["keyAspect"]
+            spec = EntitySpec(name, key, (key, *(a for a in listed if a != key)), entry.get("doc", ""), "lodestar")
+        missing = [a for a in spec.aspects if a not in aspects]
         if missing:
-            raise RegistryError(f"entity {spec.name!r} names aspects without a kind in 'aspects:': {missing}")
-        if spec.key_aspect not in spec.aspects:
-            spec = EntitySpec(spec.name, spec.key_aspect, (spec.key_aspect, *spec.aspects), spec.doc)
-        entities[spec.name] = spec
-    return EntityRegistry(entities, aspects, named)
+            raise RegistryError(f"entity {name!r} names aspects neither DataHub's nor in 'aspects:': {missing}")
+        entities[name] = spec
+    return EntityRegistry(entities, aspects, named, datahub)
 
 
 @cache

@@ -42,9 +42,13 @@ def test_registry_and_schemas_must_agree(tmp_path):
     with pytest.raises(RegistryError, match="noSuchAspect"):
         load_registry(bad)
     wrong_kind = tmp_path / "kind.yml"
-    wrong_kind.write_text("entities: []\naspects:\n  status: {kind: timeseries}\n")
+    wrong_kind.write_text("entities: []\naspects:\n  webhookInfo: {kind: timeseries}\n")
     with pytest.raises(RegistryError, match="registry says timeseries, schema says versioned"):
         load_registry(wrong_kind)
+    datahubs = tmp_path / "datahubs.yml"
+    datahubs.write_text("entities: []\naspects:\n  status: {kind: versioned}\n")
+    with pytest.raises(RegistryError, match="aspect 'status' is DataHub's"):
+        load_registry(datahubs)
 
 
 def test_urns_round_trip_with_nested_tuples_and_encoded_parts(registry: EntityRegistry):
