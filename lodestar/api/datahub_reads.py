@@ -677,6 +677,11 @@ _PAGING = [query_param("start", kind="integer", minimum=0, maximum=MAX_START),
            query_param("count", kind="integer", minimum=1, maximum=MAX_COUNT)]
 _READ_ANSWERS = {"200": response("The answer", OBJECT), "400": response("Invalid parameter"),
                  "403": response("The caller may not read it")}
+_RELATIONSHIPS = {"get": {
+    "summary": "DataHub's related entities: relationships of a type from (OUTGOING) or to (INCOMING) an entity",
+    "parameters": [query_param("urn", required=True), query_param("direction", enum=["INCOMING", "OUTGOING"]),
+                   query_param("relationshipTypes", "Repeated, or List(a,b)"), *_PAGING],
+    "responses": _READ_ANSWERS}}
 OPENAPI_PATHS: dict[str, Any] = {
     "/aspects/{urn}": {"get": {
         "summary": "DataHub Rest.li: one version of an aspect as {\"aspect\": {\"<record name>\": value}, \"version\"}",
@@ -691,11 +696,8 @@ OPENAPI_PATHS: dict[str, Any] = {
         "summary": "DataHub Rest.li batch get: ids=List(urn1,urn2), each URN URL-encoded",
         "parameters": [query_param("ids", "List(urn1,urn2)", required=True), query_param("aspects", "List(a,b)")],
         "responses": _READ_ANSWERS}},
-    "/openapi/relationships/v1/": {"get": {
-        "summary": "DataHub's related entities: relationships of a type from (OUTGOING) or to (INCOMING) an entity",
-        "parameters": [query_param("urn", required=True), query_param("direction", enum=["INCOMING", "OUTGOING"]),
-                       query_param("relationshipTypes", "Repeated, or List(a,b)"), *_PAGING],
-        "responses": _READ_ANSWERS}},
+    "/openapi/relationships/v1/": _RELATIONSHIPS,  # as DataHub's client asks
+    "/openapi/relationships/v1": _RELATIONSHIPS,
     "/openapi/v2/timeline/v1/{urn}": {"get": {
         "summary": "DataHub's timeline: change transactions of the entity's aspect versions, by category",
         "parameters": [URN, query_param("categories", f"Comma-separated: {', '.join(CATEGORIES)}", required=True),
@@ -715,5 +717,6 @@ def add_routes(app: web.Application) -> None:
     app.router.add_get("/entitiesV2/{urn}", get_entity)
     app.router.add_get("/entitiesV2", batch_get_entities)
     app.router.add_get("/openapi/relationships/v1/", related_entities)
+    app.router.add_get("/openapi/relationships/v1", related_entities)
     app.router.add_get("/openapi/v2/timeline/v1/{urn}", get_timeline)
     app.router.add_get("/openapi/v1/registry/models/entity/specifications", entity_specifications)

@@ -95,6 +95,7 @@ def matrix() -> list[Call]:
         Call("read", "GET", "/entitiesV2", f"/entitiesV2?ids=List({q(CUSTOMERS, safe='')})"),
         Call("read", "GET", "/openapi/relationships/v1/", f"/openapi/relationships/v1/?urn={q(CUSTOMERS, safe='')}"
              "&direction=INCOMING&relationshipTypes=DownstreamOf"),
+        Call("read", "GET", "/openapi/relationships/v1", f"/openapi/relationships/v1?urn={q(CUSTOMERS, safe='')}"),
         Call("read", "GET", "/openapi/v2/timeline/v1/{urn}",
              f"/openapi/v2/timeline/v1/{q(CUSTOMERS, safe='')}?categories=TAG"),
         Call("authenticated", "GET", "/openapi/v1/registry/models/entity/specifications",
