@@ -4,7 +4,8 @@ Counted where it happens, each component declaring its own: proposals by outcome
 (`gms/metrics.py`: every path into GMS.apply), MCL batches indexed and how long the read models
 took (`mcl_processor/metrics.py`), HTTP responses by status (here). Read from the event log at
 each scrape: the end offset and the committed offsets of every partition of the MCP and MCL
-topics, and the MCL processor's lag. With several processes on one port (`serve --workers N`),
+topics, the MCL processor's lag, and the proposals that failed after they were queued (the end
+offsets of FailedMetadataChangeProposal_v1). With several processes on one port (`serve --workers N`),
 `use_directory` makes every process write its counts to files there and /metrics sums them
 (prometheus_client's multiprocess mode).
 """
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest, values
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import REGISTRY, Collector
 
@@ -64,7 +65,12 @@ class LogCollector(Collector):
                     done = self._log.committed(group, topic, partition)
                     committed.add_metric([group, topic, str(partition)], done)
                     lag.add_metric([group, topic, str(partition)], max(0, ends[key] - done))
-        yield from (end, committed, lag)
+        failed = CounterMetricFamily("lodestar_failed_proposals", "Queued proposals that failed when applied,"
+                                     f" appended to {topics.FAILED_MCP} (`lodestar failed` lists them), by partition",
+                                     labels=["partition"])
+        for partition in range(self._log.partitions(topics.FAILED_MCP)):
+            failed.add_metric([str(partition)], self._log.end_offset(topics.FAILED_MCP, partition))
+        yield from (end, committed, lag, failed)
 
 
 def render(log: EventLog, groups: dict[str, tuple[str, ...]]) -> bytes:

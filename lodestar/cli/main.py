@@ -24,6 +24,7 @@ from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError
 from lodestar.cli import metadata as metadata_cli
 from lodestar.cli.common import DEFAULT_SERVER, CliError, Local, client_of, config_of, default_data_dir
+from lodestar.cli.failed import register as register_failed
 from lodestar.cli.replay import register as register_replay
 from lodestar.cli.tail import register as register_tail
 from lodestar.cli.webhooks import register as register_webhooks
@@ -281,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     data_dir_option(restore)
     restore.set_defaults(func=cmd_restore)
     register_tail(sub)
+    register_failed(sub)
     register_replay(sub)
     register_webhooks(sub)
     return parser
