@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
@@ -73,21 +73,32 @@ class Gms:
 
     def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
               request_headers: Mapping[str, str] | None = None, authorize: bool = False,
-              privileges: frozenset[str] | None = None) -> list[Result]:
+              privileges: frozenset[str] | None = None, all_or_none: bool = False) -> list[Result]:
         """Apply proposals synchronously; their MCLs are published before this returns. With
         `authorize`, a proposal the actor may not make fails (403 forbidden): it needs one of
-        `privileges`, or by default what `access.needed` says for its change."""
-        def check(item: ValidProposal) -> None:
-            wanted = privileges or needed(item.entity.name, item.proposal.change_type, item.proposal.aspect_name)
-            self.access.require(actor, wanted, str(item.urn))
-
-        results = self.writes.apply(proposals, actor, request_headers, check if authorize else None)
+        `privileges`, or by default what `access.needed` says for its change. With
+        `all_or_none`, nothing is applied if any proposal fails the checks made before the
+        stored state is read (validation, authorization): see WritePath.apply."""
+        results = self.writes.apply(proposals, actor, request_headers,
+                                    self._authorizer(actor, privileges) if authorize else None, all_or_none)
         crash_point("after-commit")
         self.relay.publish_pending()
         count_results(results)
         if log.isEnabledFor(logging.INFO):
             _log_failures(proposals, results)
         return results
+
+    def check(self, proposals: Sequence[Proposal | ProposalError], actor: str,
+              request_headers: Mapping[str, str] | None = None) -> list[ValidProposal | ProposalFailed]:
+        """Each proposal validated and authorized for the actor, nothing applied (what can be
+        refused before a proposal is queued)."""
+        return self.writes.check(proposals, request_headers, self._authorizer(actor, None))
+
+    def _authorizer(self, actor: str, privileges: frozenset[str] | None) -> Callable[[ValidProposal], None]:
+        def check(item: ValidProposal) -> None:
+            wanted = privileges or needed(item.entity.name, item.proposal.change_type, item.proposal.aspect_name)
+            self.access.require(actor, wanted, str(item.urn))
+        return check
 
     def delete_entity(self, urn: str, hard: bool, actor: str) -> Result | None:
         """Soft delete (status.removed = true) or, with hard, delete every aspect and purge

@@ -38,7 +38,7 @@ MAX_RETRIES = 5
 class Result:
     """What happened to one proposal."""
 
-    status: str  # applied | noop | dropped | failed
+    status: str  # applied | noop | dropped | failed | skipped (not applied: another proposal failed its checks)
     version: int | None = None
     failure: ProposalFailed | None = None
 
@@ -69,21 +69,36 @@ class WritePath:
         self._pool: ThreadPoolExecutor | None = None  # started by the first call with several entities
         self._pool_lock = threading.Lock()
 
-    def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
-              request_headers: Mapping[str, str] | None = None,
-              authorize: Callable[[ValidProposal], None] | None = None) -> list[Result]:
-        """Validate and apply proposals in order; one Result each. `authorize` raises
-        ProposalFailed for a valid proposal the actor may not make."""
-        results: list[Result | None] = [None] * len(proposals)
-        valid: list[tuple[int, ValidProposal]] = []
-        for i, proposal in enumerate(proposals):
+    def check(self, proposals: Sequence[Proposal | ProposalError], request_headers: Mapping[str, str] | None = None,
+              authorize: Callable[[ValidProposal], None] | None = None) -> list[ValidProposal | ProposalFailed]:
+        """Each proposal validated (registry, URN, schema, size, headers) and, with `authorize`,
+        authorized: what can be known of it before the stored state is read."""
+        checked: list[ValidProposal | ProposalFailed] = []
+        for proposal in proposals:
             try:
                 item = self.validator.validate(proposal, request_headers)
                 if authorize is not None:
                     authorize(item)
-                valid.append((i, item))
+                checked.append(item)
             except ProposalFailed as failure:
-                results[i] = Result("failed", failure=failure)
+                checked.append(failure)
+        return checked
+
+    def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
+              request_headers: Mapping[str, str] | None = None,
+              authorize: Callable[[ValidProposal], None] | None = None, all_or_none: bool = False) -> list[Result]:
+        """Validate and apply proposals in order; one Result each. `authorize` raises
+        ProposalFailed for a valid proposal the actor may not make. With `all_or_none`, nothing
+        is applied when any proposal fails those checks: the others' results are `skipped`."""
+        results: list[Result | None] = [None] * len(proposals)
+        valid: list[tuple[int, ValidProposal]] = []
+        for i, item in enumerate(self.check(proposals, request_headers, authorize)):
+            if isinstance(item, ProposalFailed):
+                results[i] = Result("failed", failure=item)
+            else:
+                valid.append((i, item))
+        if all_or_none and len(valid) < len(proposals):
+            return [result or Result("skipped") for result in results]
         if valid:
             with self.store.batch() as batch:
                 for i, result in self._apply_all(batch, valid, actor):

@@ -65,8 +65,9 @@ class Api:
         return await asyncio.to_thread(wait_until_caught_up, self.gms.log, timeout)
 
     async def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
-                    headers: Mapping[str, str]) -> list[Result]:
-        return await self.run(self.gms.apply, proposals, actor, headers, True)
+                    headers: Mapping[str, str], all_or_none: bool = False) -> list[Result]:
+        """Apply proposals for the actor (authorized); see Gms.apply for `all_or_none`."""
+        return await self.run(self.gms.apply, proposals, actor, headers, True, None, all_or_none)
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a write-side call on the writer thread, in the caller's trace context, with the

@@ -72,7 +72,7 @@ _FRAME: dict[str, Any] = {
                 "systemMetadata": {"type": "object"},
                 "headers": {"type": "object", "additionalProperties": {"type": "string"}}}},
             "Result": {"type": "object", "required": ["status"], "properties": {
-                "status": {"type": "string", "enum": ["applied", "noop", "dropped", "failed", "queued"]},
+                "status": {"type": "string", "enum": ["applied", "noop", "dropped", "failed", "queued", "skipped"]},
                 "version": {"type": "integer"}, "error": {"type": "string"}, "message": {"type": "string"},
                 "expected": {}, "actual": {}}},
             "Aspect": {"type": "object", "properties": {

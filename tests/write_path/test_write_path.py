@@ -318,3 +318,14 @@ def test_versions_survive_a_restart(tmp_path):
     assert second.apply([proposal(URN, "status", {"removed": True})], ACTOR)[0].version == 2
     assert len(mcls(second)) == 3
     second.close()
+
+
+def test_all_or_none_applies_nothing_when_a_proposal_fails_its_checks(gms: Gms):
+    valid, invalid = proposal(URN, "status", {"removed": False}), proposal(URN, "status", {"removed": "no"})
+    results = gms.apply([valid, invalid], ACTOR, all_or_none=True)
+    assert [r.status for r in results] == ["skipped", "failed"] and results[1].failure.code == "invalid_aspect"
+    assert gms.store.get(URN, "status") is None and mcls(gms) == []
+    assert [r.status for r in gms.apply([valid, invalid], ACTOR)] == ["applied", "failed"]  # by default: each alone
+    checked = gms.check([valid, invalid], "urn:li:corpuser:admin")  # validated and authorized
+    assert str(checked[0].urn) == URN and checked[1].code == "invalid_aspect"
+    assert gms.check([valid], ACTOR)[0].code == "forbidden"
