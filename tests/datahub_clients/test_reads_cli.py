@@ -19,6 +19,7 @@ import pytest
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.emitter.rest_emitter import DatahubRestEmitter
 from datahub.metadata.schema_classes import (
+    DatasetProfileClass,
     DatasetPropertiesClass,
     GlobalTagsClass,
     OwnerClass,
@@ -35,6 +36,7 @@ DATAHUB = str(Path(sys.executable).with_name("datahub"))
 ORDERS = dataset_urn("shop.orders")
 INVOICES = dataset_urn("shop.invoices")
 MISSING = dataset_urn("shop.nothing_here")
+PARKED = dataset_urn("shop.parked")
 
 
 def tags(*names: str) -> GlobalTagsClass:
@@ -49,9 +51,14 @@ def serve(tmp_path_factory):
                             (ORDERS, tags("sales")), (ORDERS, tags("sales", "gold")),
                             (ORDERS, OwnershipClass(owners=[OwnerClass("urn:li:corpuser:jdoe",
                                                                        OwnershipTypeClass.DATAOWNER)])),
-                            (INVOICES, tags("sales", "gold")), (INVOICES, StatusClass(removed=False))):
+                            (INVOICES, tags("sales", "gold")), (INVOICES, StatusClass(removed=False)),
+                            (PARKED, tags("retired", "sales")),
+                            (ORDERS, DatasetProfileClass(timestampMillis=1000, rowCount=10)),
+                            (ORDERS, DatasetProfileClass(timestampMillis=2000, rowCount=25))):
             emitter.emit_mcp(MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect))
         emitter.close()
+        indexed = running.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+        assert indexed["indexed"], "the MCL processor did not index the profiles"
         yield running
 
 
@@ -79,6 +86,14 @@ def test_datahub_get_one_aspect_and_its_details(serve, tmp_path):
     assert printed["ownership"]["value"]["owners"][0]["owner"] == "urn:li:corpuser:jdoe"
     assert printed["ownership"]["systemMetadata"]["version"] == "1"
     assert printed["ownership"]["created"]["actor"] == "urn:li:corpuser:admin"
+
+
+def test_datahub_get_of_a_timeseries_aspect_prints_its_latest_point(serve, tmp_path):
+    done = datahub(serve, tmp_path, "get", "--urn", ORDERS, "-a", "datasetProfile", "-a", "globalTags")
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = json.loads(done.stdout)
+    assert printed["datasetProfile"]["timestampMillis"] == 2000 and printed["datasetProfile"]["rowCount"] == 25
+    assert len(printed["globalTags"]["tags"]) == 2
 
 
 def test_datahub_get_of_a_missing_entity_says_not_found(serve, tmp_path):
@@ -120,3 +135,14 @@ def test_csv_enricher_in_patch_mode_keeps_the_existing_tags(serve, tmp_path):
     stored = serve.client().call("GET", f"/v1/entities/{quote(INVOICES, safe='')}/aspects/globalTags")
     assert [t["tag"] for t in stored["value"]["tags"]] == ["urn:li:tag:sales", "urn:li:tag:gold", "urn:li:tag:billing"]
     assert stored["version"] == 2
+
+
+def test_datahub_delete_references_lists_then_removes_them(serve, tmp_path):
+    tag = "urn:li:tag:retired"
+    listed = datahub(serve, tmp_path, "delete", "references", "--urn", tag, "--dry-run")
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    assert f"Found 1 references to {tag}" in listed.stdout and PARKED in listed.stdout
+    done = datahub(serve, tmp_path, "delete", "references", "--urn", tag, "--force")
+    assert done.returncode == 0, done.stdout + done.stderr
+    stored = serve.client().call("GET", f"/v1/entities/{quote(PARKED, safe='')}/aspects/globalTags")
+    assert [t["tag"] for t in stored["value"]["tags"]] == ["urn:li:tag:sales"]
