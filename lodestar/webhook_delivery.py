@@ -5,9 +5,14 @@ The body is JSON: {"webhook": id, "delivery": "<topic>/<partition>/<offset>", "c
 change as `Change.to_json` gives it, and for a change of tags or properties (`userScopeMetadata`,
 `systemScopeMetadata`) "metadataChange": CDAP's change record of it (lodestar/metadata/changes.py:
 what was added and removed, so a receiver needs no diff)}; headers `X-Lodestar-Webhook`, `X-Lodestar-Delivery` and
-`X-Lodestar-Signature: sha256=<hex HMAC-SHA256 of the body, keyed by the webhook's secret>`.
+`X-Lodestar-Signature: sha256=<hex HMAC-SHA256 of the body, keyed by the webhook's secret>`; while
+the secrets a rotation replaced are in their grace period, one `sha256=<hex>` per valid secret,
+the current one first, separated by ", " (a receiver accepts the body when one matches: `verify`).
+The secrets come from the secret store (lodestar.secrets), each read once by its fingerprint; which
+ones sign is decided at each attempt, from the latest registration the dispatcher has read.
 A webhook gets the changes logged after it was registered.
-A 2xx answer is a delivery; anything else (or no answer within `timeout`) is retried after
+A 2xx answer is a delivery; anything else (or no answer within `timeout`, or no secret to sign
+with) is retried after
 `backoff`, doubling, up to `attempts` sends; after the last, the change becomes a dead letter
 of the webhook (a `webhookDeadLetter` point, listed by the API).
 
@@ -19,8 +24,9 @@ position is committed once every webhook it was for is done with it and with eve
 before it in its partition. stop() (or SIGINT/SIGTERM) ends the backoff waits at once; a
 delivery cut short is neither dead-lettered nor committed, so it is sent again after a restart.
 
-Registrations are read when the dispatcher starts and then followed through their own MCLs
-(changes of webhook entities are never delivered, so a dead letter cannot cause another).
+Registrations are read when the dispatcher starts (after moving any secret still held by a
+registration into the secret store: lodestar.webhooks.Webhooks.upgrade) and then followed through
+their own MCLs (changes of webhook entities are never delivered, so a dead letter cannot cause another).
 """
 
 from __future__ import annotations
@@ -40,10 +46,12 @@ import orjson
 
 from gms.access import SUPERUSER
 from gms.service import Gms
+from ingest.backends.errors import BackendError
 from ingest.proposal import Proposal
 from ingest.subscribe import Change, Subscription, subscribe
 from lodestar.metadata.changes import record_of_change
 from lodestar.metadata.service import MetadataService
+from lodestar.secrets import SecretStore
 from lodestar.webhooks import DEAD_LETTER, INFO, PREFIX, Webhook, Webhooks
 
 log = logging.getLogger(__name__)
@@ -53,8 +61,16 @@ SIGNATURE = "X-Lodestar-Signature"
 
 
 def signature(secret: str, body: bytes) -> str:
-    """The X-Lodestar-Signature value of a body: a receiver computes it again and compares."""
+    """The X-Lodestar-Signature value of a body signed with one secret: a receiver computes it
+    again and compares (see `verify`)."""
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verify(secret: str, body: bytes, header: str) -> bool:
+    """A receiver's check: whether an X-Lodestar-Signature header (one `sha256=<hex>` per secret
+    signing, separated by commas) holds the signature of `body` with `secret`."""
+    expected = signature(secret, body)
+    return any(hmac.compare_digest(expected, part.strip()) for part in header.split(","))
 
 
 class _Ticket:
@@ -110,13 +126,21 @@ class _Outlet:
 
 class WebhookDispatcher:
     def __init__(self, gms: Gms, attempts: int = 5, backoff: float = 0.5, timeout: float = 10.0,
-                 group: str = GROUP, max_pending: int = 10_000, commit_interval: float = 1.0):
+                 group: str = GROUP, max_pending: int = 10_000, commit_interval: float = 1.0,
+                 secrets: SecretStore | None = None):
+        """`secrets`: the secret store (by default the one beside GMS's aspect store)."""
         self.gms = gms
         self._metadata = MetadataService(gms)  # what a URN does not say of its CDAP entity
         self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
         self.group = group
         self.max_pending, self.commit_interval = max_pending, commit_interval
-        self.hooks = {hook.urn: hook for hook in Webhooks(gms).all()}
+        webhooks = Webhooks(gms, secrets)
+        self.secrets = webhooks.secrets
+        if moved := webhooks.upgrade():
+            log.warning("moved the secrets of %d webhook(s) out of their webhookInfo aspect into the secret store;"
+                        " their earlier versions still hold them: rotate them (docs/subscriptions.md)", moved)
+        self.hooks = {hook.urn: hook for hook in webhooks.all()}
+        self._keys: dict[tuple[str, str], str] = {}  # (webhook URN, fingerprint) -> secret, read once
         self.delivered = 0
         self.dead = 0
         self.stopping = threading.Event()
@@ -213,9 +237,14 @@ class WebhookDispatcher:
 
     def _follow(self, change: Change) -> None:
         if change.aspect == INFO and change.value is not None:
-            self.hooks[change.urn] = Webhook.of(change.urn, change.value)
+            known, version = self.hooks.get(change.urn), change.version or 0
+            if known is not None and version < known.version:
+                return  # an older version, read again (a group reading from its start): the newer one stays
+            hook = self.hooks[change.urn] = Webhook.of(change.urn, change.value, version)
+            self._forget_keys(change.urn, {hook.fingerprint, *(p.fingerprint for p in hook.previous)})
         elif change.aspect in (INFO, "webhookKey") and change.value is None:
             self.hooks.pop(change.urn, None)
+            self._forget_keys(change.urn, set())
             outlet = self._outlets.pop(change.urn, None)
             if outlet is not None:
                 outlet.removed.set()
@@ -231,10 +260,12 @@ class WebhookDispatcher:
             payload["metadataChange"] = record
         body = orjson.dumps(payload)
         headers = {"Content-Type": "application/json", "X-Lodestar-Webhook": hook.id,
-                   "X-Lodestar-Delivery": delivery, SIGNATURE: signature(hook.secret, body)}
+                   "X-Lodestar-Delivery": delivery}
         error = ""
         for attempt in range(1, self.attempts + 1):
-            error = self._post(hook.url, body, headers)
+            signed, error = self._sign(self.hooks.get(hook.urn, hook), body)  # as registered now: rotations count
+            if signed:
+                error = self._post(hook.url, body, {**headers, SIGNATURE: signed})
             if not error:
                 with self._lock:
                     self.delivered += 1
@@ -254,6 +285,27 @@ class WebhookDispatcher:
             if result.failure is not None:
                 log.error("webhook %s: dead letter of %s not stored: %s", hook.id, delivery, result.failure.message)
         return True
+
+    def _sign(self, hook: Webhook, body: bytes) -> tuple[str, str]:
+        """(the X-Lodestar-Signature value, '') with every secret valid now, or ('', why not)."""
+        keys = []
+        try:
+            for name in hook.fingerprints(int(time.time() * 1000)):
+                key = self._keys.get((hook.urn, name))
+                if key is None and (key := self.secrets.get(hook.urn, name)) is not None:
+                    self._keys[(hook.urn, name)] = key
+                if key is not None:
+                    keys.append(key)
+        except BackendError as err:
+            return "", f"secret store: {err}"
+        if not keys:
+            return "", "no secret to sign with in the secret store (rotate the webhook's secret)"
+        return ", ".join(signature(key, body) for key in keys), ""
+
+    def _forget_keys(self, urn: str, keep: set[str]) -> None:
+        """Drop the secrets read for a webhook but those named in `keep`."""
+        for key in [key for key in list(self._keys) if key[0] == urn and key[1] not in keep]:  # outlets add meanwhile
+            self._keys.pop(key, None)
 
     def _post(self, url: str, body: bytes, headers: dict[str, str]) -> str:
         """'' once the URL accepted the body, else why not."""

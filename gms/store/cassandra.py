@@ -183,6 +183,7 @@ class CassandraAspectStore(AspectStore):
         session's cluster down. `entity_concurrency`: entities the write path works on at once
         (see AspectStore)."""
         self.entity_concurrency = entity_concurrency
+        self.keyspace = keyspace  # other adapters may keep their tables beside the store's
         self._session = session
         self._db = Runner(session)
         self._owns_session = owns_session

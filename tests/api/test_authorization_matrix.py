@@ -134,6 +134,7 @@ def matrix() -> list[Call]:
         Call("admin", "GET", "/v1/webhooks", "/v1/webhooks"),
         Call("admin", "GET", "/v1/webhooks/{id}", "/v1/webhooks/0"),
         Call("admin", "GET", "/v1/webhooks/{id}/dead-letters", "/v1/webhooks/0/dead-letters"),
+        Call("admin", "POST", "/v1/webhooks/{id}/rotate", "/v1/webhooks/0/rotate", {"graceSeconds": 0}),
         Call("admin", "DELETE", "/v1/webhooks/{id}", "/v1/webhooks/0"),
     ]
 
