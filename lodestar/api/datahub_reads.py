@@ -33,7 +33,7 @@ from gms.access import READ, can_read
 from gms.store import AspectStore, StoredAspect
 from ingest.proposal import ProposalError, parse_proposal
 from lodestar.api.access import readable, require
-from lodestar.api.context import Api, api_of, principal_of, read_json
+from lodestar.api.context import Api, api_of, error, principal_of, read_json
 from lodestar.api.datahub_relationships import Relationships, relationships_of, without_references
 from lodestar.api.datahub_timeline import CATEGORIES, aspects_read, category_names, timeline
 from lodestar.api.limits import MAX_COUNT, MAX_MILLIS, MAX_START, MAX_VERSION, bool_param, int_param
@@ -523,12 +523,17 @@ def incoming(api: Api, relationships: Relationships, urn: str, types: Iterable[s
             elif edge.source == urn:
                 found.setdefault((edge.type, edge.destination, edge.via))
     for key, names in relationships.search_keys(types, entity_type).items():
-        hits = api.read_models.search.query(f'{key}:"{urn}"', None, 0, MAX_COUNT, sort="urn", within=within).hits
-        for hit in hits:
-            rows = api.gms.store.entity(hit.urn)
-            for name, target, aspect in relationships.outgoing(((r.aspect, r.value) for r in rows), sorted(names)):
-                if target == urn:
-                    found.setdefault((name, hit.urn, aspect))
+        for start in range(0, MAX_START, MAX_COUNT):  # every candidate, a page at a time
+            hits = api.read_models.search.query(f'{key}:"{urn}"', None, start, MAX_COUNT, sort="urn",
+                                                within=within).hits
+            for hit in hits:
+                rows = api.gms.store.entity(hit.urn)
+                for name, target, aspect in relationships.outgoing(((r.aspect, r.value) for r in rows),
+                                                                   sorted(names)):
+                    if target == urn:
+                        found.setdefault((name, hit.urn, aspect))
+            if len(hits) < MAX_COUNT:
+                break
     return list(found)
 
 
@@ -584,7 +589,7 @@ def _removal(registry: EntityRegistry, relationships: Relationships, row: Stored
                            "headers": {"If-Version-Match": str(row.version)}}
     try:
         registry.aspects[row.aspect].check(value)
-    except ValueError:
+    except (ValueError, KeyError):
         return {**mcp, "changeType": "DELETE"}
     return {**mcp, "changeType": "UPSERT", "aspect": {"value": json.dumps(value), "contentType": "application/json"}}
 
@@ -611,12 +616,12 @@ async def delete_references(request: web.Request, body: dict[str, Any]) -> web.R
                 parsed.append(err)
         results = await api.apply(parsed, principal_of(request), {})
         failed = [(m, r.failure) for m, r in zip(mcps, results, strict=True) if r.failure is not None]
-        if failed:
+        if failed:  # e.g. 403 (no WRITE on a referring entity), 412 (it changed since it was read)
             mcp, failure = failed[0]
             assert failure is not None
-            raise refuse(failure.http_status if failure.http_status in (400, 412) else 400, failure.code,
-                         f"{len(failed)} of {len(mcps)} references not removed; {mcp['aspectName']} of"
-                         f" {mcp['entityUrn']}: {failure.message}")
+            return error(failure.http_status, failure.code,
+                         f"{len(failed)} of {len(mcps)} aspects kept their references; {mcp['aspectName']} of"
+                         f" {mcp['entityUrn']}: {failure.message}", relatedAspects=related)
     return web.json_response({"value": {"total": len(related), "relatedAspects": related}})
 
 

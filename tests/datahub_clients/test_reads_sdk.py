@@ -385,6 +385,20 @@ def test_delete_references_lists_then_removes_them(server, graph):
     assert graph.get_aspect(ORDERS, ContainerClass) is None  # a container without it is no container: deleted
 
 
+def test_delete_references_without_write_privilege_removes_nothing(server, graph):
+    emit(graph, ORDERS, tags("sales", "gold"))
+    indexed(server)
+    reader = DataHubGraph(DatahubClientConfig(server=server.url, token=principal_with_grants(
+        server, "reader", [("instance", ["READ"])])))
+    try:
+        assert reader.delete_references_to_urn("urn:li:tag:gold", dry_run=True)[0] == 1  # reading is allowed
+        with pytest.raises(Exception, match="forbidden"):
+            reader.delete_references_to_urn("urn:li:tag:gold")
+    finally:
+        reader.close()
+    assert graph.get_tags(ORDERS) == tags("sales", "gold")
+
+
 def test_sdk_client_reads_and_updates_an_entity(server, graph):
     from datahub.sdk import DataHubClient, DatasetUrn
 
