@@ -139,6 +139,18 @@ def test_get_aspect_returns_each_typed_aspect_as_emitted(server, graph):
     assert graph.get_glossary_terms(ORDERS) is None  # an aspect the entity does not have
 
 
+def test_every_aspect_class_of_the_client_finds_its_record_name_and_every_entity_its_key(server):
+    """get_aspect looks for the value under its class's record name; exists() asks for the key
+    aspect its own table names: both must be the registry's, for every aspect and entity type."""
+    from datahub.metadata.schema_classes import ASPECT_NAME_MAP, KEY_ASPECTS
+
+    registry = server.gms.registry
+    names = {name: cls.RECORD_SCHEMA.fullname.replace(".pegasus2avro", "") for name, cls in ASPECT_NAME_MAP.items()}
+    assert {name: registry.aspects[name].schema_name for name in names if name in registry.aspects} == names
+    assert {entity: registry.entities[entity].key_aspect for entity in KEY_ASPECTS if entity in registry.entities} \
+        == {entity: cls.ASPECT_NAME for entity, cls in KEY_ASPECTS.items()}
+
+
 def test_get_aspect_reads_any_version_and_not_deleted_ones(server, graph):
     emit(graph, ORDERS, tags("draft"), tags("sales"), tags("sales", "gold"))
     assert graph.get_aspect(ORDERS, GlobalTagsClass, version=1) == tags("draft")
