@@ -65,13 +65,13 @@ class KafkaEmitter:
         return cls(KafkaEventLog(bootstrap, prefix), actor)
 
     def emit(self, proposals: Sequence[Proposal]) -> None:
-        from ingest.eventlog import EventLogError
+        from ingest.backends.errors import BackendError
 
         messages = [LogMessage(p.entity_urn, self._codec.encode(self._type, {
             **p.to_record(), "headers": {**(p.headers or {}), ACTOR_HEADER: self.actor}})) for p in proposals]
         try:
             self.log.append(topics.MCP, messages)
-        except EventLogError as err:
+        except BackendError as err:
             raise EmitError(str(err)) from None
 
     def close(self) -> None:

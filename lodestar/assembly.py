@@ -3,6 +3,9 @@
 The embedded default keeps everything in the data directory (aspects and topics in
 `lodestar.db`, read models in `readmodels.db`). Any port may instead use its distributed
 adapter; the data directory then still holds the admin token and this instance's id.
+
+Opening raises ingest.backends.errors.BackendError (BackendUnavailable when a backend does not
+answer), naming the backend, as every adapter does.
 """
 
 from __future__ import annotations
@@ -11,14 +14,13 @@ import uuid
 from pathlib import Path
 
 from gms.service import DATABASE, Gms, Limits
-from gms.store import AspectStore, StoreUnavailable
-from ingest.eventlog import EventLog, EventLogError
-from lodestar.config import Config, ConfigError
-from mcl_processor.readmodels import ReadModels, ReadModelsUnavailable
+from gms.store import AspectStore
+from ingest.eventlog import EventLog
+from lodestar.config import Config
+from mcl_processor.readmodels import ReadModels
 from schemas.registry import EntityRegistry
 
 INSTANCE_FILE = "instance.id"
-BACKEND_ERRORS = (ConfigError, StoreUnavailable, EventLogError, ReadModelsUnavailable)
 
 
 def instance_id(data_dir: Path) -> str:

@@ -28,11 +28,12 @@ from typing import Any
 from aiohttp import web
 
 from gms.service import Gms
+from ingest.backends.errors import BackendError
 from lodestar import memory, metrics
 from lodestar.api.access_log import NO_ACCESS_LOG
 from lodestar.api.app import create_app
 from lodestar.api.auth import ADMIN, TokenAuth
-from lodestar.assembly import BACKEND_ERRORS, open_gms, open_read_models
+from lodestar.assembly import open_gms, open_read_models
 from lodestar.config import Config
 from lodestar.priority import lower_priority
 from lodestar.webhook_delivery import WebhookDispatcher
@@ -76,7 +77,7 @@ class Node:
                 raise
         except OSError as err:
             raise ServeError(f"cannot open data directory {data_dir}: {err}") from None
-        except BACKEND_ERRORS as err:
+        except BackendError as err:
             raise ServeError(str(err)) from None
         self.roles = roles
         self.process = process

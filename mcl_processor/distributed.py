@@ -4,13 +4,11 @@ batch applied again (after a crash before the offsets were committed) change not
 
 from __future__ import annotations
 
-from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-
-from ingest.backends import BackendUnavailable, Endpoints
+from ingest.backends import Endpoints
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
 from mcl_processor.opensearch.indices import client_for
-from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels, ReadModelsUnavailable
+from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
 from mcl_processor.runs.cassandra import CassandraRunLineage
 from mcl_processor.runs.facts import run_facts_of
 from mcl_processor.search.opensearch import MODEL as SEARCH
@@ -33,20 +31,16 @@ class DistributedReadModels(ReadModels):
     def connect(cls, endpoints: Endpoints, registry: EntityRegistry, keyspace: str,
                 index_prefix: str) -> DistributedReadModels:
         """Read models on the OpenSearch and Cassandra of `endpoints` (indices `<index_prefix>_*`,
-        lineage tables in `keyspace`). Raises ReadModelsUnavailable naming a server that does
+        lineage tables in `keyspace`). Raises BackendUnavailable naming a server that does
         not answer."""
         annotations = annotations_of(registry)
         client = client_for(endpoints)
         try:
             client.info()
-        except OpenSearchConnectionError as err:
-            client.close()
-            raise ReadModelsUnavailable(f"OpenSearch at {endpoints.opensearch_url} does not answer: {err}") from None
-        try:
             lineage = CassandraLineageGraph.connect(endpoints, keyspace, annotations)
-        except BackendUnavailable as err:
+        except BaseException:
             client.close()
-            raise ReadModelsUnavailable(str(err)) from None
+            raise
         return cls(OpenSearchSearchIndex(client, annotations, index_prefix), lineage,
                    OpenSearchTimeseriesStore(client, index_prefix),
                    CassandraRunLineage(lineage.session, keyspace, run_facts_of(registry)))

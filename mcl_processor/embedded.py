@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import sqlite3
 from contextlib import AbstractContextManager
 from pathlib import Path
 
+from ingest.backends.sqlite import backend_error
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
@@ -21,11 +23,14 @@ class SqliteReadModels(ReadModels):
     def __init__(self, path: Path, registry: EntityRegistry | None = None):
         registry = registry or default_registry()
         annotations = annotations_of(registry)
-        self.db = Database(path)
-        self.search = SqliteSearchIndex(self.db, annotations)
-        self.lineage = SqliteLineageGraph(self.db, annotations)
-        self.timeseries = SqliteTimeseriesStore(self.db)
-        self.runs = SqliteRunLineage(self.db, run_facts_of(registry))
+        try:  # the database is opened, the models create their tables
+            self.db = Database(path)
+            self.search = SqliteSearchIndex(self.db, annotations)
+            self.lineage = SqliteLineageGraph(self.db, annotations)
+            self.timeseries = SqliteTimeseriesStore(self.db)
+            self.runs = SqliteRunLineage(self.db, run_facts_of(registry))
+        except sqlite3.Error as err:
+            raise backend_error(err, path) from err
 
     @classmethod
     def in_data_dir(cls, data_dir: Path, registry: EntityRegistry | None = None) -> SqliteReadModels:

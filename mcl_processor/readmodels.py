@@ -18,15 +18,12 @@ from mcl_processor.timeseries import TimeseriesStore
 Preparer = Callable[[Sequence[tuple[str, Any]]], list[Mapping[str, Any] | None]]
 
 
-class ReadModelsUnavailable(Exception):
-    """The read models' servers could not be reached; the message names them."""
-
-
 class ReadModels(ABC):
     """Search index, lineage graph, run lineage and timeseries store behind one write transaction.
 
     Adapters without a shared transaction (OpenSearch, Cassandra) rely on the models'
-    version checks instead: a batch applied twice changes nothing."""
+    version checks instead: a batch applied twice changes nothing. Every adapter raises its
+    backend's errors as ingest.backends.errors (BackendUnavailable while it does not answer)."""
 
     search: SearchIndex
     lineage: LineageGraph

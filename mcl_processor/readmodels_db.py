@@ -1,4 +1,7 @@
-"""The embedded read-model database, `<data dir>/readmodels.db` (SQLite, WAL)."""
+"""The embedded read-model database, `<data dir>/readmodels.db` (SQLite, WAL).
+
+sqlite3's errors are raised as ingest.backends.errors: by `Database.transaction` for what is
+written in it, by `consistent_read` and `model_errors` for the read models' queries."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
+from ingest.backends.sqlite import WalCheckpointer, WalLimit, backend_error, connect, translated
 from mcl_processor.changes import chunks
 
 FILE_NAME = "readmodels.db"
@@ -41,14 +44,17 @@ class Database:
             if self.writer.in_transaction:
                 yield self.writer
                 return
-            self.writer.execute("BEGIN IMMEDIATE")
             try:
-                yield self.writer
-            except BaseException:
-                self.writer.execute("ROLLBACK")
-                raise
-            self.writer.execute("COMMIT")
-            self._wal_limit.after_commit(self.writer)
+                self.writer.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self.writer
+                except BaseException:
+                    self.writer.execute("ROLLBACK")
+                    raise
+                self.writer.execute("COMMIT")
+                self._wal_limit.after_commit(self.writer)
+            except sqlite3.Error as err:
+                raise backend_error(err, self.path) from err
 
     def reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -89,13 +95,17 @@ class _OnDatabase(Protocol):
 Model = TypeVar("Model", bound=_OnDatabase)
 Params = ParamSpec("Params")
 Result = TypeVar("Result")
+#: A read model's method, raising sqlite3's errors as ingest.backends.errors (for its queries
+#: that are no `consistent_read`; writes are translated by `Database.transaction`).
+model_errors = translated(lambda model: model.db.path)
 
 
 def consistent_read(
         query: Callable[Concatenate[Model, Params], Result]) -> Callable[Concatenate[Model, Params], Result]:
     """Runs a read model's query method in one snapshot (`Database.snapshot`), and again when
     another connection changed the schema as it started: after a rebuild's switch renamed
-    tables, SQLite may fail a virtual table's constructor once with SQLITE_SCHEMA."""
+    tables, SQLite may fail a virtual table's constructor once with SQLITE_SCHEMA. sqlite3's
+    errors are raised as ingest.backends.errors."""
 
     @functools.wraps(query)
     def run(model: Model, *args: Params.args, **kwargs: Params.kwargs) -> Result:
@@ -104,9 +114,10 @@ def consistent_read(
             try:
                 with model.db.snapshot():
                     return query(model, *args, **kwargs)
-            except sqlite3.OperationalError as error:
-                if error.sqlite_errorcode != sqlite3.SQLITE_SCHEMA or attempt == SCHEMA_CHANGE_ATTEMPTS:
-                    raise
+            except sqlite3.Error as error:
+                schema_changed = getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_SCHEMA
+                if not schema_changed or attempt == SCHEMA_CHANGE_ATTEMPTS:
+                    raise backend_error(error, model.db.path) from error
                 attempt += 1
 
     return run

@@ -10,6 +10,9 @@ Atomicity: a version and its events always commit together. Whether a whole batc
 depends on the store: SQLite commits or rolls back a batch as one transaction; Cassandra
 has no multi-partition transactions, so each insert is applied (with its events) when it
 is made and a failing batch cannot undo the inserts it already made.
+
+Errors: an adapter raises its database's errors as `ingest.backends.errors` (BackendUnavailable
+while the database does not answer or stays locked, BackendFailure for what it refuses).
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import orjson
+
+from ingest.backends.errors import BackendUnavailable
+
+StoreUnavailable = BackendUnavailable  # the former name; goes once no test uses it (see ingest.backends.errors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,10 +72,6 @@ class Outbox(Protocol):
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]: ...
 
     def ack_outbox(self, ids: Sequence[int]) -> None: ...
-
-
-class StoreUnavailable(Exception):
-    """The store's servers could not be reached; the message names them."""
 
 
 class AspectBatch(ABC):

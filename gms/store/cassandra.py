@@ -77,7 +77,7 @@ from typing import Any
 import orjson
 from cassandra.cluster import Session
 
-from gms.store import AspectBatch, AspectStore, Outbox, OutboxMessage, StoredAspect, StoreUnavailable
+from gms.store import AspectBatch, AspectStore, Outbox, OutboxMessage, StoredAspect
 from gms.store.cassandra_lease import LEASE_TTL, Lease, Leases
 from gms.store.cassandra_outbox import CassandraOutbox, Reserved
 from gms.store.cassandra_schema import (
@@ -92,7 +92,7 @@ from gms.store.cassandra_schema import (
     quoted_keyspace,
 )
 from gms.store.cassandra_takeover import Takeover
-from ingest.backends import BackendUnavailable, Endpoints, cassandra_session
+from ingest.backends import Endpoints, cassandra_session
 
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner
 # Each operation is a round trip, so a batch's entities are applied this many at a time.
@@ -223,13 +223,10 @@ class CassandraAspectStore(AspectStore):
     def connect(cls, endpoints: Endpoints, keyspace: str, producer_id: str | None = None, *,
                 replication_factor: int = 1, connect_timeout: float = 5.0, request_timeout: float = 10.0,
                 local_dc: str | None = None, **options: Any) -> CassandraAspectStore:
-        """A store on its own cluster connection. Raises StoreUnavailable, naming the contact
+        """A store on its own cluster connection. Raises BackendUnavailable, naming the contact
         points, when none answers within connect_timeout (per contact point)."""
-        try:
-            session = cassandra_session(endpoints, connect_timeout=connect_timeout, request_timeout=request_timeout,
-                                        local_dc=local_dc)
-        except BackendUnavailable as err:
-            raise StoreUnavailable(str(err)) from None
+        session = cassandra_session(endpoints, connect_timeout=connect_timeout, request_timeout=request_timeout,
+                                    local_dc=local_dc)
         try:
             return cls(session, keyspace, producer_id, replication_factor=replication_factor,
                        owns_session=True, **options)
@@ -266,7 +263,7 @@ class CassandraAspectStore(AspectStore):
         return _first(self._db.execute(self._get_version, (urn, aspect, version)))
 
     def history(self, urn: str, aspect: str) -> list[StoredAspect]:
-        return [_stored(row) for row in self._db.execute(self._history, (urn, aspect))]
+        return [_stored(row) for row in self._db.rows(self._db.execute(self._history, (urn, aspect)))]
 
     def entity(self, urn: str) -> list[StoredAspect]:
         return self._live(urn, QUORUM)
@@ -298,7 +295,7 @@ class CassandraAspectStore(AspectStore):
                           if (row.urn.encode(), row.name.encode()) > position)
             rows = chain(same_token, self._db.execute(
                 _paged(self._scan_after.bind((after[0], span.end)), fetch)))
-        live = (row for row in rows if row.kind == ASPECT and row.value is not None)
+        live = (row for row in self._db.rows(rows) if row.kind == ASPECT and row.value is not None)
         return (_stored(row) for row in islice(live, limit))
 
     @staticmethod

@@ -26,9 +26,9 @@ import time
 import uuid
 import weakref
 
-from gms.store import StoreUnavailable
 from gms.store.cassandra_schema import Runner, applied, prepare, quoted_keyspace
 from ingest.backends import MIN_LEASE_TTL
+from ingest.backends.errors import BackendUnavailable
 
 log = logging.getLogger(__name__)
 LEASE_TTL = 10  # seconds, by default
@@ -36,11 +36,11 @@ RENEW_EVERY = 0.2  # of the TTL less a second
 TRUSTED_FOR = 0.7  # of the TTL less a second, after a renewal was sent
 
 
-class ProducerInUse(StoreUnavailable):
+class ProducerInUse(BackendUnavailable):
     """Another open store holds the producer id (its lease, or outbox ids reserved at the same time)."""
 
 
-class LeaseLost(StoreUnavailable):
+class LeaseLost(BackendUnavailable):
     """This store's lease on its producer id expired or was taken over: it may not write or publish."""
 
 

@@ -1,10 +1,12 @@
-"""Tables and statement helpers of the Cassandra aspect store (see gms.store.cassandra)."""
+"""Tables and statement helpers of the Cassandra aspect store (see gms.store.cassandra). Every
+statement of the store goes through them, which raise the driver's errors as
+ingest.backends.errors (see ingest.backends.cassandra)."""
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from cassandra import ConsistencyLevel
@@ -13,6 +15,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement, named_tuple_factory
 
 from ingest.backends import SCHEMA_TIMEOUT
+from ingest.backends.cassandra import DRIVER_ERRORS, backend_error, contact_points, translated
 
 QUORUM = ConsistencyLevel.QUORUM
 SERIAL = ConsistencyLevel.SERIAL
@@ -57,16 +60,18 @@ def ensure_schema(session: Session, keyspace: str, replication_factor: int) -> N
     if metadata is not None and set(_TABLES) <= set(metadata.tables):
         return
     ks = quoted_keyspace(keyspace)
-    session.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
-                    f"{{'class': 'SimpleStrategy', 'replication_factor': {int(replication_factor)}}}",
-                    timeout=SCHEMA_TIMEOUT)
-    for ddl in _TABLES.values():
-        session.execute(ddl.format(ks=ks), timeout=SCHEMA_TIMEOUT)
+    with translated(contact_points(session)):
+        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
+                        f"{{'class': 'SimpleStrategy', 'replication_factor': {int(replication_factor)}}}",
+                        timeout=SCHEMA_TIMEOUT)
+        for ddl in _TABLES.values():
+            session.execute(ddl.format(ks=ks), timeout=SCHEMA_TIMEOUT)
 
 
 def prepare(session: Session, cql: str, consistency: int = QUORUM) -> PreparedStatement:
     """A prepared statement with the store's consistency levels, whatever the session's defaults."""
-    statement = session.prepare(cql)
+    with translated(contact_points(session)):
+        statement = session.prepare(cql)
     statement.consistency_level = consistency
     statement.serial_consistency_level = SERIAL
     return statement
@@ -82,20 +87,35 @@ def partition_batch(statements: list[tuple[PreparedStatement, tuple[Any, ...]]])
 
 class Runner:
     """Runs the store's statements on a session, with the session's default execution profile
-    but rows from `named_tuple_rows`."""
+    but rows from `named_tuple_rows`; the driver's errors are raised as backend errors (also
+    those of the later pages of a result iterated through `rows`)."""
 
     def __init__(self, session: Session):
         self.session = session
         self.profile = session.execution_profile_clone_update(EXEC_PROFILE_DEFAULT, row_factory=named_tuple_rows)
+        self.where = contact_points(session)
 
     def execute(self, statement: Statement | str, params: Sequence[Any] | None = None) -> ResultSet:
-        return self.session.execute(statement, params, execution_profile=self.profile)
+        try:
+            return self.session.execute(statement, params, execution_profile=self.profile)
+        except DRIVER_ERRORS as err:
+            raise backend_error(err, self.where) from err
 
     def concurrently(self, statements: list[tuple[PreparedStatement, tuple[Any, ...]]], concurrency: int = 64
                      ) -> list[ResultSet]:
         """The results of statements run concurrently, in order; raises the first error."""
-        return [result for _, result in execute_concurrent(self.session, statements, concurrency=concurrency,
-                                                           execution_profile=self.profile)]
+        try:
+            return [result for _, result in execute_concurrent(self.session, statements, concurrency=concurrency,
+                                                               execution_profile=self.profile)]
+        except DRIVER_ERRORS as err:
+            raise backend_error(err, self.where) from err
+
+    def rows(self, rows: Iterable[Any]) -> Iterator[Any]:
+        """`rows` (of results paged by the driver) with the driver's errors raised as backend errors."""
+        try:
+            yield from rows
+        except DRIVER_ERRORS as err:
+            raise backend_error(err, self.where) from err
 
 
 def named_tuple_rows(colnames: Sequence[str], rows: Sequence[Sequence[Any]]) -> list[tuple[Any, ...]]:

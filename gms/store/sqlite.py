@@ -9,13 +9,14 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from itertools import groupby
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
-from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
+from ingest.backends.sqlite import WalCheckpointer, WalLimit, backend_error, connect, translated
 from ingest.eventlog import LogMessage
 from ingest.eventlog.sqlite import SqliteEventLog
 
@@ -32,6 +33,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 _COLUMNS = "urn, aspect, version, value, system_metadata"
+_translated = translated(attrgetter("path"))  # sqlite3's errors raised as ingest.backends.errors
 
 
 def _row(row: tuple[Any, ...]) -> StoredAspect:
@@ -100,8 +102,12 @@ class SqliteAspectStore(AspectStore, _Reads):
 
     Given an embedded event log in the same database file, a batch appends its MCLs to
     that log in its own transaction: the outbox stays empty and nothing needs relaying.
-    Otherwise MCLs wait in the outbox table for the relay."""
+    Otherwise MCLs wait in the outbox table for the relay.
 
+    sqlite3's errors are raised as ingest.backends.errors: by each method, and for a batch's
+    operations by `batch()` as it ends (nothing is added per operation)."""
+
+    @_translated
     def __init__(self, path: Path, colocated_log: SqliteEventLog | None = None):
         self.path = Path(path)
         if colocated_log is not None and colocated_log.path.resolve() != self.path.resolve():
@@ -131,17 +137,20 @@ class SqliteAspectStore(AspectStore, _Reads):
 
     @contextmanager
     def batch(self) -> Iterator[AspectBatch]:
-        with self._write_lock, self._process_lock():
-            self._writer.execute("BEGIN IMMEDIATE")
-            batch = SqliteBatch(self._writer)
-            try:
-                yield batch
-                self._write_events(batch.events)
-            except BaseException:
-                self._writer.execute("ROLLBACK")
-                raise
-            self._writer.execute("COMMIT")
-            self._wal_limit.after_commit(self._writer)
+        try:
+            with self._write_lock, self._process_lock():
+                self._writer.execute("BEGIN IMMEDIATE")
+                batch = SqliteBatch(self._writer)
+                try:
+                    yield batch
+                    self._write_events(batch.events)
+                except BaseException:
+                    self._writer.execute("ROLLBACK")
+                    raise
+                self._writer.execute("COMMIT")
+                self._wal_limit.after_commit(self._writer)
+        except sqlite3.Error as err:
+            raise backend_error(err, self.path) from err
         if self._log is not None and batch.events:
             self._log.notify_appended()
 
@@ -163,6 +172,7 @@ class SqliteAspectStore(AspectStore, _Reads):
         for topic, group in groupby(events, key=lambda m: m.topic):
             self._log.append_in_transaction(self._writer, topic, [LogMessage(m.key, m.value) for m in group])
 
+    @_translated
     def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
         if version is None:
             return self._latest(urn, aspect)
@@ -171,26 +181,31 @@ class SqliteAspectStore(AspectStore, _Reads):
         ).fetchone()
         return _row(row) if row else None
 
+    @_translated
     def history(self, urn: str, aspect: str) -> list[StoredAspect]:
         rows = self.conn.execute(
             f"SELECT {_COLUMNS} FROM aspects WHERE urn = ? AND aspect = ? ORDER BY version", (urn, aspect)
         ).fetchall()
         return [_row(row) for row in rows]
 
+    @_translated
     def entity(self, urn: str) -> list[StoredAspect]:
         return self._live(urn)
 
+    @_translated
     def pending_outbox(self, limit: int = 1000) -> list[tuple[int, OutboxMessage]]:
         rows = self.conn.execute(
             "SELECT id, topic, key, value FROM outbox ORDER BY id LIMIT ?", (limit,)
         ).fetchall()
         return [(row[0], OutboxMessage(*row[1:])) for row in rows]
 
+    @_translated
     def ack_outbox(self, ids: Sequence[int]) -> None:
         if ids:
             with self._write_lock:
                 self._writer.execute("DELETE FROM outbox WHERE id <= ?", (max(ids),))
 
+    @_translated
     def scan_latest(self, after: tuple[str, str] | None = None, limit: int = 1000) -> Iterator[StoredAspect]:
         urn, aspect = after or ("", "")
         rows = self.conn.execute(

@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ingest.backends.errors import BackendUnavailable
+
 if TYPE_CHECKING:
     from cassandra.cluster import Session
 
@@ -47,10 +49,6 @@ class Endpoints:
             hosts.append(name)
             port = int(number) if number else port
         return hosts, port
-
-
-class BackendUnavailable(ConnectionError):
-    """A backend's servers did not answer; the message names them."""
 
 
 SCHEMA_TIMEOUT = 120.0  # seconds a schema change (CREATE ... IF NOT EXISTS) may take on a busy node

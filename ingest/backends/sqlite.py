@@ -1,28 +1,77 @@
-"""SQLite connections for the embedded adapters, and WAL checkpoints off the write path."""
+"""SQLite connections for the embedded adapters, WAL checkpoints off the write path, and what
+sqlite3's errors mean for the adapters (`backend_error`, `translated`)."""
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, Concatenate, ParamSpec, TypeVar
+
+from ingest.backends.errors import BackendError, BackendFailure, BackendUnavailable
 
 BUSY_TIMEOUT_S = 30  # how long a statement waits for another connection's lock
 WAL_LIMIT_BYTES = 256 << 20  # a write-ahead log past this is started over, then cut back to it
+_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})  # primary result codes
+
+Adapter = TypeVar("Adapter")
+Params = ParamSpec("Params")
+Result = TypeVar("Result")
+
+
+def backend_error(err: sqlite3.Error, path: Path | str) -> BackendError:
+    """A sqlite3 error on the database at `path` as a backend error: BackendUnavailable when the
+    database stayed busy or locked (another connection held its lock past BUSY_TIMEOUT_S), else
+    BackendFailure (a full disk, a damaged file, a statement SQLite refuses)."""
+    code = getattr(err, "sqlite_errorcode", None)  # extended code; none for errors of the module itself
+    kind = BackendUnavailable if code is not None and code & 0xFF in _BUSY else BackendFailure
+    return kind(f"SQLite database {path}: {err}")
+
+
+def translated(database: Callable[[Any], Path]
+               ) -> Callable[[Callable[Concatenate[Adapter, Params], Result]],
+                             Callable[Concatenate[Adapter, Params], Result]]:
+    """A decorator for an adapter's methods: sqlite3's errors are raised as backend errors
+    (`backend_error`), naming the database `database(adapter)`. For methods called once per
+    query or batch; what runs inside a batch is translated where the batch ends."""
+
+    def decorate(method: Callable[Concatenate[Adapter, Params], Result]
+                 ) -> Callable[Concatenate[Adapter, Params], Result]:
+        @functools.wraps(method)
+        def run(adapter: Adapter, *args: Params.args, **kwargs: Params.kwargs) -> Result:
+            try:
+                return method(adapter, *args, **kwargs)
+            except sqlite3.Error as err:
+                raise backend_error(err, database(adapter)) from err
+
+        return run
+
+    return decorate
 
 
 def connect(path: Path, page_size: int | None = None) -> sqlite3.Connection:
     """A connection tuned for the embedded stores: WAL, NORMAL sync (durable across process
     crashes; fsync happens at checkpoints), autocommit mode, no automatic checkpoints. A new
-    database gets pages of `page_size` bytes (default: SQLite's); an existing one keeps its own."""
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
-    if page_size is not None:
-        conn.execute(f"PRAGMA page_size={int(page_size)}")
-    _use_wal(conn)
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA wal_autocheckpoint=0")  # a WalCheckpointer does it, so commits stay cheap
-    conn.execute("PRAGMA cache_size=-65536")
+    database gets pages of `page_size` bytes (default: SQLite's); an existing one keeps its own.
+    Raises backend errors (`backend_error`), not sqlite3's."""
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_S)
+    except sqlite3.Error as err:
+        raise backend_error(err, path) from err
+    try:
+        if page_size is not None:
+            conn.execute(f"PRAGMA page_size={int(page_size)}")
+        _use_wal(conn)
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # a WalCheckpointer does it, so commits stay cheap
+        conn.execute("PRAGMA cache_size=-65536")
+    except sqlite3.Error as err:
+        conn.close()
+        raise backend_error(err, path) from err
     return conn
 
 

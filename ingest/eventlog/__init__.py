@@ -3,7 +3,8 @@
 Shaped after Kafka so the Kafka adapter fits: a message's key picks its partition, so all
 messages of one URN keep their order; consumers in a group commit the next offset to read
 per partition, and a restarted consumer resumes there. Every adapter places a key in the
-same partition (partition_for) and applies the same idempotence rule (unseen).
+same partition (partition_for) and applies the same idempotence rule (unseen), and raises its
+backend's errors as `ingest.backends.errors` (BackendUnavailable while the log does not answer).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ingest.backends.errors import BackendError
 
-class EventLogError(RuntimeError):
-    """The log's backend failed or did not answer in time (the message says which and where)."""
+EventLogError = BackendError  # the former name; goes once no test uses it (see ingest.backends.errors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +128,7 @@ class EventLog(ABC):
 
     @abstractmethod
     def ping(self, timeout: float) -> None:
-        """Raise EventLogError unless the log's servers answer within timeout seconds."""
+        """Raise BackendUnavailable unless the log's servers answer within timeout seconds."""
 
     @abstractmethod
     def close(self) -> None: ...

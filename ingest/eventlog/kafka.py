@@ -35,8 +35,9 @@ Consumers (kafka_consumer.KafkaConsumer) join group `prefix + group`; read() and
 sequence lookup use a group-less reader (assign) up to the partition's last stable offset.
 
 Errors. The constructor checks that the cluster answers within `connect_timeout`; every
-Kafka failure is raised as EventLogError naming the bootstrap address, each Kafka call
-bounded by `timeout` seconds.
+Kafka failure is raised as an ingest.backends.errors error naming the bootstrap address
+(BackendUnavailable but for the client's authorization, see ingest.backends.kafka), each Kafka
+call bounded by `timeout` seconds.
 """
 
 from __future__ import annotations
@@ -56,7 +57,9 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from ingest import topics
 from ingest.backends import Endpoints
-from ingest.eventlog import EventLog, EventLogError, LogMessage, LogRecord, partition_for, unseen
+from ingest.backends.errors import BackendUnavailable
+from ingest.backends.kafka import backend_error
+from ingest.eventlog import EventLog, LogMessage, LogRecord, partition_for, unseen
 from ingest.eventlog.kafka_consumer import KafkaConsumer, record_of
 
 log = logging.getLogger(__name__)
@@ -99,20 +102,21 @@ class KafkaEventLog(EventLog):
         self.replication = replication
         self.session_timeout_ms = session_timeout_ms
         self.timeout = timeout
-        self._admin = AdminClient(self._config())
         with self._failing(f"connecting (within {connect_timeout:g}s)"):
+            self._admin = AdminClient(self._config())
             self._admin.list_topics(timeout=connect_timeout)
-        self._producer = Producer(self._config(**{
-            "enable.idempotence": True, "acks": "all", "delivery.timeout.ms": int(timeout * 1000),
-            "linger.ms": 5}))
+            self._producer = Producer(self._config(**{
+                "enable.idempotence": True, "acks": "all", "delivery.timeout.ms": int(timeout * 1000),
+                "linger.ms": 5}))
         self._partition_counts: dict[str, int] = {}
         self._topics_lock = threading.Lock()
         self._transactional: dict[str, _TransactionalProducer] = {}
         self._producer_locks: dict[str, threading.Lock] = {}
         self._producers_lock = threading.Lock()
-        self._reader = KafkaClientConsumer(self._config(**{
-            "group.id": f"{prefix}lodestar-reader", "enable.auto.commit": False,
-            "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
+        with self._failing("creating its reader"):
+            self._reader = KafkaClientConsumer(self._config(**{
+                "group.id": f"{prefix}lodestar-reader", "enable.auto.commit": False,
+                "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
         self._reader_lock = threading.Lock()
 
     @classmethod
@@ -129,7 +133,7 @@ class KafkaEventLog(EventLog):
         try:
             yield
         except KafkaException as exc:
-            raise EventLogError(f"Kafka at {self.bootstrap}: {what} failed: {exc.args[0]}") from exc
+            raise backend_error(f"Kafka at {self.bootstrap}: {what} failed: {exc.args[0]}", exc.args[0]) from exc
 
     # names and topics
 
@@ -181,7 +185,7 @@ class KafkaEventLog(EventLog):
                     part.leader >= 0 for part in metadata.partitions.values()):
                 return len(metadata.partitions)
             if time.monotonic() > deadline:
-                raise EventLogError(f"Kafka at {self.bootstrap}: topic {name} is not usable: {metadata.error}")
+                raise BackendUnavailable(f"Kafka at {self.bootstrap}: topic {name} is not usable: {metadata.error}")
             time.sleep(pause)  # no notification for metadata changes: back off and ask again
             pause = min(pause * 2, 0.2)
 
@@ -212,11 +216,13 @@ class KafkaEventLog(EventLog):
             if err is not None:
                 errors.append(err)
 
-        for message in messages:
-            self._produce(self._producer, topic, message, partitions, on_delivery=delivered)
+        with self._failing(f"appending to {self.topic_name(topic)}"):
+            for message in messages:
+                self._produce(self._producer, topic, message, partitions, on_delivery=delivered)
         if self._producer.flush(self.timeout) or errors:
-            raise EventLogError(f"Kafka at {self.bootstrap}: appending to {self.topic_name(topic)} failed: "
-                                f"{errors[0] if errors else f'not acknowledged within {self.timeout:g}s'}")
+            raise backend_error(f"Kafka at {self.bootstrap}: appending to {self.topic_name(topic)} failed: "
+                                f"{errors[0] if errors else f'not acknowledged within {self.timeout:g}s'}",
+                                errors[0] if errors else None)
 
     def _append_transactional(self, topic: str, messages: Sequence[LogMessage], producer: str) -> None:
         partitions = self._ensure(topic)
@@ -249,8 +255,8 @@ class KafkaEventLog(EventLog):
                     if attempt < 2 and (err.fatal() or err.txn_requires_abort()):
                         log.info("producer %s: %s; starting over", producer, err)
                         continue
-                    raise EventLogError(f"Kafka at {self.bootstrap}: appending to {self.topic_name(topic)}"
-                                        f" as producer {producer} failed: {err}") from exc
+                    raise backend_error(f"Kafka at {self.bootstrap}: appending to {self.topic_name(topic)}"
+                                        f" as producer {producer} failed: {err}", err) from exc
                 if newest is not None:
                     state.last_sequence = newest
                 self._await_readable(topic, written)
@@ -266,8 +272,8 @@ class KafkaEventLog(EventLog):
             for partition, last in written.items():
                 while self._watermarks(name, partition)[1] <= last:
                     if time.monotonic() > deadline:
-                        raise EventLogError(f"Kafka at {self.bootstrap}: {name}[{partition}] did not make offset"
-                                            f" {last} readable within {self.timeout:g}s")
+                        raise BackendUnavailable(f"Kafka at {self.bootstrap}: {name}[{partition}] did not make"
+                                                 f" offset {last} readable within {self.timeout:g}s")
 
     def _producer_lock(self, producer: str) -> threading.Lock:
         with self._producers_lock:
@@ -276,11 +282,11 @@ class KafkaEventLog(EventLog):
     def _transactional_producer(self, producer: str) -> _TransactionalProducer:
         state = self._transactional.get(producer)
         if state is None:
-            client = Producer(self._config(**{
-                "transactional.id": self.transactional_id(producer), "acks": "all",
-                "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, "delivery.timeout.ms": int(self.timeout * 1000),
-                "linger.ms": 5}))
             with self._failing(f"starting producer {producer}"):
+                client = Producer(self._config(**{
+                    "transactional.id": self.transactional_id(producer), "acks": "all",
+                    "transaction.timeout.ms": TRANSACTION_TIMEOUT_MS, "delivery.timeout.ms": int(self.timeout * 1000),
+                    "linger.ms": 5}))
                 client.init_transactions(self.timeout)  # fences older instances, settles their transaction
             state = self._transactional[producer] = _TransactionalProducer(client, self._last_sequence(producer))
         return state
@@ -327,8 +333,8 @@ class KafkaEventLog(EventLog):
                     # (consume waits for a count that offsets of transaction markers may never reach)
                     first = self._reader.poll(max(0.0, deadline - time.monotonic()))
                     if first is None:
-                        raise EventLogError(f"Kafka at {self.bootstrap}: reading {name}[{partition}]"
-                                            f" took over {self.timeout:g}s")
+                        raise BackendUnavailable(f"Kafka at {self.bootstrap}: reading {name}[{partition}]"
+                                                 f" took over {self.timeout:g}s")
                     room = (end - start if limit is None else min(limit, end - start)) - len(found)
                     wanted = min(SCAN_BATCH, room) - 1
                     messages = [first, *(self._reader.consume(wanted, 0) if wanted > 0 else ())]
@@ -426,9 +432,10 @@ class KafkaEventLog(EventLog):
                  ) -> KafkaConsumer:
         for topic in topics:
             self._ensure(topic)
-        return KafkaConsumer(self._config(), self.group_name(group), {self.topic_name(t): t for t in topics},
-                             self.session_timeout_ms,
-                             {(self.topic_name(t), p): offset for (t, p), offset in (start or {}).items()})
+        with self._failing(f"joining group {self.group_name(group)}"):
+            return KafkaConsumer(self._config(), self.group_name(group), {self.topic_name(t): t for t in topics},
+                                 self.session_timeout_ms,
+                                 {(self.topic_name(t), p): offset for (t, p), offset in (start or {}).items()})
 
     def ping(self, timeout: float) -> None:
         """A metadata request; fails within timeout when no broker answers."""

@@ -19,6 +19,8 @@ each split that topic. poll() takes from each in turn.
 
 Start positions given to the constructor replace the committed offsets of their partitions the
 first time this member is assigned them (a rebalance later resumes from the commits).
+
+Kafka's failures are raised as ingest.backends.errors errors (see ingest.backends.kafka).
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka import Consumer as KafkaClientConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
-from ingest.eventlog import Consumer, EventLogError, LogRecord
+from ingest.backends.kafka import backend_error
+from ingest.eventlog import Consumer, LogRecord
 
 log = logging.getLogger(__name__)
 _REBALANCED = {KafkaError.REBALANCE_IN_PROGRESS, KafkaError.ILLEGAL_GENERATION, KafkaError.UNKNOWN_MEMBER_ID,
@@ -76,19 +79,22 @@ class KafkaConsumer(Consumer):
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
         if self._unsent:
             self._send({})
-        # consume(n, t) waits for all n or the whole timeout, so wait for one, then take what is here.
-        messages = self._take(max_records)
-        if not messages and timeout > 0:
-            messages = self._wait(timeout)
-            if messages and max_records > 1:
-                messages += self._take(max_records - 1)
+        try:
+            # consume(n, t) waits for all n or the whole timeout, so wait for one, then take what is here.
+            messages = self._take(max_records)
+            if not messages and timeout > 0:
+                messages = self._wait(timeout)
+                if messages and max_records > 1:
+                    messages += self._take(max_records - 1)
+        except KafkaException as exc:
+            raise backend_error(f"{self._where}: consumer of group {self.group}: {exc.args[0]}", exc.args[0]) from exc
         records = []
         for message in messages:
             err = message.error()
             if err is None:
                 records.append(record_of(self._topics[message.topic()], message))
             elif err.fatal():
-                raise EventLogError(f"{self._where}: consumer of group {self.group}: {err}")
+                raise backend_error(f"{self._where}: consumer of group {self.group}: {err}", err)
             else:
                 log.warning("consumer of group %s: %s", self.group, err)
         return records
@@ -132,12 +138,17 @@ class KafkaConsumer(Consumer):
         positions = {**self._unsent, **positions}
         self._unsent = {}
         errors: list[KafkaError] = []
-        for name, client in self._clients.items():
-            mine = {key: offset for key, offset in positions.items() if key[0] == name}
-            if mine:
-                errors += self._commit(client, mine)
-        if any(err.code() not in _REBALANCED for err in errors):
-            raise EventLogError(f"{self._where}: commit of group {self.group} failed: {errors}")
+        try:
+            for name, client in self._clients.items():
+                mine = {key: offset for key, offset in positions.items() if key[0] == name}
+                if mine:
+                    errors += self._commit(client, mine)
+        except KafkaException as exc:
+            raise backend_error(f"{self._where}: commit of group {self.group} failed: {exc.args[0]}",
+                                exc.args[0]) from exc
+        failed = [err for err in errors if err.code() not in _REBALANCED]
+        if failed:
+            raise backend_error(f"{self._where}: commit of group {self.group} failed: {errors}", failed[0])
         if errors:
             log.info("group %s: commit refused during a rebalance (%s); sent again while the partitions"
                      " stay here", self.group, errors[0])

@@ -5,6 +5,9 @@ The offsets live apart so that committing them never waits for the topics' write
 holds that lock while it applies a batch of proposals (its aspects and their MCLs commit
 together), and a consumer that waited for it after each batch (the MCL processor, the serial
 stage of indexing) spent a fifth of its time there.
+
+sqlite3's errors are raised as ingest.backends.errors by each method of the log (a consumer's
+go through them); an append inside an aspect store's batch is translated by that batch.
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from operator import attrgetter
 from pathlib import Path
 
-from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect
+from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect, translated
 from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for, unseen
 
 _SCHEMA = """
@@ -35,11 +39,14 @@ CREATE TABLE IF NOT EXISTS group_offsets (
 _COMMIT = ("INSERT INTO group_offsets VALUES (?, ?, ?, ?) ON CONFLICT (grp, topic, part)"
            " DO UPDATE SET next_offset = max(next_offset, excluded.next_offset)")
 OFFSETS_AUTOCHECKPOINT = 1000  # pages: the offsets database is small, its commits checkpoint it
+_translated = translated(attrgetter("path"))
+_offsets_translated = translated(attrgetter("offsets_path"))
 
 
 class SqliteEventLog(EventLog):
     """Durable topics in one SQLite database; appends from several processes are safe."""
 
+    @_translated
     def __init__(self, path: Path, partitions: int = 1):
         self.path = Path(path)
         self.offsets_path = self.path.with_name(f"{self.path.stem}-offsets{self.path.suffix}")
@@ -86,6 +93,7 @@ class SqliteEventLog(EventLog):
     def partitions(self, topic: str) -> int:
         return self._partitions
 
+    @_translated
     def append(self, topic: str, messages: Sequence[LogMessage], producer: str | None = None) -> None:
         if not messages:
             return
@@ -133,6 +141,7 @@ class SqliteEventLog(EventLog):
                          " SET last_sequence = excluded.last_sequence", (producer, newest))
         return fresh
 
+    @_translated
     def read(self, topic: str, partition: int = 0, offset: int = 0, limit: int = 1000) -> list[LogRecord]:
         rows = self._conn().execute(
             "SELECT part, offset, key, value, ts FROM messages"
@@ -141,6 +150,7 @@ class SqliteEventLog(EventLog):
         ).fetchall()
         return [LogRecord(topic, *row) for row in rows]
 
+    @_offsets_translated
     def committed(self, group: str, topic: str, partition: int) -> int:
         row = self._offsets().execute(
             "SELECT next_offset FROM group_offsets WHERE grp = ? AND topic = ? AND part = ?",
@@ -148,16 +158,19 @@ class SqliteEventLog(EventLog):
         ).fetchone()
         return row[0] if row else 0
 
+    @_translated
     def end_offset(self, topic: str, partition: int) -> int:
         (last,) = self._conn().execute("SELECT max(offset) FROM messages WHERE topic = ? AND part = ?",
                                        (topic, partition)).fetchone()
         return 0 if last is None else last + 1
 
+    @_translated
     def first_offset(self, topic: str, partition: int) -> int:
         (first,) = self._conn().execute("SELECT min(offset) FROM messages WHERE topic = ? AND part = ?",
                                         (topic, partition)).fetchone()
         return 0 if first is None else first
 
+    @_translated
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int:
         """Append times never decrease along a partition (appends are serialised), so the first
         record at or after the time is a bound of the ordered scan."""
@@ -165,12 +178,14 @@ class SqliteEventLog(EventLog):
                                    " ORDER BY offset LIMIT 1", (topic, partition, timestamp_ms)).fetchone()
         return row[0] if row else self.end_offset(topic, partition)
 
+    @_translated
     def delete_before(self, topic: str, partition: int, offset: int) -> None:
         """The partition's last record always stays: the next append numbers itself after it."""
         self._conn().execute("DELETE FROM messages WHERE topic = ? AND part = ? AND offset < ?"
                              " AND offset < (SELECT max(offset) FROM messages WHERE topic = ? AND part = ?)",
                              (topic, partition, offset, topic, partition))
 
+    @_offsets_translated
     def commit(self, group: str, positions: dict[tuple[str, int], int]) -> None:
         self._offsets().executemany(
             _COMMIT, [(group, topic, part, offset) for (topic, part), offset in positions.items()])

@@ -2,6 +2,7 @@
 
 - A backend that does not answer (Cassandra, Kafka, OpenSearch; the embedded database locked
   too long) is 503 `backend_unavailable` with `Retry-After`, never a 500: the caller retries.
+  Its adapter raised BackendUnavailable (ingest.backends.errors); no driver is known here.
 - Backpressure: a write (any method but GET/HEAD/OPTIONS) is refused with 429 `overloaded` and
   `Retry-After` while the MCL processor lags more than `max_mcl_lag` records behind the MCL
   topics, or while the bodies of the writes in flight would exceed `max_inflight_bytes`. The
@@ -21,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import sqlite3
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -30,49 +30,14 @@ from typing import Any
 
 from aiohttp import web
 
-from gms.store import StoreUnavailable
-from ingest.eventlog import EventLog, EventLogError
+from ingest.backends.errors import BackendError, BackendUnavailable
+from ingest.eventlog import EventLog
 from lodestar.api.context import GMS_KEY, LIMIT_KEY, Handler, api_of, error
 from lodestar.api.openapi import OBJECT, response
 from mcl_processor.processor import mcl_offsets
-from mcl_processor.readmodels import ReadModelsUnavailable
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 PROBE_TIMEOUT = 3.0  # seconds a readiness probe of one backend may take
-
-
-def _backend_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions that mean a backend did not answer, from the clients that are installed."""
-    errors: list[type[BaseException]] = [StoreUnavailable, EventLogError, ReadModelsUnavailable,
-                                         sqlite3.OperationalError, ConnectionError, TimeoutError]
-    try:
-        from cassandra import DriverException
-        from cassandra.cluster import NoHostAvailable
-        errors += [DriverException, NoHostAvailable]
-    except ImportError:
-        pass
-    try:
-        from opensearchpy.exceptions import ConnectionError as OpenSearchConnectionError
-        from opensearchpy.exceptions import ConnectionTimeout
-        errors += [OpenSearchConnectionError, ConnectionTimeout]
-    except ImportError:
-        pass
-    try:
-        from confluent_kafka import KafkaException
-        errors.append(KafkaException)
-    except ImportError:
-        pass
-    return tuple(errors)
-
-
-BACKEND_ERRORS = _backend_errors()
-
-
-def is_backend_error(err: BaseException) -> bool:
-    """Whether err means a backend is down or slow (as opposed to a bug or bad input)."""
-    if isinstance(err, sqlite3.OperationalError):
-        return "locked" in str(err) or "busy" in str(err)
-    return isinstance(err, BACKEND_ERRORS)
 
 
 @dataclass
@@ -200,7 +165,7 @@ class LogProbe:
     async def _ping(self) -> None:
         try:
             await asyncio.get_running_loop().run_in_executor(self._thread, self._log.ping, PROBE_TIMEOUT)
-        except EventLogError as err:
+        except BackendError as err:
             self.problem = str(err)
         else:
             self.problem = None
@@ -222,14 +187,11 @@ GUARDS_KEY = web.AppKey("guards", Guards)
 
 @web.middleware
 async def unavailable(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """A backend error anywhere below is 503 with Retry-After."""
+    """A backend that does not answer, anywhere below, is 503 with Retry-After (what else a backend
+    raises, BackendFailure, is an internal error)."""
     try:
         return await handler(request)
-    except web.HTTPException:
-        raise
-    except Exception as err:
-        if not is_backend_error(err):
-            raise
+    except BackendUnavailable as err:
         return error(503, "backend_unavailable", f"a backend did not answer: {type(err).__name__}: {err}",
                      headers={"Retry-After": "2"})
 

@@ -48,7 +48,8 @@ class Local:
     """The configured stores of a data directory, opened by a command that works on them directly."""
 
     def __init__(self, data_dir: Path, config: Config | None = None):
-        from lodestar.assembly import BACKEND_ERRORS, open_gms, open_read_models
+        from ingest.backends.errors import BackendError
+        from lodestar.assembly import open_gms, open_read_models
         from lodestar.config import Config
         from mcl_processor.processor import MclProcessor
 
@@ -60,7 +61,7 @@ class Local:
             except BaseException:
                 self.gms.close()
                 raise
-        except BACKEND_ERRORS as err:
+        except BackendError as err:
             raise CliError(str(err)) from None
         self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models)
 

@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from gms.tracing import configure_logging
+from ingest.backends.errors import BackendError, BackendUnavailable
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError
 from lodestar.cli import metadata as metadata_cli
@@ -37,7 +38,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """GMS with its background work: everything (serve) or only the MCP consumer (gms)."""
     from lodestar.api.access_log import access_log_options
     from lodestar.api.auth import TOKEN_FILE, admin_token
-    from lodestar.assembly import BACKEND_ERRORS, open_gms
+    from lodestar.assembly import open_gms
     from lodestar.server import Roles, ServeError, serve_one, serve_workers
 
     if args.workers < 1:
@@ -61,7 +62,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 gms.close()
     except OSError as err:
         raise CliError(f"cannot use data directory {data_dir}: {err}") from None
-    except BACKEND_ERRORS as err:
+    except BackendError as err:
         raise CliError(str(err)) from None
     stores = "embedded stores" if config.embedded else \
         f"{config.event_log} log, {config.aspect_store} store, {config.read_models} read models"
@@ -299,12 +300,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
-    except Exception as err:  # a backend that stops answering mid-command: one line, not a traceback
-        from lodestar.api.guards import is_backend_error
-
-        if not is_backend_error(err):
-            raise
-        print(f"lodestar: error: a backend did not answer: {type(err).__name__}: {err}", file=sys.stderr)
+    except BackendError as err:  # a backend that stops answering mid-command: one line, not a traceback
+        what = "did not answer" if isinstance(err, BackendUnavailable) else "failed"
+        print(f"lodestar: error: a backend {what}: {err}", file=sys.stderr)
         return 1
 
 

@@ -51,7 +51,8 @@ def parse_time(text: str, option: str) -> datetime:
 def open_log(args: argparse.Namespace) -> EventLog:
     """The configured event log of the data directory (which must exist for the embedded one)."""
     from gms.service import DATABASE
-    from lodestar.assembly import BACKEND_ERRORS, open_event_log
+    from ingest.backends.errors import BackendError
+    from lodestar.assembly import open_event_log
     from lodestar.cli.common import CliError, config_of
 
     config = config_of(args)
@@ -60,7 +61,7 @@ def open_log(args: argparse.Namespace) -> EventLog:
         raise CliError(f"no embedded event log in {data_dir} (no {DATABASE}); is --data-dir right?")
     try:
         return open_event_log(config, data_dir)
-    except BACKEND_ERRORS as err:
+    except BackendError as err:
         raise CliError(str(err)) from None
 
 

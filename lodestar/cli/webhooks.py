@@ -11,7 +11,8 @@ from lodestar.cli.tail import reports_errors
 
 @reports_errors
 def cmd_webhooks(args: argparse.Namespace) -> int:
-    from lodestar.assembly import BACKEND_ERRORS, open_gms
+    from ingest.backends.errors import BackendError
+    from lodestar.assembly import open_gms
     from lodestar.cli.common import CliError, config_of
     from lodestar.webhook_delivery import WebhookDispatcher
 
@@ -19,7 +20,7 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
         raise CliError("--attempts must be at least 1, --backoff at least 0 and --timeout above 0")
     try:
         gms = open_gms(config_of(args), Path(args.data_dir), process="webhooks")
-    except BACKEND_ERRORS as err:
+    except BackendError as err:
         raise CliError(str(err)) from None
     try:
         dispatcher = WebhookDispatcher(gms, args.attempts, args.backoff, args.timeout)

@@ -47,6 +47,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, BoundStatement, PreparedStatement, SimpleStatement, tuple_factory
 
 from ingest.backends import Endpoints, cassandra_session
+from ingest.backends.cassandra import DRIVER_ERRORS, backend_error, contact_points, translated
 from ingest.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
@@ -84,7 +85,8 @@ class CassandraLineageGraph(LineageGraph):
 
     `session` must come from a Cluster using execution profiles (the default); the graph uses
     a copy of its default profile reading tuples at `consistency` (quorum reads and writes,
-    so a version check sees the last version written)."""
+    so a version check sees the last version written). Every statement runs through `_run`,
+    which raises the driver's errors as ingest.backends.errors."""
 
     def __init__(self, session: Session, keyspace: str, annotations: Annotations, *,
                  replication: Mapping[str, str | int] = DEFAULT_REPLICATION,
@@ -98,8 +100,10 @@ class CassandraLineageGraph(LineageGraph):
         self._profile = session.execution_profile_clone_update(
             EXEC_PROFILE_DEFAULT, row_factory=tuple_factory, consistency_level=consistency)
         self._cluster: Cluster | None = None
-        create_schema(session, keyspace, replication)
-        self.cql = Statements(session, keyspace)
+        self._where = contact_points(session)
+        with translated(self._where):
+            create_schema(session, keyspace, replication)
+            self.cql = Statements(session, keyspace)
 
     @classmethod
     def connect(cls, endpoints: Endpoints, keyspace: str, annotations: Annotations,
@@ -121,9 +125,12 @@ class CassandraLineageGraph(LineageGraph):
 
     def _run(self, queries: Sequence[Query]) -> list[list[tuple]]:
         """One round: every query concurrently; the rows of each, in order."""
-        results = execute_concurrent(self.session, queries, concurrency=self.concurrency,
-                                     raise_on_first_error=True, execution_profile=self._profile)
-        return [list(result) for _, result in results]
+        try:
+            results = execute_concurrent(self.session, queries, concurrency=self.concurrency,
+                                         raise_on_first_error=True, execution_profile=self._profile)
+            return [list(result) for _, result in results]
+        except DRIVER_ERRORS as err:
+            raise backend_error(err, self._where) from err
 
     def _read(self, statement: PreparedStatement, keys: Sequence[str]) -> list[tuple]:
         """One round: the rows of `statement` for all these partition keys."""

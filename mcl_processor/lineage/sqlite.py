@@ -26,7 +26,7 @@ from mcl_processor.lineage.contributions import (
     moves_fields,
 )
 from mcl_processor.lineage.walk import RoundReader, reach, walk
-from mcl_processor.readmodels_db import Database, versions_of
+from mcl_processor.readmodels_db import Database, model_errors, versions_of
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
 _SCHEMA = "".join(f"""
@@ -52,6 +52,7 @@ class SqliteLineageGraph(LineageGraph):
         self.annotations = annotations
         db.writer.executescript(_SCHEMA)
 
+    @model_errors
     def apply(self, batch: ChangeBatch) -> set[str]:
         conn = self.db.writer
         moved: set[str] = set()
@@ -93,18 +94,22 @@ class SqliteLineageGraph(LineageGraph):
                 f"SELECT destination FROM lineage_field_edges WHERE {where}", owner))
         return found
 
+    @model_errors
     def clear(self) -> None:
         for table in (*_EDGE_TABLES, "lineage_removed", "lineage_versions"):
             self.db.writer.execute(f"DELETE FROM {table}")
 
     # -- queries --------------------------------------------------------------------------
 
+    @model_errors
     def query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:
         return self._walk("lineage_edges", urn, direction, max_hops)
 
+    @model_errors
     def field_query(self, urn: str, direction: str = "both", max_hops: int = 1) -> LineageResult:
         return self._walk("lineage_field_edges", urn, direction, max_hops)
 
+    @model_errors
     def fields_reached(self, urns: Collection[str], direction: str) -> set[str]:
         return reach(urns, direction, FIELD_REACH, self._round_reader("lineage_field_edges", self.db.writer))
 
@@ -136,6 +141,7 @@ class SqliteLineageGraph(LineageGraph):
 
     # -- consistency ----------------------------------------------------------------------
 
+    @model_errors
     def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
         conn = self.db.reader()
         live = versions_of(conn, "lineage_versions", "urn", urns, "live = 1")
@@ -154,6 +160,7 @@ class SqliteLineageGraph(LineageGraph):
                 stored.setdefault((urn, aspect), set()).add((REMOVED,))
         return stored
 
+    @model_errors
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
         return [row[0] for row in self.db.reader().execute(
             "SELECT DISTINCT urn FROM lineage_versions WHERE urn > ? AND live = 1 ORDER BY urn LIMIT ?",

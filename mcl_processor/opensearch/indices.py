@@ -5,6 +5,9 @@ use with the settings and mappings its model gives (idempotently, so processes m
 never lets OpenSearch create one with dynamic mappings. Indices refresh only when told to: the
 adapters refresh what a batch touched at its end, so readers see whole batches and, once a
 batch is applied, all of it (the processor's `waitForIndex` contract).
+
+Errors: a client of `client_for` raises BackendUnavailable when OpenSearch does not answer
+(ingest.backends.opensearch); `bulk` raises BulkError, a BackendFailure, for items it refused.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import NotFoundError, RequestError, TransportError
 
 from ingest.backends import Endpoints
+from ingest.backends.errors import BackendFailure
+from ingest.backends.opensearch import TranslatingTransport
 from mcl_processor.staging import staging_name
 
 DEFAULT_PREFIX = "lodestar"
@@ -34,11 +39,12 @@ _KEY = re.compile(r"[A-Za-z0-9]+")  # entity type and aspect names: nothing that
 
 
 def client_for(endpoints: Endpoints, timeout: float = 60.0) -> OpenSearch:
-    """A client of the configured OpenSearch (thread-safe; share one per process)."""
-    return OpenSearch(endpoints.opensearch_url, timeout=timeout)
+    """A client of the configured OpenSearch (thread-safe; share one per process), raising
+    BackendUnavailable when it does not answer (see TranslatingTransport)."""
+    return OpenSearch(endpoints.opensearch_url, timeout=timeout, transport_class=TranslatingTransport)
 
 
-class BulkError(RuntimeError):
+class BulkError(BackendFailure):
     """Items of a bulk request failed for another reason than the caller accepts."""
 
 

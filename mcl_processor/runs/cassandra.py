@@ -18,6 +18,9 @@ No transaction: the port writes facts; then, per run, lists the index rows it wi
 (`run_rows`), writes them, deletes the listed ones it no longer makes and unlists them; then
 the derived run. Every run a batch touches is derived again, so a batch replayed after a crash
 (with whatever came after it) finds every row a cut-short pass wrote and replaces them.
+
+Every statement runs through `_run` (or `clear`), which raise the driver's errors as
+ingest.backends.errors.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import PreparedStatement, tuple_factory
 
 from ingest.backends import SCHEMA_TIMEOUT
+from ingest.backends.cassandra import DRIVER_ERRORS, backend_error, contact_points, translated
 from mcl_processor.changes import chunks
 from mcl_processor.lineage.cassandra_tables import DEFAULT_REPLICATION, check_keyspace
 from mcl_processor.runs import EventRow, FactRow, RunLineageStore
@@ -66,12 +70,15 @@ class CassandraRunLineage(RunLineageStore):
         self.concurrency = concurrency
         self._profile = session.execution_profile_clone_update(
             EXEC_PROFILE_DEFAULT, row_factory=tuple_factory, consistency_level=consistency)
+        self._where = contact_points(session)
         options = ", ".join(f"'{k}': '{v}'" for k, v in replication.items())
-        session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {{{options}}}",
-                        timeout=SCHEMA_TIMEOUT)
-        for table, columns in _TABLES.items():
-            order = " WITH CLUSTERING ORDER BY (start DESC)" if table in _NEWEST_FIRST else ""
-            session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{table} ({columns}){order}", timeout=SCHEMA_TIMEOUT)
+        with translated(self._where):
+            session.execute(f"CREATE KEYSPACE IF NOT EXISTS {keyspace} WITH replication = {{{options}}}",
+                            timeout=SCHEMA_TIMEOUT)
+            for table, columns in _TABLES.items():
+                order = " WITH CLUSTERING ORDER BY (start DESC)" if table in _NEWEST_FIRST else ""
+                session.execute(f"CREATE TABLE IF NOT EXISTS {keyspace}.{table} ({columns}){order}",
+                                timeout=SCHEMA_TIMEOUT)
         self._prepared: dict[str, PreparedStatement] = {}
 
     def _cql(self, text: str) -> PreparedStatement:
@@ -84,10 +91,13 @@ class CassandraRunLineage(RunLineageStore):
         """One round: the statement once per parameter tuple, concurrently; all rows."""
         if not params:
             return []
-        statement = self._cql(cql)
-        results = execute_concurrent(self.session, [(statement, p) for p in params], concurrency=self.concurrency,
-                                     raise_on_first_error=True, execution_profile=self._profile)
-        return [row for _, rows in results for row in rows]
+        try:
+            statement = self._cql(cql)
+            results = execute_concurrent(self.session, [(statement, p) for p in params], concurrency=self.concurrency,
+                                         raise_on_first_error=True, execution_profile=self._profile)
+            return [row for _, rows in results for row in rows]
+        except DRIVER_ERRORS as err:
+            raise backend_error(err, self._where) from err
 
     def _by_keys(self, cql: str, keys: Collection[str], *extra: Any) -> list[tuple]:
         return self._run(cql, [(list(chunk), *extra) for chunk in chunks(sorted(keys), 20)])
@@ -116,8 +126,9 @@ class CassandraRunLineage(RunLineageStore):
         return dict(self._by_keys("SELECT run, value FROM {ks}.runs WHERE run IN ?", runs))
 
     def clear(self) -> None:
-        for table in _TABLES:
-            self.session.execute(f"TRUNCATE {self.keyspace}.{table}")
+        with translated(self._where):
+            for table in _TABLES:
+                self.session.execute(f"TRUNCATE {self.keyspace}.{table}")
 
     # -- writes ---------------------------------------------------------------------------
 

@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping, Sequence
 import orjson
 
 from mcl_processor.changes import chunks
-from mcl_processor.readmodels_db import Database
+from mcl_processor.readmodels_db import Database, model_errors
 from mcl_processor.runs import EventRow, FactRow, RunLineageStore
 from mcl_processor.runs.facts import Facts, RunFacts
 from mcl_processor.runs.model import Access, FieldRef, Window
@@ -46,6 +46,7 @@ class SqliteRunLineage(RunLineageStore):
 
     # -- reads ----------------------------------------------------------------------------
 
+    @model_errors
     def accesses(self, keys: Collection[str], by: str, window: Window) -> list[Access]:
         column = "dataset" if by == "dataset" else "program"
         conn = self.db.reader()
@@ -57,11 +58,13 @@ class SqliteRunLineage(RunLineageStore):
                 out.append(Access(*row))
         return out
 
+    @model_errors
     def field_refs(self, endpoint: str, direction: str, window: Window) -> list[FieldRef]:
         return [FieldRef(endpoint, direction, *row) for row in self.db.reader().execute(
             "SELECT start, run, checksum, program FROM field_refs WHERE endpoint = ? AND direction = ? "
             "AND start >= ? AND start < ? ORDER BY start DESC", (endpoint, direction, window.start_ms, window.end_ms))]
 
+    @model_errors
     def _operations(self, checksums: Collection[str]) -> Mapping[str, str]:
         found: dict[str, str] = {}
         for chunk in chunks(sorted(checksums)):
@@ -69,6 +72,7 @@ class SqliteRunLineage(RunLineageStore):
                 f"SELECT checksum, operations FROM field_operation_sets WHERE checksum IN ({_marks(chunk)})", chunk))
         return found
 
+    @model_errors
     def _runs(self, runs: Collection[str]) -> Mapping[str, str]:
         conn = self.db.writer if self.db.writer.in_transaction else self.db.reader()
         found = {}
@@ -76,6 +80,7 @@ class SqliteRunLineage(RunLineageStore):
             found.update(conn.execute(f"SELECT run, value FROM runs WHERE run IN ({_marks(chunk)})", chunk))
         return found
 
+    @model_errors
     def clear(self) -> None:
         for table in _TABLES:
             self.db.writer.execute(f"DELETE FROM {table}")
@@ -87,6 +92,7 @@ class SqliteRunLineage(RunLineageStore):
         for table in ("run_facts", "run_events", "runs"):
             self.db.writer.executemany(f"DELETE FROM {table} WHERE run = ?", keys)
 
+    @model_errors
     def _fact_rows(self, runs: Sequence[str]) -> dict[tuple[str, str], tuple[int, str | None]]:
         conn = self.db.writer if self.db.writer.in_transaction else self.db.reader()
         found = {}

@@ -29,7 +29,7 @@ import orjson
 from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
-from mcl_processor.readmodels_db import Database, table_exists, versions_of
+from mcl_processor.readmodels_db import Database, model_errors, table_exists, versions_of
 from mcl_processor.search import SearchIndex
 from mcl_processor.search.document import (
     COLUMNS,
@@ -99,6 +99,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
 
     # -- writes ---------------------------------------------------------------------------
 
+    @model_errors
     def apply(self, batch: ChangeBatch) -> None:
         conn = self.db.writer
         if batch.resets:
@@ -138,6 +139,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         conn.executemany(f"INSERT OR IGNORE INTO {self.t.suggestions} VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
         self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created, new_parts)
 
+    @model_errors
     def field_tags(self, urns: Collection[str], upstream: bool = False) -> dict[str, set[str]]:
         conn = self.db.writer
         urn_of = {doc_id: urn for urn, doc_id in self._ids(conn, list(urns)).items()}
@@ -146,6 +148,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
                  for doc_id, parts in stored_fragments(conn, self.t, urn_of).items()}
         return {urn: tags for urn, tags in found.items() if tags}
 
+    @model_errors
     def set_upstream_tags(self, tags: Mapping[str, Collection[str]]) -> None:
         conn = self.db.writer
         ids = self._ids(conn, list(tags))
@@ -265,12 +268,14 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         if self._owns_aside:
             self._aside.shutdown()
 
+    @model_errors
     def clear(self) -> None:
         for table in self.t:
             self.db.writer.execute(f"DELETE FROM {table}")
 
     # -- rebuilds -------------------------------------------------------------------------
 
+    @model_errors
     def staging(self, name: str, fresh: bool) -> SqliteSearchIndex:
         if fresh:
             with self.db.transaction() as conn:
@@ -292,11 +297,13 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
     def switched(self, name: str) -> bool:
         return not self.building(name)
 
+    @model_errors
     def building(self, name: str) -> bool:
         return table_exists(self.db.reader(), Tables(name).docs)
 
     # -- consistency ----------------------------------------------------------------------
 
+    @model_errors
     def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
         conn = self.db.reader()
         ids = self._ids(conn, urns)
@@ -313,6 +320,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         return compare_versions(MODEL, stored, wanted,
                                 lambda change: self.analyzers[change.aspect].fragment(change.value).encode())
 
+    @model_errors
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
         versions = self.t.versions
         return [row[0] for row in self.db.reader().execute(

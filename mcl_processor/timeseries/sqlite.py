@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from mcl_processor.changes import TimeseriesDeletion, TimeseriesPoint
-from mcl_processor.readmodels_db import Database, table_exists
+from mcl_processor.readmodels_db import Database, model_errors, table_exists
 from mcl_processor.staging import staging_name
 from mcl_processor.timeseries import TimeseriesStore
 
@@ -35,19 +35,23 @@ class SqliteTimeseriesStore(TimeseriesStore):
         self.table = table
         db.writer.executescript(_SCHEMA.format(table=table))
 
+    @model_errors
     def append(self, points: Sequence[TimeseriesPoint]) -> None:
         self.db.writer.executemany(
             f"INSERT OR REPLACE INTO {self.table} VALUES (?, ?, ?, ?, ?, ?)",
             [(p.urn, p.aspect, p.timestamp_ms, p.partition, p.message_id, p.value_json) for p in points])
 
+    @model_errors
     def remove_entities(self, urns: Sequence[str]) -> None:
         self.db.writer.executemany(f"DELETE FROM {self.table} WHERE urn = ?", [(urn,) for urn in urns])
 
+    @model_errors
     def remove_points(self, deletions: Sequence[TimeseriesDeletion]) -> None:
         self.db.writer.executemany(
             f"DELETE FROM {self.table} WHERE urn = ? AND aspect = ? AND ts BETWEEN ? AND ?",
             [(d.urn, d.aspect, *_window(d.start_ms, d.end_ms)) for d in deletions])
 
+    @model_errors
     def count(self, urn: str, aspect: str | None = None, start: int | None = None, end: int | None = None) -> int:
         aspects = "aspect = ?" if aspect is not None else "? IS NULL"
         (found,) = self.db.reader().execute(
@@ -55,6 +59,7 @@ class SqliteTimeseriesStore(TimeseriesStore):
             (urn, aspect, *_window(start, end))).fetchone()
         return found
 
+    @model_errors
     def query(self, urn: str, aspect: str, start: int | None = None, end: int | None = None,
               limit: int = 1000) -> list[dict[str, Any]]:
         rows = self.db.reader().execute(
@@ -63,9 +68,11 @@ class SqliteTimeseriesStore(TimeseriesStore):
             (urn, aspect, *_window(start, end), limit))
         return [orjson.loads(row[0]) for row in rows]
 
+    @model_errors
     def clear(self) -> None:
         self.db.writer.execute(f"DELETE FROM {self.table}")
 
+    @model_errors
     def staging(self, name: str, fresh: bool) -> SqliteTimeseriesStore:
         store = SqliteTimeseriesStore(self.db, f"{LIVE}__{staging_name(name)}")
         if fresh:
@@ -87,6 +94,7 @@ class SqliteTimeseriesStore(TimeseriesStore):
     def switched(self, name: str) -> bool:
         return not self.building(name)
 
+    @model_errors
     def building(self, name: str) -> bool:
         return table_exists(self.db.reader(), f"{LIVE}__{staging_name(name)}")
 
