@@ -25,10 +25,6 @@ from typing import Any, Protocol
 
 import orjson
 
-from ingest.backends.errors import BackendUnavailable
-
-StoreUnavailable = BackendUnavailable  # the former name; goes once no test uses it (see ingest.backends.errors)
-
 
 @dataclass(frozen=True, slots=True)
 class StoredAspect:

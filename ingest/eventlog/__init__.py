@@ -14,10 +14,6 @@ from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ingest.backends.errors import BackendError
-
-EventLogError = BackendError  # the former name; goes once no test uses it (see ingest.backends.errors)
-
 
 @dataclass(frozen=True, slots=True)
 class LogMessage:

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 from gms.service import Gms
-from gms.store import AspectStore, StoreUnavailable
+from gms.store import AspectStore
 from gms.store.cassandra import CassandraAspectStore
 from gms.store.cassandra_lease import ProducerInUse
 from gms.store.cassandra_outbox import Reserved
 from gms.store.cassandra_schema import applied, partition_batch
 from ingest.backends import Endpoints
+from ingest.backends.errors import BackendUnavailable
 from ingest.eventlog.sqlite import SqliteEventLog
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
@@ -196,6 +197,6 @@ def test_restore_rebuilds_the_read_models_from_cassandra(keyspace: ScratchKeyspa
 def test_an_unreachable_cassandra_is_named_in_a_prompt_error():
     address = f"127.0.0.1:{free_port()}"
     started = time.monotonic()
-    with pytest.raises(StoreUnavailable, match=f"Cassandra at {address} does not answer"):
+    with pytest.raises(BackendUnavailable, match=f"Cassandra at {address} does not answer"):
         CassandraAspectStore.connect(Endpoints(cassandra_hosts=(address,)), unique_name("never"), connect_timeout=2)
     assert time.monotonic() - started < 10

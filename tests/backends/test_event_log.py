@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from ingest.eventlog import EventLog, EventLogError, LogMessage, LogRecord, partition_for
+from ingest.backends.errors import BackendUnavailable
+from ingest.eventlog import EventLog, LogMessage, LogRecord, partition_for
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.eventlog.kafka_consumer import CLOSE_TIMEOUT, KafkaConsumer
 from ingest.eventlog.sqlite import SqliteEventLog
@@ -196,7 +197,7 @@ class TestKafkaEventLog(EventLogContract):
 
     def test_an_unreachable_broker_is_reported_with_its_address_in_bounded_time(self):
         started = time.monotonic()
-        with pytest.raises(EventLogError, match="127.0.0.1:9"):
+        with pytest.raises(BackendUnavailable, match="127.0.0.1:9"):
             KafkaEventLog("127.0.0.1:9", connect_timeout=1)
         assert time.monotonic() - started < 5
 
