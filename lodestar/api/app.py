@@ -13,6 +13,7 @@ from lodestar.api import (
     datahub,
     datahub_reads,
     field_lineage_v3,
+    graphql,
     guards,
     metadata_search,
     metadata_v3,
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 # Each adds its routes (`add_routes`) and declares their OpenAPI paths (`OPENAPI_PATHS`).
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
-    run_lineage, field_lineage_v3, openlineage, webhooks)
+    run_lineage, field_lineage_v3, openlineage, webhooks, graphql)
 
 
 @web.middleware

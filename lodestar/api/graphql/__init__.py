@@ -1,0 +1,134 @@
+"""`POST /api/graphql`: the part of DataHub's GraphQL API that acryl-datahub's SDK and CLI use
+(schema.graphql), answered from Lodestar's search index, lineage graph and aspect store.
+
+graphql-core parses, validates and executes the documents; resolvers.py answers the fields.
+A request that is no GraphQL request (not JSON, no `query` string, `variables` not an object)
+is 400 with a JSON error. A document that does not parse or validate (a field, type or
+argument the schema lacks) or asks for what Lodestar cannot answer (a filter field, a sort, a
+flag) gets a 200 whose `errors` name it, as GraphQL servers answer; a document is parsed up to
+MAX_TOKENS tokens and MAX_DEPTH nested selections. Reads see only what the caller may read, as
+/v1/search and /v1/lineage do; `createTag` writes through GMS as the caller. Execution runs in
+a worker thread, so the event loop stays free while the read models answer."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from aiohttp import web
+from graphql import (
+    DocumentNode,
+    GraphQLError,
+    GraphQLSchema,
+    build_schema,
+    execute_sync,
+    parse,
+    validate,
+)
+
+from lodestar.api.access import readable
+from lodestar.api.context import api_of, error, principal_of, read_json
+from lodestar.api.graphql.entities import Context, graphql_type_of
+from lodestar.api.graphql.resolvers import resolve
+from lodestar.api.openapi import OBJECT, response
+
+log = logging.getLogger(__name__)
+MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has some 2,000)
+MAX_DEPTH = 32  # nested selection sets of one operation or fragment
+
+
+@cache
+def schema() -> GraphQLSchema:
+    built = build_schema(resources.files(__package__).joinpath("schema.graphql").read_text())
+    for name in ("Entity", "OwnerType"):
+        built.get_type(name).resolve_type = lambda value, info, abstract: graphql_type_of(value)  # type: ignore
+    return built
+
+
+def _depth(document: DocumentNode) -> int:
+    deepest = 0
+    for definition in document.definitions:
+        stack = [(getattr(definition, "selection_set", None), 1)]
+        while stack:
+            selections, depth = stack.pop()
+            if selections is None:
+                continue
+            deepest = max(deepest, depth)
+            for selection in selections.selections:
+                stack.append((getattr(selection, "selection_set", None), depth + 1))
+    return deepest
+
+
+def _formatted(err: GraphQLError) -> dict[str, Any]:
+    out = err.formatted
+    out.setdefault("extensions", {}).setdefault("code", 400)
+    return out
+
+
+def execute(request_body: dict[str, Any], context: Context) -> dict[str, Any]:
+    """The answer to one GraphQL request: {"data": ...} and/or {"errors": [...]}. An error no
+    resolver meant (a bug, a backend that does not answer) is raised, for the app to answer it
+    as every route does (500, or 503 with Retry-After)."""
+    try:
+        document = parse(request_body["query"], max_tokens=MAX_TOKENS)
+    except GraphQLError as err:
+        return {"errors": [_formatted(err)]}
+    except RecursionError:
+        return {"errors": [{"message": "the document is nested too deeply", "extensions": {"code": 400}}]}
+    if (depth := _depth(document)) > MAX_DEPTH:
+        return {"errors": [{"message": f"the document nests {depth} selections; at most {MAX_DEPTH} are served",
+                            "extensions": {"code": 400}}]}
+    problems = validate(schema(), document)
+    if problems:
+        return {"errors": [_formatted(e) for e in problems]}
+    result = execute_sync(schema(), document, context_value=context, field_resolver=resolve,
+                          variable_values=request_body.get("variables"),
+                          operation_name=request_body.get("operationName"))
+    for err in result.errors or []:
+        original = err.original_error
+        if original is not None and not isinstance(original, GraphQLError):
+            raise original
+    answer: dict[str, Any] = {"data": result.data}
+    if result.errors:
+        answer["errors"] = [_formatted(e) for e in result.errors]
+    return answer
+
+
+def _bad_request(message: str) -> web.Response:
+    return error(400, "invalid_request", message)
+
+
+async def graphql(request: web.Request) -> web.Response:
+    body = await read_json(request)
+    if not isinstance(body, dict) or not isinstance(body.get("query"), str):
+        return _bad_request('body must be {"query": "<GraphQL document>", "variables": {...}, '
+                            '"operationName": "..."}')
+    if body.get("variables") is not None and not isinstance(body["variables"], dict):
+        return _bad_request("variables: must be an object")
+    if body.get("operationName") is not None and not isinstance(body["operationName"], str):
+        return _bad_request("operationName: must be a string")
+    api = api_of(request)
+    context = Context(api, principal_of(request), readable(request), asyncio.get_running_loop())
+    return web.json_response(await asyncio.to_thread(execute, body, context))
+
+
+OPENAPI_PATHS: dict[str, Any] = {
+    "/api/graphql": {"post": {
+        "summary": "DataHub's GraphQL API as its SDK and CLI use it: searchAcrossEntities, scrollAcrossEntities,"
+                   " search, searchAcrossLineage, scrollAcrossLineage, entities by URN, createTag",
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object", "required": ["query"], "properties": {
+                "query": {"type": "string"}, "variables": {"type": "object"},
+                "operationName": {"type": "string"}}}}}},
+        "responses": {"200": response("data and/or errors (a GraphQL error names the field or filter it is about)",
+                                      OBJECT),
+                      "400": response("Not a GraphQL request")}}},
+}
+
+
+def add_routes(app: web.Application) -> None:
+    app.router.add_post("/api/graphql", graphql)
+
