@@ -67,6 +67,8 @@ def matrix() -> list[Call]:
         Call("authenticated", "GET", "/v3/namespaces/{ns}/metadata/search",
              "/v3/namespaces/default/metadata/search?query=*"),
         Call("authenticated", "GET", "/v3/metadata/search", "/v3/metadata/search?query=customers"),
+        Call("authenticated", "POST", "/api/graphql", "/api/graphql",  # reads only what the caller may read
+             {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
         Call("read", "GET", "/v1/lineage", f"/v1/lineage?urn={q(CUSTOMERS, safe='')}"),
         Call("read", "GET", "/v1/lineage/fields", f"/v1/lineage/fields?urn={q(FIELD, safe='')}"),
         Call("read", "GET", "/v1/timeseries/{urn}/{aspect}", f"/v1/timeseries/{q(CUSTOMERS, safe='')}/datasetProfile"),
