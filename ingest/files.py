@@ -39,13 +39,16 @@ def read_proposal_file(path: Path, registry: EntityRegistry) -> list[dict[str, A
         if not isinstance(item, dict):
             raise ProposalFileError(f"{path}: item {i} is not a JSON object")
         if "proposedSnapshot" in item:
-            out.extend(_from_mce(item["proposedSnapshot"], registry, f"{path}: item {i}"))
+            out.extend(proposals_of_snapshot(item["proposedSnapshot"], registry, f"{path}: item {i}"))
         else:
             out.append(item)
     return out
 
 
-def _from_mce(snapshot: Any, registry: EntityRegistry, where: str) -> Iterator[dict[str, Any]]:
+def proposals_of_snapshot(snapshot: Any, registry: EntityRegistry, where: str,
+                          system_metadata: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+    """An MCE's snapshot (`{"<...>Snapshot": {"urn", "aspects": [{"<type name>": value}]}}`) as
+    one UPSERT MCP per aspect, in order; raises ProposalFileError naming `where` and the problem."""
     if not isinstance(snapshot, dict) or len(snapshot) != 1:
         raise ProposalFileError(f"{where}: proposedSnapshot must hold one typed snapshot")
     (body,) = snapshot.values()
@@ -59,10 +62,13 @@ def _from_mce(snapshot: Any, registry: EntityRegistry, where: str) -> Iterator[d
         spec = registry.aspect_for_schema(type_name)
         if spec is None:
             raise ProposalFileError(f"{where}: unknown aspect type {type_name}")
-        yield {
+        proposal = {
             "entityUrn": urn,
             "entityType": urn.removeprefix("urn:li:").partition(":")[0],
             "changeType": "UPSERT",
             "aspectName": spec.name,
             "aspect": {"json": value},
         }
+        if system_metadata:
+            proposal["systemMetadata"] = system_metadata
+        yield proposal

@@ -125,6 +125,16 @@ def matrix() -> list[Call]:
         Call("write", "POST", "/api/v1/lineage", "/api/v1/lineage", event),
         Call("write", "DELETE", "/v1/entities/{urn}", ds),
         Call("write", "POST", "/entities", "/entities?action=delete", {"urn": cdap_dataset("default", "scratch")}),
+        Call("write", "POST", "/aspects/", "/aspects/?action=ingestProposal",
+             {"proposal": mcp(CUSTOMERS, "globalTags", {"tags": []})}),
+        Call("write", "POST", "/entities/", "/entities/?action=delete", {"urn": cdap_dataset("default", "scratch")}),
+        Call("write", "POST", "/usageStats", "/usageStats?action=batchIngest", {"buckets": [
+            {"bucket": 0, "duration": "DAY", "resource": CUSTOMERS, "metrics": {"uniqueUserCount": 1}}]}),
+        Call("write", "POST", "/usageStats/", "/usageStats/?action=batchIngest", {"buckets": [
+            {"bucket": 1, "duration": "DAY", "resource": CUSTOMERS, "metrics": {"uniqueUserCount": 1}}]}),
+        Call("authenticated", "POST", "/runs", "/runs?action=list", {}),
+        Call("authenticated", "POST", "/runs/", "/runs/?action=describe", {"runId": "matrix"}),
+        Call("write", "POST", "/runs", "/runs?action=rollback", {"runId": "matrix", "dryRun": True}),
         Call("admin", "POST", "/v1/access/principals", "/v1/access/principals", {"name": "newcomer"}),
         Call("admin", "POST", "/v1/access/tokens", "/v1/access/tokens", {"principal": "outsider"}),
         Call("admin", "POST", "/v1/access/grants", "/v1/access/grants",
