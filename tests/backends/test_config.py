@@ -100,7 +100,8 @@ def test_the_compose_file_runs_lodestar_commands_on_settings_the_configuration_a
 
     from lodestar.cli.main import build_parser
 
-    services = yaml.safe_load((Path(__file__).resolve().parents[2] / "deploy" / "docker-compose.yml").read_text())["services"]
+    compose = Path(__file__).resolve().parents[2] / "deploy" / "docker-compose.yml"
+    services = yaml.safe_load(compose.read_text())["services"]
     for name in ("gms", "mcl-processor"):
         args = build_parser().parse_args(services[name]["command"])
         assert args.command == name

@@ -2,8 +2,8 @@
 the processor consumes them into the real read models.
 
 `tests/contracts/read_models.py` holds what every adapter set passes (duplicate and late MCLs
-change nothing), run here on each; the other tests run on the embedded SQLite read models: crashes, poison records, restore, check, waiting for
-indexing."""
+change nothing), run here on each; the other tests run on the embedded SQLite read models:
+crashes, poison records, restore, check, waiting for indexing."""
 
 from __future__ import annotations
 
