@@ -413,3 +413,32 @@ def test_datahub_graphql_cli(server, tmp_path):
     answer = json.loads(done.stdout)
     assert answer["searchAcrossEntities"] == {"total": 1, "searchResults": [{"entity": {"urn": CHART}}]}
     assert native_search(server, query="*", types="chart")["total"] == 1
+
+
+OVERLAPPING = """query($count: Int) { searchAcrossEntities(input: {query: "*", count: $count, orFilters: [
+  {and: [{field: "tags", values: ["urn:li:tag:pii"]}]},
+  {and: [{field: "domains", values: ["urn:li:domain:sales"]}]},
+  {and: [{field: "platform", values: ["urn:li:dataPlatform:hive"]}]}]}) {
+  total searchResults { entity { urn } } facets { field aggregations { value count } } } }"""
+
+
+def test_overlapping_alternatives_count_each_entity_once(server, monkeypatch):
+    def ask(count: int) -> dict:
+        answer = post_graphql(server, {"query": OVERLAPPING, "variables": {"count": count}}).json()
+        assert "errors" not in answer, answer
+        found = answer["data"]["searchAcrossEntities"]
+        found["facets"] = {f["field"]: {a["value"]: a["count"] for a in f["aggregations"]} for f in found["facets"]}
+        return found
+
+    walked = ask(10)  # ORDERS matches all three alternatives, CUSTOMERS and DB one each
+    assert [r["entity"]["urn"] for r in walked["searchResults"]] == sorted({ORDERS, CUSTOMERS, DB})
+    assert walked["total"] == 3
+    assert walked["facets"]["_entityType"] == {"DATASET": 2, "CONTAINER": 1}
+    assert walked["facets"]["tags"] == {PII: 1, GOLD: 1}
+    native = native_urns(server, f'tags:"{PII}"') | native_urns(server, f'domains:"{DOMAIN}"') | native_urns(
+        server, 'platform:"urn:li:dataPlatform:hive"')
+    assert walked["total"] == len(native)
+    # past the walking limit the total is counted by inclusion-exclusion over the intersections
+    monkeypatch.setattr("lodestar.api.graphql.search.MAX_MERGED", 0)
+    counted = ask(0)
+    assert counted["total"] == 3 and counted["facets"] == walked["facets"]
