@@ -81,6 +81,20 @@ class Api:
         return await asyncio.get_running_loop().run_in_executor(self.writer, paused)
 
 
+def query_route(handler: Handler, when: Callable[[web.Request], bool] = lambda request: True) -> Handler:
+    """Marks a handler of a method that is not GET as a query when `when(request)` holds (it may
+    only look at the path and query string: the body is not read yet): the write guards
+    (backpressure, the event-log ping, the in-flight budget) then leave the request alone."""
+    handler.is_query = when  # type: ignore[attr-defined]
+    return handler
+
+
+def is_query(request: web.Request) -> bool:
+    """Whether the request's handler was marked a query (`query_route`) for this request."""
+    when = getattr(request.match_info.handler, "is_query", None)
+    return when is not None and when(request)
+
+
 def api_of(request: web.Request) -> Api:
     return request.app[GMS_KEY]
 

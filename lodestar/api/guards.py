@@ -3,7 +3,8 @@
 - A backend that does not answer (Cassandra, Kafka, OpenSearch; the embedded database locked
   too long) is 503 `backend_unavailable` with `Retry-After`, never a 500: the caller retries.
   Its adapter raised BackendUnavailable (ingest.backends.errors); no driver is known here.
-- Backpressure: a write (any method but GET/HEAD/OPTIONS) is refused with 429 `overloaded` and
+- Backpressure: a write (any method but GET/HEAD/OPTIONS, save the routes marked queries with
+  `context.query_route`: GraphQL, DataHub's search and read actions) is refused with 429 `overloaded` and
   `Retry-After` while the MCL processor lags more than `max_mcl_lag` records behind the MCL
   topics, or while the bodies of the writes in flight would exceed `max_inflight_bytes`. The
   lag is sampled off the event loop at most every `sample_every` seconds; what a process holds
@@ -32,7 +33,7 @@ from aiohttp import web
 
 from ingest.backends.errors import BackendError, BackendUnavailable
 from ingest.eventlog import EventLog
-from lodestar.api.context import GMS_KEY, LIMIT_KEY, Handler, api_of, error
+from lodestar.api.context import GMS_KEY, LIMIT_KEY, Handler, api_of, error, is_query
 from lodestar.api.openapi import OBJECT, response
 from mcl_processor.processor import mcl_offsets
 
@@ -203,7 +204,7 @@ async def throttle(request: web.Request, handler: Handler) -> web.StreamResponse
     if request.content_length is not None and request.content_length > request.app[LIMIT_KEY]:
         return error(413, "too_large", f"request body of {request.content_length} bytes, over the limit of"
                      f" {request.app[LIMIT_KEY]}")
-    if request.method in READ_METHODS:
+    if request.method in READ_METHODS or is_query(request):
         return await handler(request)
     guards = request.app[GUARDS_KEY]
     limits = guards.limits

@@ -99,6 +99,9 @@ def test_writes_get_429_with_retry_after_while_the_mcl_processor_lags_and_pass_a
     assert 1 <= int(response.headers["Retry-After"]) <= RETRY_AFTER_LIMIT
     assert requests.get(f"{lagging.url}/v1/entities/{sent[-1]}", headers=AUTH).status_code == 404
     assert requests.get(f"{lagging.url}/v1/search?query=*", headers=AUTH).status_code == 200  # reads still served
+    search = '{ searchAcrossEntities(input: {query: "*", start: 0, count: 1}) { total } }'
+    graphql = requests.post(f"{lagging.url}/api/graphql", headers=AUTH, json={"query": search})  # a read by POST
+    assert graphql.status_code == 200 and "errors" not in graphql.json(), graphql.text
     ready = requests.get(f"{lagging.url}/health/ready").json()
     assert (ready["status"], ready["mclLag"]) == ("ready", 2 * (10 + len(sent) - 1))
 

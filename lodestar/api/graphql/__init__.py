@@ -30,7 +30,7 @@ from graphql import (
 )
 
 from lodestar.api.access import readable
-from lodestar.api.context import api_of, error, principal_of, read_json
+from lodestar.api.context import api_of, error, principal_of, query_route, read_json
 from lodestar.api.graphql.entities import Context, graphql_type_of
 from lodestar.api.graphql.resolvers import resolve
 from lodestar.api.openapi import OBJECT, response
@@ -130,5 +130,7 @@ OPENAPI_PATHS: dict[str, Any] = {
 
 
 def add_routes(app: web.Application) -> None:
-    app.router.add_post("/api/graphql", graphql)
+    # A query for the write guards (lag, event-log ping): reads must go on while indexing lags.
+    # Its one mutation, createTag, writes through GMS, whose own errors answer for it.
+    app.router.add_post("/api/graphql", query_route(graphql))
 
