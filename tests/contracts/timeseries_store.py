@@ -84,3 +84,7 @@ class TimeseriesStoreContract(IndexedByModels):
         assert [(p["timestampMillis"], p["rowCount"]) for p in series.query(ORDERS, "datasetProfile")] == [(1500, 2)]
         indexed.processor.process(indexed.gms.log.read(topics.MCL_TIMESERIES, limit=100)[:2])  # before it only
         assert len(series.query(ORDERS, "datasetProfile")) == 3
+        indexed.write(proposal(ORDERS, "datasetProperties", {"name": "orders"}))  # restores keep existing entities'
+        series.clear()
+        indexed.processor.restore(indexed.gms.store, timeseries_log=indexed.gms.log)  # lodestar restore-indices
+        assert [(p["timestampMillis"], p["rowCount"]) for p in series.query(ORDERS, "datasetProfile")] == [(1500, 2)]
