@@ -191,11 +191,15 @@ def test_patch_applies_json_patch_to_the_current_value(gms: Gms):
     assert mcls(gms)[-1]["changeType"] == "UPSERT"
 
 
-def test_patch_of_an_absent_aspect_starts_from_an_empty_object(gms: Gms):
+def test_patch_of_an_absent_aspect_starts_from_its_default_value(gms: Gms):
     (result,) = apply(gms, proposal(URN, "globalTags", {"patch": [
         {"op": "add", "path": "/tags", "value": [{"tag": "urn:li:tag:pii"}]}]}, change="PATCH"))
     assert result.status == "applied"
     assert gms.store.get(URN, "globalTags").value == {"tags": [{"tag": "urn:li:tag:pii"}]}
+    (result,) = apply(gms, proposal(URN, "datasetProperties", [{"op": "add", "path": "/customProperties/a",
+                                                                "value": "b"}], change="PATCH"))
+    assert result.status == "applied"  # customProperties is there: the schema's default, {}
+    assert gms.store.get(URN, "datasetProperties").value == {"customProperties": {"a": "b"}, "tags": []}
 
 
 def test_patch_result_is_validated_like_an_upsert(gms: Gms):
