@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import threading
 import time
 import uuid
 from collections import deque
@@ -23,6 +24,12 @@ from spark_emitter.writes import analyze
 
 log = logging.getLogger(__name__)
 PREFIX = "spark.lodestar."
+_ATTACHED: dict[int, LodestarListener] = {}  # id(SparkSession) -> its open listener
+
+
+def listener_of(spark: Any) -> LodestarListener | None:
+    """The open listener attached to `spark`, if any."""
+    return _ATTACHED.get(id(spark))
 
 
 class ListenerError(RuntimeError):
@@ -100,6 +107,8 @@ class LodestarListener:
         self._job_outputs: set[str] = set()
         self._token = f"LodestarListener-{uuid.uuid4()}"
         self._closed = False
+        self._claims_lock = threading.Lock()
+        self._claims: dict[int, tuple[Any, list[tuple[str, str]]]] = {}  # program runs: id -> (run, actions)
         self.failed_actions = 0  # write actions that failed (counted on Spark's listener thread)
         self.callback_ms: deque[float] = deque(maxlen=10_000)  # time on Spark's listener thread per write
         self._delivery = Delivery(settings.connect, self._build, settings.queue_size)
@@ -109,6 +118,7 @@ class LodestarListener:
         ensure_callback_server_started(sc._gateway)
         _check_callback_server(sc._gateway)
         spark._jsparkSession.listenerManager().register(self)
+        _ATTACHED[id(spark)] = self
         atexit.register(self.close, 10.0)
 
     # QueryExecutionListener (called by the JVM; must never raise)
@@ -165,7 +175,44 @@ class LodestarListener:
             self._job_outputs.add(lineage.target.urn)
         action = Action(item.execution_id, captured.func, captured.command, captured.end_ms - captured.duration_ms,
                         captured.end_ms, captured.error)
-        return action_proposals(self.app, action, lineage, (sorted(self._job_inputs), sorted(self._job_outputs)))
+        proposals = action_proposals(self.app, action, lineage, (sorted(self._job_inputs), sorted(self._job_outputs)))
+        return self._without_claimed(proposals, lineage.target.urn if lineage is not None else None)
+
+    # program runs (spark_emitter.program) on this session: their operations replace the listener's
+
+    def claim(self, run: Any) -> None:
+        """A program run started: the writes from now on may be described by the program."""
+        with self._claims_lock:
+            self._claims[id(run)] = (run, [])
+
+    def release(self, run: Any, replaced_by_program: bool) -> list[str]:
+        """The program run ends: every write of its time is delivered first; the action runs whose
+        field operations the program's replace (same destination) are returned, so the program
+        deletes their `fieldOperations`."""
+        self.flush()
+        with self._claims_lock:
+            _, actions = self._claims.pop(id(run), (None, []))
+        if not replaced_by_program:
+            return []
+        destinations = set(run.lineage.destinations)
+        return sorted({action for action, target in actions if target in destinations})
+
+    def _without_claimed(self, proposals: list[Proposal], target: str | None) -> list[Proposal]:
+        if target is None:
+            return proposals
+        with self._claims_lock:
+            claims = list(self._claims.values())
+        if not claims:
+            return proposals
+        operations = [p for p in proposals if p.aspect_name == "fieldOperations"]
+        if not operations:
+            return proposals
+        run_urn = operations[0].entity_urn
+        for run, actions in claims:
+            if target in run.lineage.destinations:  # the program said already: the listener's go
+                return [p for p in proposals if p.aspect_name != "fieldOperations"]
+            actions.append((run_urn, target))
+        return proposals
 
     # the user's side
 
@@ -197,6 +244,8 @@ class LodestarListener:
         except Exception as err:  # the session may be stopped already
             log.debug("Lodestar listener: detaching: %s", err)
         self._closed = True
+        if _ATTACHED.get(id(self._spark)) is self:
+            del _ATTACHED[id(self._spark)]
         atexit.unregister(self.close)
         self._delivery.offer(application_ended(self.app, int(time.time() * 1000), self.failed_actions))
         return self._delivery.close(timeout) and flushed
