@@ -40,7 +40,7 @@ from ingest.files import ProposalFileError, proposals_of_snapshot
 from ingest.proposal import Proposal, ProposalError
 from lodestar.api import datahub_reads
 from lodestar.api.access import readable, require
-from lodestar.api.context import api_of, error, principal_of, read_json
+from lodestar.api.context import api_of, error, principal_of, query_route, read_json
 from lodestar.api.native import conditional_headers, parse_all
 from lodestar.api.openapi import ERROR_OR_RESULTS, OBJECT, query_param, response
 from schemas.metadata_entity import INSTANCE
@@ -48,6 +48,7 @@ from schemas.metadata_entity import INSTANCE
 CHECKPOINT_ASPECT = "datahubIngestionCheckpoint"
 USAGE_ASPECT = "datasetUsageStatistics"
 MAX_LISTED = 10  # failing proposals a message names (the answer's results name them all)
+QUERY_ACTIONS = frozenset({"getTimeseriesAspectValues", "getCount", "search", "listUrns", "list", "describe"})
 
 
 async def config(request: web.Request) -> web.Response:
@@ -377,9 +378,14 @@ OPENAPI_PATHS: dict[str, Any] = {
 }
 
 
+def _query_action(request: web.Request) -> bool:
+    return request.query.get("action") in QUERY_ACTIONS
+
+
 def add_routes(app: web.Application) -> None:
     app.router.add_get("/config", config)
+    # DataHub's read actions are queries for the write guards: served while indexing lags.
     for path, handler in (("/aspects", aspects), ("/entities", entities), ("/usageStats", usage_stats),
                           ("/runs", runs)):
-        app.router.add_post(path, handler)
+        app.router.add_post(path, query_route(handler, _query_action) if path != "/usageStats" else handler)
         app.router.add_post(path + "/", handler)  # as `datahub put` and others send them

@@ -102,6 +102,9 @@ def test_writes_get_429_with_retry_after_while_the_mcl_processor_lags_and_pass_a
     search = '{ searchAcrossEntities(input: {query: "*", start: 0, count: 1}) { total } }'
     graphql = requests.post(f"{lagging.url}/api/graphql", headers=AUTH, json={"query": search})  # a read by POST
     assert graphql.status_code == 200 and "errors" not in graphql.json(), graphql.text
+    restli = requests.post(f"{lagging.url}/entities?action=search", headers=AUTH,
+                           json={"input": "*", "entity": "dataset", "start": 0, "count": 1})
+    assert restli.status_code == 200, restli.text
     ready = requests.get(f"{lagging.url}/health/ready").json()
     assert (ready["status"], ready["mclLag"]) == ("ready", 2 * (10 + len(sent) - 1))
 
