@@ -23,6 +23,7 @@ from lodestar.api import (
     openlineage,
     reads,
     run_lineage,
+    schema_registry,
     ui,
     webhooks,
 )
@@ -47,7 +48,7 @@ log = logging.getLogger(__name__)
 # Each adds its routes (`add_routes`) and declares their OpenAPI paths (`OPENAPI_PATHS`).
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
-    run_lineage, field_lineage_v3, openlineage, webhooks, graphql)
+    run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry)
 
 
 @web.middleware
@@ -67,7 +68,8 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
 
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
-    if request.path in PUBLIC_PATHS or request.path == "/" or request.path.startswith(UI_FILES):
+    if request.path in PUBLIC_PATHS or request.path == "/" or request.path.startswith(UI_FILES) \
+            or schema_registry.is_public(request):  # registry reads need no token, as DataHub's
         return await handler(request)
     principal = api_of(request).auth.principal(request.headers.get("Authorization"))
     if principal is None:

@@ -29,6 +29,7 @@ CUSTOMERS, SECRET = cdap_dataset("default", "customers"), cdap_dataset("sales", 
 FIELD = f"urn:li:schemaField:({CUSTOMERS},ssn)"
 RUN = "urn:li:dataProcessInstance:run1"
 WINDOW = "start=0&end=4102444800"
+SR = "/schema-registry/api"  # the schema registry (Confluent's API)
 q = quote
 
 
@@ -148,6 +149,20 @@ def matrix() -> list[Call]:
         Call("admin", "GET", "/v1/webhooks/{id}/dead-letters", "/v1/webhooks/0/dead-letters"),
         Call("admin", "POST", "/v1/webhooks/{id}/rotate", "/v1/webhooks/0/rotate", {"graceSeconds": 0}),
         Call("admin", "DELETE", "/v1/webhooks/{id}", "/v1/webhooks/0"),
+        Call("public", "GET", f"{SR}/subjects", f"{SR}/subjects"),
+        Call("public", "POST", f"{SR}/subjects/{{subject}}", f"{SR}/subjects/orders-value", {"schema": '"string"'}),
+        Call("public", "GET", f"{SR}/subjects/{{subject}}/versions", f"{SR}/subjects/orders-value/versions"),
+        Call("write", "POST", f"{SR}/subjects/{{subject}}/versions", f"{SR}/subjects/orders-value/versions",
+             {"schema": '"string"'}),
+        Call("public", "GET", f"{SR}/subjects/{{subject}}/versions/{{version}}",
+             f"{SR}/subjects/orders-value/versions/latest"),
+        Call("public", "GET", f"{SR}/subjects/{{subject}}/versions/{{version}}/schema",
+             f"{SR}/subjects/orders-value/versions/1/schema"),
+        Call("public", "GET", f"{SR}/schemas/ids/{{id}}", f"{SR}/schemas/ids/1"),
+        Call("public", "GET", f"{SR}/config", f"{SR}/config"),
+        Call("write", "PUT", f"{SR}/config", f"{SR}/config", {"compatibility": "BACKWARD"}),
+        Call("public", "GET", f"{SR}/config/{{subject}}", f"{SR}/config/orders-value"),
+        Call("write", "PUT", f"{SR}/config/{{subject}}", f"{SR}/config/orders-value", {"compatibility": "NONE"}),
     ]
 
 
