@@ -26,6 +26,7 @@ from ingest.rest import LodestarError
 from lodestar.cli import metadata as metadata_cli
 from lodestar.cli.common import DEFAULT_SERVER, CliError, Local, client_of, config_of, default_data_dir
 from lodestar.cli.failed import register as register_failed
+from lodestar.cli.pipeline import register as register_pipeline
 from lodestar.cli.replay import register as register_replay
 from lodestar.cli.tail import register as register_tail
 from lodestar.cli.webhooks import register as register_webhooks
@@ -286,6 +287,7 @@ def build_parser() -> argparse.ArgumentParser:
     register_failed(sub)
     register_replay(sub)
     register_webhooks(sub)
+    register_pipeline(sub, client_options)
     return parser
 
 
