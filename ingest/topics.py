@@ -2,6 +2,7 @@
 
 MCP = "MetadataChangeProposal_v1"
 FAILED_MCP = "FailedMetadataChangeProposal_v1"
+MCE = "MetadataChangeEvent_v4"  # DataHub's MCEs (Confluent framing), split into proposals by GMS's MCP consumer
 MCL_VERSIONED = "MetadataChangeLog_Versioned_v1"
 MCL_TIMESERIES = "MetadataChangeLog_Timeseries_v1"
 ALL = (MCP, FAILED_MCP, MCL_VERSIONED, MCL_TIMESERIES)
@@ -9,3 +10,4 @@ ALL = (MCP, FAILED_MCP, MCL_VERSIONED, MCL_TIMESERIES)
 MCP_GROUP = "gms-mcp-consumer"  # GMS's MCP consumer
 MCL_GROUP = "mcl-processor"  # the MCL processor, the only writer of the read models
 MCL_TOPICS = (MCL_VERSIONED, MCL_TIMESERIES)
+PROPOSAL_TOPICS = (MCP, MCE)  # what GMS's MCP consumer reads
