@@ -182,7 +182,7 @@ class SchemaRegistry:
             at, current = self._row(SUBJECT_PREFIX + subject, VERSIONS)
             versions = list((current or {}).get("versions", []))
             if any(entry["id"] == schema_id for entry in versions):
-                return schema_id
+                break  # (listed again below: a registration cut short may have missed the list)
             number = max((entry["version"] for entry in versions), default=0) + 1
             if self._conditional(actor, subject, VERSIONS, at, {"versions": [*versions, {"version": number,
                                                                                            "id": schema_id}]}):
