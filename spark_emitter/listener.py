@@ -7,6 +7,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
+import sys
 import threading
 import time
 import uuid
@@ -109,6 +110,7 @@ class LodestarListener:
         self._closed = False
         self._claims_lock = threading.Lock()
         self._claims: dict[int, tuple[Any, list[tuple[str, str]]]] = {}  # program runs: id -> (run, actions)
+        self._failures = 0  # failures recorded by record_failure
         self.failed_actions = 0  # write actions that failed (counted on Spark's listener thread)
         self.callback_ms: deque[float] = deque(maxlen=10_000)  # time on Spark's listener thread per write
         self._delivery = Delivery(settings.connect, self._build, settings.queue_size)
@@ -119,6 +121,8 @@ class LodestarListener:
         _check_callback_server(sc._gateway)
         spark._jsparkSession.listenerManager().register(self)
         _ATTACHED[id(spark)] = self
+        self._previous_hook = sys.excepthook
+        sys.excepthook = self._uncaught
         atexit.register(self.close, 10.0)
 
     # QueryExecutionListener (called by the JVM; must never raise)
@@ -172,11 +176,42 @@ class LodestarListener:
         lineage = analyze(captured, self.naming)
         if lineage is not None:
             self._job_inputs.update(s.urn for s in lineage.sources)
-            self._job_outputs.add(lineage.target.urn)
+            if captured.error is None:  # a failed write wrote nothing: not an output of the job
+                self._job_outputs.add(lineage.target.urn)
         action = Action(item.execution_id, captured.func, captured.command, captured.end_ms - captured.duration_ms,
                         captured.end_ms, captured.error)
         proposals = action_proposals(self.app, action, lineage, (sorted(self._job_inputs), sorted(self._job_outputs)))
         return self._without_claimed(proposals, lineage.target.urn if lineage is not None else None)
+
+    def record_failure(self, error: BaseException) -> None:
+        """Record a FAILED run for an action that failed before Spark ran it (a missing input path,
+        an unknown table or column: Spark reports no event for those), with the error's class; the
+        application's run then ends FAILURE. Called for the program's uncaught exception."""
+        if self._closed:
+            return
+        self.failed_actions += 1
+        self._failures += 1
+        now = int(time.time() * 1000)
+        condition = None
+        with contextlib.suppress(Exception):
+            condition = error.getCondition()  # a PySpark error with Spark's error condition
+        kind = type(error)
+        details = {"errorClass": condition or kind.__name__, "exception": f"{kind.__module__}.{kind.__qualname__}",
+                   "message": str(error)[:1000]}
+        # STARTED a millisecond before COMPLETE: a run's events are points keyed by their time
+        action = Action(f"failed-{self._failures}", "python", "uncaught exception", now - 1, now, details)
+        self._delivery.offer(action_proposals(self.app, action, None,
+                                              (sorted(self._job_inputs), sorted(self._job_outputs))))
+
+    def _uncaught(self, kind: Any, error: BaseException, tb: Any) -> None:
+        try:
+            if not issubclass(kind, KeyboardInterrupt):
+                self.record_failure(error)
+                self.close(10.0)
+        except Exception:
+            log.exception("Lodestar listener: could not record the failure")
+        finally:
+            self._previous_hook(kind, error, tb)
 
     # program runs (spark_emitter.program) on this session: their operations replace the listener's
 
@@ -244,6 +279,8 @@ class LodestarListener:
         except Exception as err:  # the session may be stopped already
             log.debug("Lodestar listener: detaching: %s", err)
         self._closed = True
+        if sys.excepthook == self._uncaught:
+            sys.excepthook = self._previous_hook
         if _ATTACHED.get(id(self._spark)) is self:
             del _ATTACHED[id(self._spark)]
         atexit.unregister(self.close)

@@ -55,7 +55,7 @@ class App:
     def run_urn(self) -> str:
         return f"urn:li:dataProcessInstance:{self.app_id}"
 
-    def action_urn(self, execution_id: int) -> str:
+    def action_urn(self, execution_id: int | str) -> str:
         return f"urn:li:dataProcessInstance:{self.app_id}-{execution_id}"
 
     @property
@@ -67,7 +67,7 @@ class App:
 class Action:
     """One finished write action."""
 
-    execution_id: int
+    execution_id: int | str  # Spark's execution id, or failed-<n> for a failure before Spark ran anything
     func: str
     command: str
     start_ms: int

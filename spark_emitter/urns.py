@@ -19,7 +19,8 @@
 - a DataSource V2 table without a catalog (the `noop` sink, `format(...).save()` of a V2 source):
   platform `spark`, name the table's `name()`.
 
-`<env>` is `spark.lodestar.env` (default `PROD`). A V2 table of the session catalog
+`<env>` is `spark.lodestar.env` (default `PROD`). Commas, parentheses and `%` in a name are
+percent-encoded (`/out,1` is `/out%2C1`), as DataHub encodes URN parts. A V2 table of the session catalog
 (`spark_catalog`) is the session catalog's `<database>.<table>`, so `writeTo` and `saveAsTable` of
 one table are one entity.
 """
@@ -29,6 +30,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
+
+from schemas.urns import encode_part
 
 SESSION_CATALOG = "spark_catalog"
 _SCHEMES = {"file": "file", "hdfs": "hdfs", "s3": "s3", "s3a": "s3", "s3n": "s3", "gs": "gcs", "abfs": "adls",
@@ -93,8 +96,9 @@ class Naming:
 
 
 def dataset_urn(platform: str, name: str, env: str) -> str:
-    return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{name},{env})"
+    """Commas and parentheses in the name (a path `/out,1`) are percent-encoded, as DataHub does."""
+    return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{encode_part(name)},{env})"
 
 
 def field_urn(dataset: str, field_path: str) -> str:
-    return f"urn:li:schemaField:({dataset},{field_path})"
+    return f"urn:li:schemaField:({dataset},{encode_part(field_path)})"
