@@ -31,6 +31,7 @@ property key or value the v3 metadata API accepts.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 from collections.abc import Mapping
@@ -44,6 +45,10 @@ from ingest.backends import MIN_LEASE_TTL, Endpoints
 
 CHOICES = {"event_log": ("sqlite", "kafka"), "aspect_store": ("sqlite", "cassandra"),
            "read_models": ("sqlite", "distributed")}
+# The adapters' client libraries, by setting: (extra of pyproject.toml, module the adapter imports).
+CLIENTS = {("event_log", "kafka"): (("kafka", "confluent_kafka"),),
+           ("aspect_store", "cassandra"): (("cassandra", "cassandra"),),
+           ("read_models", "distributed"): (("opensearch", "opensearchpy"), ("cassandra", "cassandra"))}
 FILE_NAME = "lodestar.yml"
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")  # a keyspace, topic or index prefix
 
@@ -69,6 +74,17 @@ class Config:
     def embedded(self) -> bool:
         """Every port on SQLite in the data directory."""
         return (self.event_log, self.aspect_store, self.read_models) == ("sqlite", "sqlite", "sqlite")
+
+    def missing_clients(self) -> list[str]:
+        """What the chosen adapters need and this installation lacks: one line per setting,
+        naming the extra that brings its client and the command that installs it."""
+        missing = []
+        for key in CHOICES:
+            for extra, module in CLIENTS.get((key, getattr(self, key)), ()):
+                if not _installed(module):
+                    missing.append(f"{key}: {getattr(self, key)} needs the {module} client, which is not installed:"
+                                   f" pip install 'lodestar[{extra}]'")
+        return missing
 
     @classmethod
     def load(cls, path: Path | None = None, data_dir: Path | None = None,
@@ -159,3 +175,11 @@ def _positive(value: Any, key: str, source: str, unit: str) -> int:
 
 def _present(**values: Any) -> dict[str, str]:
     return {key: str(value) for key, value in values.items() if value is not None and value != ""}
+
+
+def _installed(module: str) -> bool:
+    """Whether `module` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

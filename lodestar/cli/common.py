@@ -17,7 +17,12 @@ DEFAULT_SERVER = "http://127.0.0.1:8080"
 
 
 class CliError(Exception):
-    """A user-facing error: printed as one line, exit status 1."""
+    """A user-facing error: printed as one line; exit status `status` (1, or 2 for a setup
+    that cannot work as installed)."""
+
+    def __init__(self, message: str, status: int = 1):
+        super().__init__(message)
+        self.status = status
 
 
 def default_data_dir() -> Path:
@@ -35,13 +40,17 @@ def client_of(args: argparse.Namespace) -> RestClient:
 
 
 def config_of(args: argparse.Namespace) -> Config:
-    """The configuration of --config and --data-dir; a bad file is a CliError."""
+    """The configuration of --config and --data-dir; a bad file is a CliError, and so (status 2)
+    an adapter whose client library is not installed: said before any process is forked."""
     from lodestar.config import Config, ConfigError
 
     try:
-        return Config.load(Path(args.config) if args.config else None, Path(args.data_dir))
+        config = Config.load(Path(args.config) if args.config else None, Path(args.data_dir))
     except ConfigError as err:
         raise CliError(str(err)) from None
+    if missing := config.missing_clients():
+        raise CliError("; ".join(missing), status=2)
+    return config
 
 
 class Local:

@@ -23,8 +23,9 @@ TOPICS = {"versioned": (topics.MCL_VERSIONED,), "timeseries": (topics.MCL_TIMESE
 
 
 def reports_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """A command whose CliError is printed as one line with exit status 1 (as lodestar.cli.main.main does;
-    also when `python -m lodestar.cli.main` loaded lodestar.cli.main twice, as __main__ and as lodestar.cli.main)."""
+    """A command whose CliError is printed as one line with its exit status (as lodestar.cli.main.main
+    does; also when `python -m lodestar.cli.main` loaded lodestar.cli.main twice, as __main__ and as
+    lodestar.cli.main)."""
     @functools.wraps(command)
     def run(args: argparse.Namespace) -> int:
         from lodestar.cli.common import CliError
@@ -33,7 +34,7 @@ def reports_errors(command: Callable[[argparse.Namespace], int]) -> Callable[[ar
             return command(args)
         except CliError as err:
             print(f"lodestar: error: {err}", file=sys.stderr)
-            return 1
+            return err.status
     return run
 
 
