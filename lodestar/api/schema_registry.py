@@ -23,7 +23,7 @@ from gms.errors import ProposalFailed
 from gms.schema_registry import GLOBAL, SUBJECT_PREFIX, RegistryError, SchemaRegistry, store_reader
 from lodestar.api.access import require
 from lodestar.api.context import GMS_KEY, api_of, principal_of, query_route
-from lodestar.api.openapi import JSON, OBJECT, response
+from lodestar.api.openapi import JSON, OBJECT
 
 BASE = "/schema-registry/api"
 MEDIA = "application/vnd.schemaregistry.v1+json"
@@ -74,7 +74,10 @@ def _schema_of(body: dict[str, Any]) -> tuple[str, str]:
 
 
 def _write_access(request: web.Request, subject: str | None) -> None:
-    require(request, WRITE, SUBJECT_PREFIX + (subject or GLOBAL))
+    try:
+        require(request, WRITE, SUBJECT_PREFIX + (subject or GLOBAL))
+    except web.HTTPForbidden as refused:
+        raise RegistryError(403, 40301, json.loads(refused.text or "{}").get("message", "forbidden")) from None
 
 
 def _handled(handler: Any) -> Any:
@@ -177,12 +180,26 @@ async def put_config(request: web.Request) -> web.Response:
     return _answer({"compatibility": level})
 
 
+REGISTRY_ERROR: dict[str, Any] = {"type": "object", "required": ["error_code", "message"], "properties": {
+    "error_code": {"type": "integer"}, "message": {"type": "string"}}}
+
+
+def _response(description: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    """An answer in Confluent's media type (or JSON); a Confluent error unless `schema` says otherwise."""
+    shape = REGISTRY_ERROR if schema is None else schema
+    return {"description": description, "content": {MEDIA: {"schema": shape}, JSON: {"schema": shape}}}
+
+
 def _op(summary: str, body: bool = False, write: bool = False) -> dict[str, Any]:
-    responses = {"200": response("Done", OBJECT), "404": response("No such subject, version or schema"),
-                 "422": response("An invalid schema, version or compatibility level")}
+    responses = {"200": _response("Done", {}), "400": _response("A body that is not JSON"),
+                 "404": _response("No such subject, version or schema"),
+                 "422": _response("An invalid schema, subject, version or compatibility level")}
     if write:
-        responses["403"] = response("No WRITE privilege on the instance")
+        responses["403"] = _response("No WRITE privilege on the instance")
+        responses["409"] = _response("Too many concurrent registrations: try again")
     op: dict[str, Any] = {"summary": summary, "tags": ["schema registry"], "responses": responses}
+    if not write:
+        op["security"] = []  # reads need no token, as DataHub's registry
     if body:
         op["requestBody"] = {"required": True, "content": {MEDIA: {"schema": OBJECT}, JSON: {"schema": OBJECT}}}
     return op
