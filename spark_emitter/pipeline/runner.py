@@ -83,7 +83,7 @@ def run_pipeline(pipeline: Pipeline, spark: Any, arguments: Mapping[str, str] | 
     run.start()
     error: BaseException | None = None
     try:
-        executed = _Execution(pipeline, spark, arguments, naming, run, stages, on_stage)
+        executed = _Execution(pipeline, spark, arguments, naming, run, stages, on_stage, count_rows)
         executed.run()
         result.operations = executed.operations()
         result.reads, result.writes = sorted(executed.reads), sorted(executed.writes)
@@ -120,7 +120,7 @@ def run_pipeline(pipeline: Pipeline, spark: Any, arguments: Mapping[str, str] | 
 
 class _Execution:
     def __init__(self, pipeline: Pipeline, spark: Any, arguments: Mapping[str, str], naming: Naming,
-                 run: ProgramRun, stages: dict[str, StageResult], on_stage: Listener | None):
+                 run: ProgramRun, stages: dict[str, StageResult], on_stage: Listener | None, observe: bool = True):
         self.pipeline, self.spark, self.arguments, self.naming = pipeline, spark, arguments, naming
         self.run_ = run
         self.stages, self.on_stage = stages, on_stage
@@ -128,6 +128,7 @@ class _Execution:
         self.fields: dict[str, FieldMap] = {}
         self.ops: list[FieldOperation] = []
         self.observations: dict[str, Any] = {}
+        self.observe = observe
         self.plugins: dict[str, Any] = {}
         self.reads: dict[str, str] = {}
         self.writes: dict[str, str] = {}
@@ -183,13 +184,14 @@ class _Execution:
                 out = plugin.transform(frames)
             else:
                 out = plugin.transform(df)
-            if out is not None:
+            if out is not None and self.observe:
                 from pyspark.sql import Observation
                 from pyspark.sql import functions as F
 
                 observation = Observation(f"lodestar-{uuid.uuid4().hex[:12]}-{name}")
                 out = out.observe(observation, F.count(F.lit(1)).alias("rows"))
                 self.observations[name] = observation
+            if out is not None:
                 self.frames[name] = out
                 self.fields[name] = {c: fmap[c] for c in out.columns if c in fmap}
             result.seconds = time.monotonic() - began
