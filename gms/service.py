@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -22,6 +21,7 @@ from gms.write_path import Result, WritePath
 from ingest import topics
 from ingest.emitters import ACTOR_HEADER
 from ingest.eventlog import EventLog, LogMessage, LogRecord
+from ingest.eventlog.loop import ConsumeLoop, Retry
 from ingest.eventlog.sqlite import SqliteEventLog
 from ingest.faults import crash_point, fail_point
 from ingest.proposal import Proposal, ProposalError
@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
 MCP_GROUP = topics.MCP_GROUP
 RETRY_AFTER = 1.0  # seconds before the MCP consumer reads again after a failed batch
+MCP_BATCH = 500  # proposals the MCP consumer polls at most at a time
 DATABASE = "lodestar.db"
 
 
@@ -137,25 +138,18 @@ class Gms:
         Offsets are committed after the proposals are applied (at least once). When a batch
         fails (a backend down), the consumer starts again from the committed offsets after
         `retry_after` seconds, so an outage pauses consumption instead of ending it."""
-        while not stop.is_set():
-            consumer = None
-            try:
-                consumer = self.log.consumer(MCP_GROUP, [topics.MCP])
-                while not stop.is_set():
-                    records = consumer.poll(500, poll_timeout)
-                    if records:
-                        tracing.begin(f"{records[0].topic}/{records[0].partition}@{records[0].offset}")
-                        self._apply_records(records)
-                        fail_point("mcp-before-commit")
-                        consumer.commit(records)
-            except Exception:
-                log.exception("applying proposals from %s failed; reading again from the committed offsets"
-                              " in %gs", topics.MCP, retry_after)
-                stop.wait(retry_after)
-            finally:
-                if consumer is not None:
-                    with contextlib.suppress(Exception):  # a consumer whose backend failed may not close cleanly
-                        consumer.close()
+        def failed(_: list[LogRecord]) -> None:
+            log.exception("applying proposals from %s failed; reading again from the committed offsets"
+                          " in %gs", topics.MCP, retry_after)
+
+        ConsumeLoop(self.log, MCP_GROUP, [topics.MCP], max_records=MCP_BATCH, poll_timeout=poll_timeout,
+                    retry=Retry(retry_after, failed)).run(self._consume, stop)
+
+    def _consume(self, records: list[LogRecord]) -> None:
+        """Apply a batch of the MCP topic (the loop commits it once this returned)."""
+        tracing.begin(f"{records[0].topic}/{records[0].partition}@{records[0].offset}")
+        self._apply_records(records)
+        fail_point("mcp-before-commit")
 
     def _apply_records(self, records: Sequence[LogRecord]) -> None:
         failed: list[tuple[int, LogMessage]] = []  # by position, so the FailedMCP topic keeps their order

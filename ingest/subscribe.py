@@ -35,7 +35,6 @@ import logging
 import re
 import signal
 import threading
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -46,7 +45,8 @@ from typing import Any
 import orjson
 
 from ingest import topics as topic_names
-from ingest.eventlog import Consumer, EventLog, LogRecord
+from ingest.eventlog import EventLog, LogRecord
+from ingest.eventlog.loop import ConsumeLoop, Pipeline
 from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
 from schemas.projection import projection
 from schemas.registry import load_named_types
@@ -213,20 +213,22 @@ def start_positions(log_: EventLog, topics: Sequence[str], start: Start) -> dict
     return {key: log_.offset_for_time(*key, millis) for key in parts}
 
 
-class _Reader:
-    """What both subscription flavours share: polling, decoding and filtering, and the
-    processed positions not committed yet."""
+class _Reader(Pipeline[list[LogRecord]]):
+    """What both subscription flavours share: the group's consume loop (ingest.eventlog.loop,
+    which commits the processed positions), decoding and filtering, and the batch being handed
+    out (the loop's pipeline)."""
 
     def __init__(self, log_: EventLog, group: str, topics: Sequence[str], change_filter: ChangeFilter,
-                 start: Start, max_records: int, poll_timeout: float, codec: EventCodec | None):
+                 start: Start, max_records: int, poll_timeout: float, codec: EventCodec | None,
+                 commit_interval: float | None):
         self.group = group
         self.filter = change_filter
         self.codec = codec or default_codec()
-        self.max_records = max_records
-        self.poll_timeout = poll_timeout
-        self.consumer: Consumer = log_.consumer(group, topics, start_positions(log_, topics, start))
+        self.loop = ConsumeLoop(log_, group, topics, start=start_positions(log_, topics, start),
+                                max_records=max_records, poll_timeout=poll_timeout, commit_interval=commit_interval,
+                                on_commit=self._committed)
+        self.loop.consumer()  # a member of the group from now on
         self.peek: Peek | None = None
-        self.processed: dict[tuple[str, int], LogRecord] = {}  # latest processed record per partition
         self.delivered: dict[tuple[str, int], LogRecord] = {}  # latest record handed out (or skipped)
         self.committed: dict[tuple[str, int], int] = {}  # offset of the last record committed here
         # The last batch polled and where handing it out got to: the consumer has moved past all
@@ -244,13 +246,21 @@ class _Reader:
         if self.at < len(self.batch):  # held, not processed yet: judged again by this filter
             self.batch[self.at:] = [(record, self._change(record)) for record, _ in self.batch[self.at:]]
 
-    def poll(self) -> None:
-        """Poll the next batch, unless records of the last one are still to be handed out."""
-        if self.at < len(self.batch):
-            return
-        self.batch = [(record, self._change(record))
-                      for record in self.consumer.poll(self.max_records, self.poll_timeout)]
-        self.at = 0
+    def wait(self, poll_timeout: float) -> float | None:
+        """No poll while records of the last batch are still to be handed out."""
+        return None if self.at < len(self.batch) else poll_timeout
+
+    def next(self, polled: list[LogRecord]) -> tuple[list[LogRecord], list[LogRecord]]:
+        """Every turn is handed out (also one that polled nothing, for on_poll)."""
+        if self.at >= len(self.batch):
+            self.batch = [(record, self._change(record)) for record in polled]
+            self.at = 0
+        return polled, polled
+
+    def turns(self, stop: threading.Event) -> Iterator[list[LogRecord]]:
+        """The loop's turns until stop is set: after each, the batch is handed out (current,
+        advance); what was processed is committed when due as the next turn begins."""
+        return self.loop.batches(stop, self)
 
     def _change(self, record: LogRecord) -> Change | None:
         """The record's change, or None when it is filtered out or unreadable."""
@@ -285,28 +295,27 @@ class _Reader:
     def advance(self, record: LogRecord, auto_commit: bool) -> None:
         """The record in hand was processed (the caller asked for the next one)."""
         if auto_commit:
-            self.processed[(record.topic, record.partition)] = record
+            self.loop.done((record,))
         self.at += 1
 
     def done(self, record: LogRecord) -> None:
-        self.processed[(record.topic, record.partition)] = record
+        self.loop.done((record,))
 
     def commit(self, through: Change | None = None) -> None:
         """Commit the processed positions; or, given a change, its partition through it."""
         if through is None:
-            records = list(self.processed.values())
-            self.processed.clear()
+            self.loop.commit()
         else:
-            records = [LogRecord(through.topic, through.partition, through.offset, through.urn, b"",
-                                 through.timestamp_ms)]
-        if records:
-            self.consumer.commit(records)
-            for record in records:
-                key = (record.topic, record.partition)
-                self.committed[key] = max(self.committed.get(key, -1), record.offset)
+            self.loop.commit([LogRecord(through.topic, through.partition, through.offset, through.urn, b"",
+                                        through.timestamp_ms)])
+
+    def _committed(self, records: Sequence[LogRecord]) -> None:
+        for record in records:
+            key = (record.topic, record.partition)
+            self.committed[key] = max(self.committed.get(key, -1), record.offset)
 
     def close(self) -> None:
-        self.consumer.close()
+        self.loop.close()
 
 
 class _Base:
@@ -326,11 +335,10 @@ class _Base:
         self.filter = ChangeFilter.of(entity_types, aspects, change_types, urn_pattern)
         self.on_poll = on_poll
         self.auto_commit = auto_commit
-        self.commit_interval = commit_interval
         self.handle_signals = handle_signals
         self._stop = threading.Event()
-        self._reader = _Reader(log_, group, topics, self.filter, start, max_records, poll_timeout, codec)
-        self._last_commit = time.monotonic()
+        self._reader = _Reader(log_, group, topics, self.filter, start, max_records, poll_timeout, codec,
+                               commit_interval if auto_commit else None)
 
     def refilter(self, entity_types: Iterable[str] = (), aspects: Iterable[str] = (),
                  change_types: Iterable[str] = (), urn_pattern: str | None = None) -> None:
@@ -355,12 +363,6 @@ class _Base:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
-    def _due(self) -> bool:
-        return self.auto_commit and time.monotonic() - self._last_commit >= self.commit_interval
-
-    def _committed(self) -> None:
-        self._last_commit = time.monotonic()
-
 
 class Subscription(_Base):
     """A blocking subscription: iterate it (see the module docstring); use it as a context
@@ -370,8 +372,7 @@ class Subscription(_Base):
         reader = self._reader
         turn = reader.begin()
         with self._signals(turn):
-            while not self._stop.is_set():
-                reader.poll()
+            for _ in reader.turns(self._stop):  # the end of the turns commits (auto_commit)
                 while not self._stop.is_set() and (item := reader.current()) is not None:
                     record, change = item
                     if change is not None:
@@ -381,10 +382,6 @@ class Subscription(_Base):
                     reader.advance(record, self.auto_commit)
                 if self.on_poll is not None:
                     self.on_poll()
-                if self._due():
-                    self.commit()
-            if self.auto_commit:
-                self.commit()
             self._stop.clear()
 
     def run(self, callback: Callable[[Change], object]) -> None:
@@ -399,7 +396,6 @@ class Subscription(_Base):
             for record in list(self._reader.delivered.values()):
                 self._reader.done(record)
         self._reader.commit(through)
-        self._committed()
 
     @contextmanager
     def _signals(self, turn: int) -> Iterator[None]:
@@ -449,8 +445,8 @@ class AsyncSubscription(_Base):
         for sig in signals:
             loop.add_signal_handler(sig, self.stop)
         try:
-            while not self._stop.is_set():
-                await self._call(reader.poll)
+            turns = reader.turns(self._stop)  # stepped in the subscription's thread: it polls and commits
+            while await self._call(next, turns, None) is not None:
                 while not self._stop.is_set() and (item := reader.current()) is not None:
                     record, change = item
                     if change is not None:
@@ -460,10 +456,6 @@ class AsyncSubscription(_Base):
                     reader.advance(record, self.auto_commit)
                 if self.on_poll is not None:
                     self.on_poll()
-                if self._due():
-                    await self.commit()
-            if self.auto_commit:
-                await self.commit()
             self._stop.clear()
         finally:
             if reader.turn == turn:  # else the handlers are a newer iteration's
@@ -476,7 +468,6 @@ class AsyncSubscription(_Base):
             for record in list(self._reader.delivered.values()):
                 self._reader.done(record)
         await self._call(self._reader.commit, through)
-        self._committed()
 
     async def close(self) -> None:
         """As Subscription.close."""

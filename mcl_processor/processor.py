@@ -15,11 +15,13 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
-from contextlib import ExitStack, suppress
+from contextlib import nullcontext
+from functools import partial
 
 from gms.store import AspectStore
 from ingest import topics
-from ingest.eventlog import Consumer, EventLog, LogRecord
+from ingest.eventlog import EventLog, LogRecord
+from ingest.eventlog.loop import ConsumeLoop, Pipeline, Retry
 from ingest.faults import crash_point
 from mcl_processor.annotations import annotations_of
 from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint, collapse, in_log_order
@@ -39,6 +41,8 @@ BATCH = 10_000
 POOLED = 1000  # batches this large are decoded in worker processes
 LOOKAHEAD = 2  # batches in flight per worker
 WRITE_BATCHES = 2  # decoded batches written in one transaction, when they are ready together
+RETRY_AFTER = 1.0  # seconds before reading again from the committed offsets after a failed batch
+Batch = tuple[list[LogRecord], list[Decoded]]  # records and what they decoded to
 
 
 class MclProcessor:
@@ -79,8 +83,9 @@ class MclProcessor:
 
     def run(self, log_: EventLog, stop: threading.Event, poll_timeout: float = 0.5,
             max_records: int = BATCH, workers: int | None = None) -> None:
-        """Consume until stop is set, as consumer group "mcl-processor"; offsets are committed
-        after the read models are written. A failing batch is retried from the committed offsets.
+        """Consume until stop is set, as consumer group "mcl-processor" (ingest.eventlog.loop);
+        offsets are committed after the read models are written. A failing batch is retried from
+        the committed offsets after RETRY_AFTER seconds.
 
         A batch is whatever has arrived, up to max_records: small when the log is quiet (little
         delay), large under load (each commit has a fixed cost, so fewer commits index faster).
@@ -89,39 +94,18 @@ class MclProcessor:
         WRITE_BATCHES of them decoded by the time the writer takes the first are written in one
         transaction (bigger transactions write each index page fewer times)."""
         workers = default_workers() if workers is None else workers
-        with ExitStack() as stack:
-            pooled = stack.enter_context(pool(self.decoder, self.read_models.preparer(), workers)) if workers else None
-            consumer: Consumer | None = None
-            stack.callback(lambda: consumer is not None and consumer.close())
-            pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]] = deque()
-            while not stop.is_set():
-                batch: list[LogRecord] = []
-                try:
-                    if consumer is None:
-                        consumer = log_.consumer(GROUP, TOPICS)
-                    records = consumer.poll(max_records, 0 if pending else poll_timeout)
-                    if records:
-                        pending.append((records, self._decoding(pooled, records)))
-                    if not pending or (records and len(pending) <= LOOKAHEAD * workers):
-                        continue
-                    batch, decoded = _ready(pending, WRITE_BATCHES)
-                    self.process(batch, decoded)
-                    crash_point("mcl-after-write")
-                    consumer.commit(batch)
-                except Exception:
-                    # the read models or the log failed: start again from the committed offsets
-                    where = f"MCL batch at {batch[0].topic}/{batch[0].partition}@{batch[0].offset}" if batch \
-                        else "reading the MCL topics"
-                    log.exception("%s failed; retrying", where)
-                    pending.clear()
-                    if consumer is not None:
-                        with suppress(Exception):  # a consumer whose broker is gone may not close cleanly
-                            consumer.close()
-                        consumer = None
-                    stop.wait(1.0)
-                    continue
-                with self._progress:
-                    self._progress.notify_all()
+        with pool(self.decoder, self.read_models.preparer(), workers) if workers else nullcontext() as pooled:
+            loop = ConsumeLoop(log_, GROUP, TOPICS, max_records=max_records, poll_timeout=poll_timeout,
+                               retry=Retry(RETRY_AFTER, _failed), on_commit=self._committed)
+            loop.run(self._write, stop, _Lookahead(partial(self._decoding, pooled), LOOKAHEAD * workers))
+
+    def _write(self, batch: Batch) -> None:
+        self.process(*batch)
+        crash_point("mcl-after-write")
+
+    def _committed(self, _: Sequence[LogRecord]) -> None:
+        with self._progress:
+            self._progress.notify_all()
 
     def _decoding(self, pooled: ProcessPoolExecutor | None, records: Sequence[LogRecord]) -> Future[list[Decoded]]:
         values = [record.value for record in records]
@@ -146,8 +130,39 @@ class MclProcessor:
         return check(self.read_models, self.registry, store, examples)
 
 
-def _ready(pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]], most: int
-           ) -> tuple[list[LogRecord], list[Decoded]]:
+class _Lookahead(Pipeline[Batch]):
+    """Batches decoded ahead: while polls find records and at most `depth` batches are pending,
+    the loop polls again (without waiting) instead of writing; then it writes the first pending
+    batch, with those decoded after it by then (_ready)."""
+
+    def __init__(self, decoding: Callable[[list[LogRecord]], Future[list[Decoded]]], depth: int):
+        self.decoding = decoding
+        self.depth = depth
+        self.pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]] = deque()
+
+    def wait(self, poll_timeout: float) -> float:
+        return 0 if self.pending else poll_timeout
+
+    def next(self, polled: list[LogRecord]) -> tuple[list[LogRecord], Batch] | None:
+        if polled:
+            self.pending.append((polled, self.decoding(polled)))
+        if not self.pending or (polled and len(self.pending) <= self.depth):
+            return None
+        batch = _ready(self.pending, WRITE_BATCHES)
+        return batch[0], batch
+
+    def clear(self) -> None:
+        self.pending.clear()
+
+
+def _failed(batch: list[LogRecord]) -> None:
+    """The read models or the log failed: logged (the loop then reads again from the committed offsets)."""
+    where = f"MCL batch at {batch[0].topic}/{batch[0].partition}@{batch[0].offset}" if batch \
+        else "reading the MCL topics"
+    log.exception("%s failed; retrying", where)
+
+
+def _ready(pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]], most: int) -> Batch:
     """The first pending batch (waited for) and those after it already decoded, up to `most`
     batches, joined in log order."""
     records, decoding = pending.popleft()
