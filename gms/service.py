@@ -12,8 +12,10 @@ from pathlib import Path
 from gms import tracing
 from gms.access import AccessControl, needed
 from gms.errors import ProposalFailed
+from gms.intake import ProposalReader
 from gms.metrics import count_results
 from gms.outbox import OutboxRelay
+from gms.schema_registry import SchemaRegistry, store_reader
 from gms.store import AspectStore
 from gms.store.sqlite import SqliteAspectStore
 from gms.validation import DEFAULT_MAX_ASPECT_BYTES, ProposalValidator, ValidProposal
@@ -59,6 +61,10 @@ class Gms:
                                 ProposalValidator(self.registry, limits.max_aspect_bytes))
         self.relay = OutboxRelay(store, log_)
         self.access = AccessControl(store)
+        #: what the MCP consumer reads: Lodestar's MCPs, DataHub's MCPs and MCEs in Confluent framing
+        self.proposal_reader = ProposalReader(self.codec, self.registry,
+                                              SchemaRegistry(lambda proposals, actor: self.apply(proposals, actor),
+                                                             store_reader(store)))
         #: whether proposals from the MCP topic are checked against their actor's grants
         #: (`lodestar serve` and `lodestar gms` turn it on; library users are trusted)
         self.authorize_consumed = False
@@ -142,7 +148,7 @@ class Gms:
             log.exception("applying proposals from %s failed; reading again from the committed offsets"
                           " in %gs", topics.MCP, retry_after)
 
-        ConsumeLoop(self.log, MCP_GROUP, [topics.MCP], max_records=MCP_BATCH, poll_timeout=poll_timeout,
+        ConsumeLoop(self.log, MCP_GROUP, list(topics.PROPOSAL_TOPICS), max_records=MCP_BATCH, poll_timeout=poll_timeout,
                     retry=Retry(retry_after, failed)).run(self._consume, stop)
 
     def _consume(self, records: list[LogRecord]) -> None:
@@ -156,16 +162,14 @@ class Gms:
         readable: list[tuple[str, int, Proposal]] = []
         for position, record in enumerate(records):
             try:
-                kind, mcp = self.codec.decode(record.value)
-                if kind != MCP:
-                    raise EventDecodeError(f"a {kind} event, not a {MCP}")
-                proposal = Proposal.from_record(mcp)
+                proposals = self.proposal_reader.proposals(record.value)  # an MCE gives several
             except (EventDecodeError, ProposalError) as err:
                 log.warning("skipping unreadable proposal at %s/%d@%d: %s",
                             record.topic, record.partition, record.offset, err)
                 failed.append((position, self._failed(_unreadable(record), f"unreadable proposal: {err}")))
                 continue
-            readable.append((proposal.headers.pop(ACTOR_HEADER, UNKNOWN_ACTOR), position, proposal))
+            readable.extend((proposal.headers.pop(ACTOR_HEADER, UNKNOWN_ACTOR), position, proposal)
+                            for proposal in proposals)
         for actor, group in groupby(readable, key=lambda item: item[0]):  # one batch per run of one actor
             items = list(group)
             results = self.apply([proposal for _, _, proposal in items], actor, authorize=self.authorize_consumed)

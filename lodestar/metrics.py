@@ -86,4 +86,4 @@ def render(log: EventLog, groups: dict[str, tuple[str, ...]]) -> bytes:
 
 
 def default_groups() -> dict[str, tuple[str, ...]]:
-    return {topics.MCP_GROUP: (topics.MCP,), topics.MCL_GROUP: topics.MCL_TOPICS}
+    return {topics.MCP_GROUP: topics.PROPOSAL_TOPICS, topics.MCL_GROUP: topics.MCL_TOPICS}

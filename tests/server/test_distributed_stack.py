@@ -185,7 +185,7 @@ def start(stack: Stack, crash: bool = False) -> tuple[list[Lodestar], list[Lodes
     processors = [stack.mcl_processor("mcl-a", "mcl-after-write" if crash else None), stack.mcl_processor("mcl-b")]
     stack.await_healthy(*gms)
     stack.note("both GMS answering")
-    stack.await_group(MCP_GROUP, (topics.MCP,), 2)
+    stack.await_group(MCP_GROUP, topics.PROPOSAL_TOPICS, 2)
     stack.note("MCP group stable")
     stack.await_group(MCL_GROUP, MCL_TOPICS, 2)
     stack.note("MCL group stable")

@@ -201,7 +201,7 @@ class Stack:
             self.store = CassandraAspectStore(self.session, self.run, unique_name("verifier"))
             self.models = DistributedReadModels.connect(endpoints, default_registry(), keyspace=self.run,
                                                         index_prefix=self.run)
-            for topic in (topics.MCP, topics.FAILED_MCP, *MCL_TOPICS, SEQUENCES):
+            for topic in (*topics.PROPOSAL_TOPICS, topics.FAILED_MCP, *MCL_TOPICS, SEQUENCES):
                 self.log.partitions(topic)
         except BaseException:
             self.close()
@@ -262,7 +262,7 @@ class Stack:
         """Where things stand, for a failed wait: each consumer group's members, partitions and
         lag; each running process's thread stacks (SIGUSR1) follow in the outputs printed at close."""
         lines = []
-        for group, topics_ in ((MCP_GROUP, (topics.MCP,)), (MCL_GROUP, MCL_TOPICS)):
+        for group, topics_ in ((MCP_GROUP, topics.PROPOSAL_TOPICS), (MCL_GROUP, MCL_TOPICS)):
             name = self.log.group_name(group)
             description = self.admin.describe_consumer_groups([name], request_timeout=10)[name].result()
             lines.append(f"group {group}: {description.state}")
