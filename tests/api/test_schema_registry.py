@@ -134,3 +134,30 @@ def test_an_id_taken_by_another_schema_is_skipped(server: LiveServer, monkeypatc
     assert registry.register("urn:li:corpuser:admin", "c-value", record("B", "x")) == 43
     assert registry.find(record("A", "x")) == 42 and registry.find(record("C", "x")) is None
     assert json.loads(registry.schema(43).schema)["name"] == "B"
+
+
+def test_an_id_claimed_by_another_instance_between_read_and_write_is_not_given_twice(server: LiveServer, monkeypatch):
+    """Two instances read id 42 as free at once: the second one's CREATE fails, and it takes 43
+    (or 42 if the first one registered the same schema)."""
+    import gms.schema_registry as registry_module
+    monkeypatch.setattr(registry_module, "first_id", lambda fingerprint: 42)
+    gms = server.gms
+    read = store_reader(gms.store)
+    stale = {"left": 1}
+
+    def stale_once(urn: str, aspect: str, versioned: bool = False):
+        if urn.endswith(":42") and aspect == "schemaRegistrySchemaInfo" and stale["left"]:
+            stale["left"] -= 1
+            return None  # what this instance read before the other one's CREATE landed
+        return read(urn, aspect, versioned)
+
+    def apply(proposals, actor):
+        return gms.apply(proposals, actor)
+
+    first = SchemaRegistry(apply, read).register("urn:li:corpuser:admin", "a-value", record("A", "x"))
+    second = SchemaRegistry(apply, stale_once).register("urn:li:corpuser:admin", "b-value", record("B", "x"))
+    assert (first, second) == (42, 43) and stale["left"] == 0
+    stale["left"] = 1
+    same = SchemaRegistry(apply, stale_once).register("urn:li:corpuser:admin", "c-value", record("A", "x"))
+    assert same == 42  # its CREATE failed on its own schema: the same id
+    assert json.loads(SchemaRegistry(apply, read).schema(43).schema)["name"] == "B"
