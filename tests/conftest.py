@@ -14,7 +14,8 @@ from mcl_processor.processor import MclProcessor
 from schemas.registry import EntityRegistry, default_registry
 from tests.support.server import LiveServer, start_server
 
-pytest_plugins = ["tests.support.backends"]  # fixtures for the real servers
+# Fixtures shared by several folders: the real servers, the distributed stack, a private Kafka broker.
+pytest_plugins = ["tests.support.backends", "tests.support.stack", "tests.support.private_kafka"]
 
 
 @pytest.fixture(scope="session")

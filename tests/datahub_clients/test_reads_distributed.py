@@ -24,7 +24,7 @@ from datahub.metadata.schema_classes import (
 
 from tests.support.builders import dataset_urn
 from tests.support.processes import TOKEN
-from tests.support.stack import Stack, stack  # noqa: F401  (the fixture)
+from tests.support.stack import Stack
 
 pytestmark = pytest.mark.slow
 

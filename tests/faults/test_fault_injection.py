@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from tests.support.fault_injection import run_distributed, run_embedded
-from tests.support.stack import stack  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault_injection]
 

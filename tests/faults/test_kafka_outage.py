@@ -31,7 +31,7 @@ from confluent_kafka.admin import AdminClient
 from ingest.backends import Endpoints
 from tests.support.builders import dataset_urn
 from tests.support.outages import Gms, mcls_of, start_ready, step, versions
-from tests.support.private_kafka import PrivateKafka, private_kafka  # noqa: F401  (the fixture)
+from tests.support.private_kafka import PrivateKafka
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.builders import dataset_urn
 from tests.support.outages import mcls_of, start_ready, step, versions
-from tests.support.stack import Lodestar, Stack, stack  # noqa: F401  (the fixture)
+from tests.support.stack import Stack
 from tests.support.tcp_proxy import TcpProxy
 
 pytestmark = pytest.mark.slow

@@ -27,7 +27,7 @@ from tests.contracts.aspect_store import TOPIC, event, insert, row
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.builders import dataset_urn, mcp
 from tests.support.scratch_keyspace import ScratchKeyspace
-from tests.support.stack import Stack, stack  # noqa: F401  (the fixture)
+from tests.support.stack import Stack
 from tests.support.waiting import await_
 
 TTL = 2  # seconds: each test's leases (the default is 10)

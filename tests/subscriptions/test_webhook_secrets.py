@@ -36,7 +36,7 @@ from schemas.events import default_codec
 from tests.subscriptions.test_webhooks import Receiver
 from tests.support.builders import dataset_urn, mcp, proposal
 from tests.support.processes import LODESTAR, ServeProcess, run_cli
-from tests.support.stack import Lodestar, Stack, stack  # noqa: F401  (the fixture)
+from tests.support.stack import Lodestar, Stack
 
 WAIT = 30.0
 ORDERS = dataset_urn("db.orders")

@@ -8,7 +8,7 @@ import requests
 
 from tests.support.builders import mcp, properties
 from tests.support.processes import TOKEN
-from tests.support.stack import Lodestar, Stack, stack  # noqa: F401  (the fixture)
+from tests.support.stack import Lodestar, Stack
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
