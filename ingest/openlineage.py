@@ -2,7 +2,11 @@
 
 - a dataset `{namespace, name}` is `urn:li:dataset:(urn:li:dataPlatform:<scheme>,<name>,PROD)`,
   the scheme being the namespace's (`postgres://db:5432` -> postgres) or the whole namespace;
-- a job is the dataJob `(urn:li:dataFlow:(openlineage,<job namespace>,PROD),<job name>)`;
+- a job is the dataJob `(urn:li:dataFlow:(openlineage,<job namespace>,PROD),<job name>)`, a
+  real entity: its `dataJobInfo` (name, type from the jobType facet, description from the
+  documentation facet, the source code location, the SQL and the job type's integration and
+  processing type as custom properties) and its flow's `dataFlowInfo` (the namespace) with every
+  event; its `dataJobInputOutput` from the latest event that names inputs or outputs;
 - a run is `urn:li:dataProcessInstance:<runId>`: its properties (created at the first event,
   written with If-None-Match: * so later events keep them), its job and parent run, inputs and
   outputs, and a run event: START -> STARTED; COMPLETE, FAIL, ABORT -> COMPLETE with SUCCESS,
@@ -161,6 +165,26 @@ def field_operations(outputs: list[tuple[str, str, dict[str, Any]]]) -> list[dic
              for source, fields in sorted(reads.items())] + transforms + writes)
 
 
+def _job(urn: str, namespace: str, name: str, facets: dict[str, Any]) -> list[dict[str, Any]]:
+    """The job's own aspects and its flow's, from the job and its facets."""
+    kind = _object(facets.get("jobType"), "job.facets.jobType")
+    properties = {"namespace": namespace}
+    for key, value in (("integration", kind.get("integration")), ("processingType", kind.get("processingType")),
+                       ("sourceCodeLocation", _object(facets.get("sourceCodeLocation"),
+                                                      "job.facets.sourceCodeLocation").get("url")),
+                       ("sql", _object(facets.get("sql"), "job.facets.sql").get("query"))):
+        if isinstance(value, str) and value:
+            properties[key] = value
+    info: dict[str, Any] = {"name": name, "type": {"string": str(kind.get("jobType") or "COMMAND")},
+                            "flowUrn": urn.removeprefix("urn:li:dataJob:(").rsplit(",", 1)[0],
+                            "customProperties": properties}
+    description = _object(facets.get("documentation"), "job.facets.documentation").get("description")
+    if isinstance(description, str) and description:
+        info["description"] = description
+    return [_mcp(info["flowUrn"], "dataFlowInfo", {"name": namespace, "customProperties": {}}),
+            _mcp(urn, "dataJobInfo", info)]
+
+
 def proposals(event: Any) -> list[dict[str, Any]]:
     """The MCPs of one RunEvent; raises OpenLineageError naming what is wrong."""
     if not isinstance(event, dict):
@@ -174,7 +198,9 @@ def proposals(event: Any) -> list[dict[str, Any]]:
         raise OpenLineageError("run and job: both are required objects")
     facets = _object(run.get("facets"), "run.facets")
     run_urn = f"urn:li:dataProcessInstance:{encode_part(_text(run.get('runId'), 'run.runId'))}"
-    job = job_urn(_text(job.get("namespace"), "job.namespace"), _text(job.get("name"), "job.name"))
+    namespace, name = _text(job.get("namespace"), "job.namespace"), _text(job.get("name"), "job.name")
+    job_facets = _object(job.get("facets"), "job.facets")
+    job = job_urn(namespace, name)
     inputs, outputs = _datasets(event, "inputs"), _datasets(event, "outputs")
     parent = _object(_object(facets.get("parent"), "run.facets.parent").get("run"), "run.facets.parent.run").get(
         "runId")
@@ -188,6 +214,10 @@ def proposals(event: Any) -> list[dict[str, Any]]:
             changeType="CREATE", headers={"If-None-Match": "*"}),
         _mcp(run_urn, "dataProcessInstanceRelationships", relationships),
     ]
+    out += _job(job, namespace, name, job_facets)
+    if inputs or outputs:
+        out.append(_mcp(job, "dataJobInputOutput", {"inputDatasets": [u for u, _, _ in inputs],
+                                                    "outputDatasets": [u for u, _, _ in outputs]}))
     if inputs:
         out.append(_mcp(run_urn, "dataProcessInstanceInput", {"inputs": [u for u, _, _ in inputs]}))
     if outputs:

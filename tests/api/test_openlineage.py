@@ -20,7 +20,10 @@ from openlineage.client.generated.column_lineage_dataset import (
     InputField,
     Transformation,
 )
+from openlineage.client.generated.documentation_job import DocumentationJobFacet
+from openlineage.client.generated.job_type_job import JobTypeJobFacet
 from openlineage.client.generated.schema_dataset import SchemaDatasetFacet, SchemaDatasetFacetFields
+from openlineage.client.generated.sql_job import SQLJobFacet
 from openlineage.client.serde import Serde
 from openlineage.client.transport.http import ApiKeyTokenProvider, HttpConfig, HttpTransport
 
@@ -94,6 +97,32 @@ def test_run_events_become_runs_accesses_schemas_and_field_operations(server, cl
     assert [op["description"] for op in operations["incoming"][0]["operations"]][1] == "sum of amount per customer"
     schema_fields = server.gms.store.get(CUSTOMERS, "schemaMetadata").value["fields"]
     assert [f["fieldPath"] for f in schema_fields] == ["id", "name"]
+
+
+def test_a_job_becomes_a_data_job_entity_with_its_facets_and_its_datasets(server, client):
+    job = Job(namespace="etl", name="order_summary", facets={
+        "jobType": JobTypeJobFacet(processingType="BATCH", integration="SPARK", jobType="QUERY"),
+        "documentation": DocumentationJobFacet(description="Totals per customer, every night"),
+        "sql": SQLJobFacet(query="SELECT customer, sum(amount) FROM orders GROUP BY customer")})
+    done = event(RunState.COMPLETE, str(uuid.uuid4()), datetime(2024, 5, 2, tzinfo=UTC))
+    client.emit(RunEvent(eventType=done.eventType, eventTime=done.eventTime, run=done.run, job=job,
+                         producer=PRODUCER, inputs=done.inputs, outputs=done.outputs))
+    wait_for_index(server)
+    urn = "urn:li:dataJob:(urn:li:dataFlow:(openlineage,etl,PROD),order_summary)"
+    aspects = server.client().entity(urn)["aspects"]
+    info = aspects["dataJobInfo"]["value"]
+    assert (info["name"], info["type"], info["description"]) == (
+        "order_summary", {"string": "QUERY"}, "Totals per customer, every night")
+    assert info["customProperties"] == {"namespace": "etl", "integration": "SPARK", "processingType": "BATCH",
+                                        "sql": "SELECT customer, sum(amount) FROM orders GROUP BY customer"}
+    assert aspects["dataJobInputOutput"]["value"] == {"inputDatasets": [ORDERS, CUSTOMERS],
+                                                      "outputDatasets": [REPORT]}
+    flow = server.client().entity("urn:li:dataFlow:(openlineage,etl,PROD)")["aspects"]["dataFlowInfo"]["value"]
+    assert flow["name"] == "etl"
+    hits = server.client().call("GET", "/v1/search?query=order_summary&types=dataJob")["results"]
+    assert [hit["urn"] for hit in hits] == [urn]
+    downstream = server.client().call("GET", f"/v1/lineage?urn={quote(ORDERS, safe='')}&direction=downstream")
+    assert urn in {node["urn"] for node in downstream["nodes"]}
 
 
 def test_a_failed_run(server, client):
