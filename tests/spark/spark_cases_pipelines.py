@@ -453,3 +453,33 @@ def test_listener_a_comma_in_a_path_a_failed_write_and_a_failure_before_spark_ra
     assert env.recorded.aspect(run, "dataProcessInstanceProperties")["customProperties"]["errorClass"] \
         == "PATH_NOT_FOUND"
     assert env.recorded.run_events(listener.app.run_urn, 2)[-1]["result"]["type"] == "FAILURE"
+
+
+def test_a_pipeline_with_the_listener_attached_records_its_operations_once(env: Env) -> None:
+    from spark_emitter.pipeline import parse
+
+    source, out = env.root / "merge.csv", env.root / "merge-out"
+    source.write_text("a,1\nb,2\n")
+    pipeline = parse({"name": "Merged", "stages": [
+        {"name": "In", "plugin": {"name": "File", "type": "batchsource", "properties": {
+            "referenceName": "merge", "path": str(source), "format": "csv", "schema": "k string, v int"}}},
+        {"name": "Rename", "plugin": {"name": "Projection", "type": "transform", "properties": {"rename": "v:value"}}},
+        {"name": "Out", "plugin": {"name": "File", "type": "batchsink", "properties": {
+            "referenceName": "merge-out", "path": str(out), "format": "parquet"}}}],
+        "connections": [{"from": "In", "to": "Rename"}, {"from": "Rename", "to": "Out"}]})
+    listener = attach(env.spark, server=env.url, token=TOKEN, job="merged")
+    try:
+        result = run(env, pipeline)
+        assert listener.flush(60) and listener.counts.failed == 0
+    finally:
+        listener.close(30)
+    assert result.status == "SUCCEEDED", result.error
+    target = files(out)
+    runs = env.recorded.runs_producing(target, 2)
+    assert result.run_urn in runs and len(runs) == 2
+    action_run = next(r for r in runs if r != result.run_urn)
+    assert operations_of(env, action_run) == []  # the listener's operations for the target are not recorded
+    assert {op["name"] for op in operations_of(env, result.run_urn)} == {"In.read", "Rename.rename v", "Out.write"}
+    assert incoming(env, target, "value") == {files(source): ["v"]}
+    body = env.v3(f"/datasets/{ds(target)}/lineage/fields/value/operations?direction=incoming&start=0&end=now%2B1h")
+    assert [p["urn"] for group in body["incoming"] for p in group["programs"]] == [result.program_urn]
