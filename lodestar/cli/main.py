@@ -299,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         return args.func(args)
     except (CliError, LodestarError, ProposalFileError) as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
-        return getattr(err, "status", 1)
+        return err.status if isinstance(err, CliError) else 1
     except KeyboardInterrupt:
         return 130
     except BackendError as err:  # a backend that stops answering mid-command: one line, not a traceback
