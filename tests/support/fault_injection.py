@@ -408,7 +408,7 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> Run
     names = {"gms-a": stack.gms, "gms-b": stack.gms, "mcl-a": stack.mcl_processor, "mcl-b": stack.mcl_processor}
     running = {name: start(name) for name, start in names.items()}
     stack.await_healthy(running["gms-a"], running["gms-b"])
-    stack.await_group(MCP_GROUP, (topics.MCP,), 2)
+    stack.await_group(MCP_GROUP, topics.PROPOSAL_TOPICS, 2)
     stack.await_group(MCL_GROUP, MCL_TOPICS, 2)
     started = time.monotonic()
     first, rest = seed_and_rest(work)
