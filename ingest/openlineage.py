@@ -65,9 +65,12 @@ def dataset_urn(namespace: str, name: str) -> str:
     return f"urn:li:dataset:(urn:li:dataPlatform:{platform},{encode_part(name)},PROD)"
 
 
+def flow_urn(namespace: str) -> str:
+    return f"urn:li:dataFlow:({ORCHESTRATOR},{encode_part(namespace)},PROD)"
+
+
 def job_urn(namespace: str, name: str) -> str:
-    flow = f"urn:li:dataFlow:({ORCHESTRATOR},{encode_part(namespace)},PROD)"
-    return f"urn:li:dataJob:({flow},{encode_part(name)})"
+    return f"urn:li:dataJob:({flow_urn(namespace)},{encode_part(name)})"
 
 
 def _millis(text: Any) -> int:
@@ -176,8 +179,7 @@ def _job(urn: str, namespace: str, name: str, facets: dict[str, Any]) -> list[di
         if isinstance(value, str) and value:
             properties[key] = value
     info: dict[str, Any] = {"name": name, "type": {"string": str(kind.get("jobType") or "COMMAND")},
-                            "flowUrn": urn.removeprefix("urn:li:dataJob:(").rsplit(",", 1)[0],
-                            "customProperties": properties}
+                            "flowUrn": flow_urn(namespace), "customProperties": properties}
     description = _object(facets.get("documentation"), "job.facets.documentation").get("description")
     if isinstance(description, str) and description:
         info["description"] = description
