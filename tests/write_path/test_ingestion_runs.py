@@ -3,41 +3,19 @@ back, on the embedded store and on Cassandra."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from gms.runs import IngestionRuns
 from gms.service import Gms
-from ingest.backends import Endpoints
-from ingest.eventlog.sqlite import SqliteEventLog
 from tests.support.builders import dataset_urn, proposal
-from tests.support.scratch_keyspace import ScratchKeyspace
 
 ADMIN = "urn:li:corpuser:admin"
 KEPT, CREATED, SHARED = dataset_urn("runs.kept"), dataset_urn("runs.created"), dataset_urn("runs.shared")
 
 
-@pytest.fixture(scope="module")
-def runs_keyspace(cassandra_endpoints: Endpoints) -> Iterator[ScratchKeyspace]:
-    keyspace = ScratchKeyspace(cassandra_endpoints)
-    yield keyspace
-    keyspace.drop()
-
-
-@pytest.fixture(params=["embedded", "cassandra"])
-def gms(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gms]:
-    if request.param == "embedded":
-        service = Gms.embedded(tmp_path / "data")
-        yield service
-        service.close()
-        return
-    keyspace: ScratchKeyspace = request.getfixturevalue("runs_keyspace")
-    service = Gms(keyspace.store(), SqliteEventLog(tmp_path / "events.db"))
-    yield service
-    service.close()
-    keyspace.clear()
+@pytest.fixture
+def gms(gms_on_each_store: Gms) -> Gms:
+    return gms_on_each_store
 
 
 def write(gms: Gms, urn: str, aspect: str, value: dict, run: str | None) -> None:

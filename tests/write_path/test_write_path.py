@@ -4,43 +4,22 @@ the Cassandra aspect store (with an SQLite event log, so its outbox relay is in 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
 from gms.service import Gms
 from ingest import topics
-from ingest.backends import Endpoints
-from ingest.eventlog.sqlite import SqliteEventLog
 from schemas.events import default_codec
 from tests.support.builders import dataset_urn, properties, proposal
-from tests.support.scratch_keyspace import ScratchKeyspace
 
 ACTOR = "urn:li:corpuser:alice"
 URN = dataset_urn("sales.orders")
 
 
-@pytest.fixture(scope="module")
-def write_path_keyspace(cassandra_endpoints: Endpoints) -> Iterator[ScratchKeyspace]:
-    keyspace = ScratchKeyspace(cassandra_endpoints)
-    yield keyspace
-    keyspace.drop()
-
-
-@pytest.fixture(params=["embedded", "cassandra"])
-def gms(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Gms]:
-    if request.param == "embedded":
-        service = Gms.embedded(tmp_path / "data")
-        yield service
-        service.close()
-        return
-    keyspace: ScratchKeyspace = request.getfixturevalue("write_path_keyspace")
-    service = Gms(keyspace.store(), SqliteEventLog(tmp_path / "events.db"))
-    yield service
-    service.close()
-    keyspace.clear()
+@pytest.fixture
+def gms(gms_on_each_store: Gms) -> Gms:
+    return gms_on_each_store
 
 
 def apply(gms: Gms, *proposals, headers=None):
