@@ -4,27 +4,17 @@ LODESTAR_UI_DOCS=1 those the README shows are copied into docs/ui/ as well."""
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-from collections.abc import Iterator
-from pathlib import Path
 from urllib.parse import quote
 
-import pytest
-from playwright.sync_api import Browser, Page, expect, sync_playwright
+from playwright.sync_api import Browser, Page, expect
 
 from ingest.rest import RestClient
 from tests.support.access_fixtures import principal_with_grants
 from tests.support.builders import mcp
 from tests.support.processes import TOKEN, ServeProcess
+from tests.support.ui import assert_fits, click_node, drawn, shot, signed_in
 
-CHROMIUM = "/usr/bin/chromium"
-expect.set_options(timeout=15_000)  # pages answer slower on a loaded machine; a real failure still fails
-ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"
-README_SHOTS = {"search", "search-autocomplete", "entity", "entity-read-only", "run", "field", "lineage-run",
-                "field-lineage-simple", "field-lineage-detailed", "search-narrow"}  # docs/ui/<name>.png
 PURCHASES = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchases,PROD)"
 STORE_ID = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD),id)"
 BODY = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:file,/data/customers.csv,PROD),body)"
@@ -32,72 +22,6 @@ BUILDER = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),Purcha
 FREQUENT = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.frequentCustomers,PROD)"
 STORE = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD)"
 RUN = "urn:li:dataProcessInstance:283-99sd032-adsf90"
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    with ServeProcess(tmp_path_factory.mktemp("ui"), None, "--examples") as process:
-        yield process
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield browser
-        browser.close()
-
-
-def signed_in(browser: Browser, server: ServeProcess, token: str) -> tuple[Page, list[str]]:
-    page = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda err: errors.append(str(err)))
-    page.goto(server.url + "/")
-    page.fill("#token", token)
-    page.get_by_role("button", name="Sign in").click()
-    expect(page.locator("#q")).to_be_visible()
-    return page, errors
-
-
-@pytest.fixture
-def page(browser: Browser, server: ServeProcess) -> Iterator[Page]:
-    page, errors = signed_in(browser, server, TOKEN)
-    yield page
-    page.context.close()
-    assert errors == [], f"script errors on the page: {errors}"
-
-
-def shot(page: Page, name: str) -> None:
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    path = ARTIFACTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
-    if os.environ.get("LODESTAR_UI_DOCS") == "1" and name in README_SHOTS:
-        shutil.copyfile(path, DOCS / path.name)
-
-
-def drawn(page: Page) -> tuple[set[str], set[tuple[str, str, str]]]:
-    """The node labels and (source label, target label, edge label) the graph drew."""
-    nodes = page.evaluate("window.lodestarGraph.nodes().map(n => n.data('label'))")
-    edges = page.evaluate("window.lodestarGraph.edges().map(e => [e.source().data('label'),"
-                          " e.target().data('label'), e.data('label')])")
-    return set(nodes), {tuple(edge) for edge in edges}
-
-
-def assert_fits(page: Page, width: int, where: str) -> None:
-    """The page does not scroll sideways; else the message names what sticks out."""
-    wide = page.evaluate("""w => [...document.querySelectorAll('body *')]
-        .filter(e => e.getBoundingClientRect().right > w + 1)
-        .map(e => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}px`)
-        .slice(0, 12)""", width)
-    assert page.evaluate("document.documentElement.scrollWidth") <= width, f"{where} is wider than {width}px: {wide}"
-
-
-def click_node(page: Page, urn: str) -> None:
-    """A real mouse click where the graph drew the node."""
-    x, y = page.evaluate("id => { const p = window.lodestarGraph.getElementById(id).renderedPosition();"
-                         " return [p.x, p.y]; }", urn)
-    box = page.locator(".graph canvas").last.bounding_box()
-    page.mouse.click(box["x"] + x, box["y"] + y)
 
 
 def test_the_ui_files_need_no_token_and_the_api_still_does(server: ServeProcess) -> None:
