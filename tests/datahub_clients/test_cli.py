@@ -1,5 +1,6 @@
 """The `datahub` CLI, unmodified, as a process against `lodestar serve`: `datahub ingest` with a
-file source and the default sink (ASYNC_BATCH), `datahub delete` in its forms, `datahub put`,
+file source and the default sink (ASYNC_BATCH), stateful ingestion of the json-schema source
+removing a stale entity, `datahub delete` in its forms, `datahub put`,
 `datahub ingest list-runs | show | rollback`; and what becomes of queued proposals that fail
 when applied (`lodestar failed`, /metrics)."""
 
@@ -12,7 +13,7 @@ from typing import Any
 
 import requests
 from datahub.emitter.emit_mode import EmitMode
-from datahub.emitter.mce_builder import make_dataset_urn
+from datahub.emitter.mce_builder import make_data_job_urn, make_dataset_urn
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
     ChangeTypeClass,
@@ -99,6 +100,48 @@ def test_ingest_of_a_batch_lodestar_refuses_fails_and_writes_none_of_it(datahub,
     client = lodestar.client()
     await_(lambda: entity(client, marker), "the marker applied")
     assert entity(client, good) is None and run_rows(lodestar, "cli-bad") == []
+
+
+def json_schema(folder: Path, title: str, **fields: str) -> None:
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#", "title": title, "type": "object",
+              "properties": {name: {"type": kind} for name, kind in fields.items()}}
+    (folder / f"{title}.json").write_text(json.dumps(schema))
+
+
+def test_stateful_ingestion_soft_deletes_what_a_later_run_no_longer_finds(datahub, lodestar, tmp_path):
+    folder = tmp_path / "schemas"
+    folder.mkdir()
+    json_schema(folder, "stateful_orders", id="integer", amount="number")
+    json_schema(folder, "stateful_items", sku="string")
+    path = tmp_path / "stateful.yml"
+    path.write_text(f"pipeline_name: cli-stateful\nsource:\n  type: json-schema\n  config:\n    path: {folder}\n"
+                    "    platform: schemaregistry\n"
+                    "    stateful_ingestion: {enabled: true, remove_stale_metadata: true}\n")
+    orders, items = (make_dataset_urn("schemaregistry", name) for name in ("stateful_orders", "stateful_items"))
+    job = make_data_job_urn("datahub", "cli-stateful", "schemaregistry_stale_entity_removal")
+    client = lodestar.client()
+
+    ingested(datahub, path)
+    await_(lambda: all(entity(client, urn) and "schemaMetadata" in entity(client, urn) for urn in (orders, items)),
+           "the first run's datasets applied")
+    indexed(client)  # the checkpoint is a timeseries point: the next run reads it from the read model
+    assert len(points(client, job, "datahubIngestionCheckpoint")) == 1
+    kept_before = entity(client, orders)
+
+    (folder / "stateful_items.json").unlink()
+    out = ingested(datahub, path)
+    assert f"Soft-deleting stale entity - {items}" in out, out
+    await_(lambda: entity(client, items)["status"]["value"] == {"removed": True}, "the stale dataset soft-deleted")
+    stale = entity(client, items)
+    assert stale["status"]["version"] == 2 and stale["schemaMetadata"]["version"] == 1  # only hidden, kept
+    kept = entity(client, orders)
+    assert {name: a["version"] for name, a in kept.items()} == {name: a["version"] for name, a in kept_before.items()}
+    assert kept["status"]["value"] == {"removed": False}
+    indexed(client)
+    assert len(points(client, job, "datahubIngestionCheckpoint")) == 2
+    assert entity(client, job)["status"]["value"]["removed"] is True  # DataHub hides its checkpoint jobs
+    assert searched(client, "stateful_orders stateful_items") & {orders, items} == {orders}
+    assert items in searched(client, "stateful_items", include_removed=True)
 
 
 def test_delete_soft_hard_and_a_timeseries_window(datahub, lodestar, emitter):
