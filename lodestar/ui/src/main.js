@@ -1,5 +1,6 @@
 // The single-page app: a hash router over the search, entity, lineage and field pages.
 
+import "./app.css"; // esbuild bundles it, with the stylesheets the pages import, into dist/app.css
 import { session } from "./api.js";
 import { errorBox, h, replace } from "./dom.js";
 import { entityPage } from "./entity.js";
