@@ -38,7 +38,9 @@ NAME_FIELD = "name"
 DESCRIPTION_FIELDS = ("editedDescription", "description")  # the first present is the shown description
 SCHEMA_FIELDS = frozenset({"fieldPaths"})
 TAG_FIELDS = frozenset({"tags", "userTags", "systemTags"})
-USER_SCOPE_FIELDS = frozenset({"userTags", "userProperties"})  # USER scope; everything else is SYSTEM
+# USER scope (what people write: CDAP USER metadata and DataHub tags, which a WRITE grant may change);
+# everything else is SYSTEM
+USER_SCOPE_FIELDS = frozenset({"userTags", "userProperties", "tags"})
 SCOPES = ("USER", "SYSTEM")
 SORTS = ("relevance", "name", "-name", "urn", "-urn")
 

@@ -139,6 +139,8 @@ class SearchIndexContract:
         assert urns(catalog, "creation-time:2015", scope="SYSTEM") == [ORDERS]
         assert urns(catalog, "tags:finance", scope="USER") == [ORDERS]
         assert urns(catalog, "tags:batch", scope="USER") == []
+        assert urns(catalog, "tags:pii", scope="USER") == [ORDERS]  # DataHub's globalTags: people add them
+        assert urns(catalog, "tags:pii", scope="SYSTEM") == []
         with pytest.raises(ValueError):
             catalog.search.query("x", scope="OTHER")
 
