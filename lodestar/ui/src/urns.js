@@ -68,3 +68,14 @@ export const TYPE_LABELS = {
 export function typeLabel(type) {
   return TYPE_LABELS[type] || type;
 }
+
+// Whether text reads as a URN: "urn:li:<type>:<id>", its parentheses balanced.
+export function isUrn(text) {
+  if (typeof text !== "string" || !/^urn:li:[A-Za-z]+:\S/.test(text)) return false;
+  let depth = 0;
+  for (const ch of text) {
+    depth += ch === "(" ? 1 : ch === ")" ? -1 : 0;
+    if (depth < 0) return false;
+  }
+  return depth === 0;
+}
