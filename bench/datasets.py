@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from typing import Any
 
 TYPES = [("string", "com.linkedin.schema.StringType"), ("bigint", "com.linkedin.schema.NumberType"),
@@ -42,10 +43,13 @@ def dataset_mcps(i: int, rng: random.Random) -> list[dict[str, Any]]:
              "aspect": {"json": value}} for name, value in aspects.items()]
 
 
+def stream(first: int, stop: int, rng: random.Random) -> Iterator[dict[str, Any]]:
+    """The MCPs of datasets first..stop-1, made as they are read (a run in several parts passes
+    the same `rng` on, and gets what one part would)."""
+    for i in range(first, stop):
+        yield from dataset_mcps(i, rng)
+
+
 def generate(count: int, seed: int = 7) -> list[dict[str, Any]]:
     """`count` MCPs (a multiple of four), in DataHub's file form."""
-    rng = random.Random(seed)
-    out: list[dict[str, Any]] = []
-    for i in range(count // 4):
-        out.extend(dataset_mcps(i, rng))
-    return out
+    return list(stream(0, count // 4, random.Random(seed)))

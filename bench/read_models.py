@@ -11,15 +11,18 @@ queries each), then `restore-indices` from the aspect store on a copy of the dat
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import statistics
 import tempfile
+import threading
 import time
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import urlencode
+
+import orjson
 
 from bench.datasets import WORDS, dataset_urn, generate
 from tests.support.processes import TOKEN, ServeProcess
@@ -40,14 +43,33 @@ def percentiles(samples: list[float]) -> str:
     return f"p50 {statistics.median(ordered) * 1000:6.1f} ms   p99 {p99 * 1000:6.1f} ms"
 
 
-def ingest(serve: ServeProcess, mcps: list[dict], batch: int = 1000) -> tuple[float, float]:
-    """(seconds until every MCP was accepted, seconds until everything was searchable)"""
-    bodies = [json.dumps({"proposals": mcps[i:i + batch]}).encode() for i in range(0, len(mcps), batch)]
+def request_bodies(mcps: Iterable[dict], batch: int = 1000) -> Iterator[bytes]:
+    """`/v1/proposals` bodies of `batch` MCPs each."""
+    chunk: list[dict] = []
+    for mcp in mcps:
+        chunk.append(mcp)
+        if len(chunk) == batch:
+            yield orjson.dumps({"proposals": chunk})
+            chunk = []
+    if chunk:
+        yield orjson.dumps({"proposals": chunk})
+
+
+def ingest(serve: ServeProcess, bodies: Iterable[bytes]) -> tuple[float, float]:
+    """Post the bodies on two connections, each taking the next one as it is done (a generator
+    of bodies is read as the posting goes). (seconds until every MCP was accepted, seconds
+    until everything was searchable)"""
+    pending = iter(bodies)
+    taking = threading.Lock()
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+
+    def next_body() -> bytes | None:
+        with taking:
+            return next(pending, None)
 
     def share(worker: int) -> None:
         conn = serve.client()._connection()
-        for body in bodies[worker::2]:
+        while (body := next_body()) is not None:
             while True:
                 conn.request("POST", "/v1/proposals", body, headers)
                 response = conn.getresponse()
@@ -88,7 +110,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "data"
         with ServeProcess(data, None, "--workers", str(args.workers)) as serve:
-            accepted, elapsed = ingest(serve, mcps)
+            accepted, elapsed = ingest(serve, list(request_bodies(mcps)))
             print(f"end-to-end ingest + indexing  {len(mcps):>8} MCPs  {elapsed:7.1f} s"
                   f"  {len(mcps) / elapsed:9,.0f} MCP/s   (target >= 5,000; all accepted after {accepted:.1f} s)")
             for shape, make in SHAPES.items():
