@@ -1,93 +1,258 @@
-// The lineage view: a dataset's lineage for a time window and depth; a program lists its runs
-// in the window, a run shows its metadata.
+// The lineage explorer: every kind of lineage around one entity in one graph (declared edges
+// always, run edges from the time window), one hop each way to start, expanded and collapsed a
+// hop at a time; a dataset opens to its columns, and a column lights up its upstream and
+// downstream columns across hops. The same edges are listed in tables under the graph.
 
+import "./lineage.css";
 import { api } from "./api.js";
-import { errorBox, formatTime, h, replace } from "./dom.js";
+import { h, replace } from "./dom.js";
 import { entityLink } from "./entity.js";
-import { drawGraph } from "./graph.js";
-import { datasetLineage, runInfo } from "./lineage_data.js";
-import { scoped } from "./metadata.js";
+import { platformIcon } from "./icons.js";
+import { explorerGraph } from "./lineage_graph.js";
+import { columnLineage, datasetColumns, explorerLineage } from "./lineage_data.js";
+import { showProgram } from "./lineage_runs.js";
+import { invalidUrnPage, notFoundPage } from "./problem.js";
 import { windowForm, windowOf } from "./timewindow.js";
-import { shortName } from "./urns.js";
+import { entityType, fieldDataset, fieldUrn, isUrn, platform, shortName, typeLabel } from "./urns.js";
 
-// A run's custom properties that the rows above already show (CDAP writes them there too).
-const SHOWN_RUN_FIELDS = new Set(["program", "status"]);
+const MAX_HOPS = 10;
+const JOBS = new Set(["dataJob", "dataFlow"]);
+
+const hopsOf = (query, name) => Math.max(0, Math.min(MAX_HOPS, Number.parseInt(query.get(name) ?? "1", 10) || 0));
+const clip = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
+const plural = (n, word) => `${n} ${word}${n === 1 ? "" : "s"}`;
+const pageLink = (urn, params) => `#/lineage/${encodeURIComponent(urn)}${params.toString() ? `?${params}` : ""}`;
+const columnName = (field) => field.slice(fieldDataset(field).length + "urn:li:schemaField:(".length + 1, -1);
+
+function edgeLabel(e) {
+  if (!e.runs.length) return "";
+  return `${e.access.join("/")} · ${plural(e.runs.length, "run")}`;
+}
 
 export async function lineagePage(main, urn, query) {
-  const levels = Math.max(1, Math.min(10, Number(query.get("levels") || 3)));
+  if (!isUrn(urn)) return invalidUrnPage(main, urn);
+  if (entityType(urn) === "schemaField") {
+    location.replace(pageLink(fieldDataset(urn), new URLSearchParams({ column: urn })));
+    return undefined;
+  }
+  const up = hopsOf(query, "up");
+  const down = hopsOf(query, "down");
   const { start, end } = windowOf(query);
-  const depth = h("input", { type: "number", id: "levels", name: "levels", min: 1, max: 10, value: levels, title: "Levels" });
-  const canvas = h("div", { class: "graph", id: "lineage-graph", role: "img", "aria-label": `Lineage graph of ${shortName(urn)}` });
-  const panel = h("aside", { class: "panel card", "aria-live": "polite" }, h("p", { class: "hint" }, "Click a program to list its runs in the window."));
-  const table = h("div", { class: "scroll" });
+  const go = (change) => {
+    const params = new URLSearchParams(query);
+    change(params);
+    location.hash = pageLink(urn, params);
+  };
+  const status = h("p", { class: "hint", id: "lineage-status", role: "status" }, "Loading…");
+  const canvas = h("div", { class: "graph explorer", id: "lineage-graph", role: "img", "aria-label": `Lineage graph of ${shortName(urn)}` });
+  const panel = h("aside", { class: "panel card", "aria-live": "polite" },
+    h("p", { class: "hint" }, "Click a dataset for its columns, a program for its runs in the window, a column for its column lineage."));
+  const edgeTable = h("div", { class: "scroll" });
+  const columnTable = h("div", { class: "scroll" });
+  const findInput = h("input", { type: "search", id: "find-node", placeholder: "Find a node", list: "lineage-nodes", "aria-label": "Find a node" });
+  const nodeList = h("datalist", { id: "lineage-nodes" });
+  const toolbar = h("div", { class: "graph-tools", role: "toolbar", "aria-label": "Graph view" });
   replace(main,
     h("header", { class: "entity-head" }, h("h1", {}, "Lineage of ", entityLink(urn, shortName(urn))),
-      windowForm(query, (params) => (location.hash = `#/lineage/${encodeURIComponent(urn)}?${params}`), depth)),
-    h("div", { class: "lineage-layout" }, canvas, panel),
-    h("section", { class: "card" }, h("h2", {}, "Relations"), table));
+      h("div", { class: "explorer-controls" },
+        hopControl("Upstream", "up", up, go), hopControl("Downstream", "down", down, go),
+        h("form", { class: "inline find", onsubmit: (e) => { e.preventDefault(); find(); } }, findInput, nodeList,
+          h("button", { type: "submit", class: "secondary" }, "Find"))),
+      windowForm(query, (params) => (location.hash = pageLink(urn, params))),
+      h("p", { class: "hint" }, "The time window filters the edges made by runs (dashed); declared lineage (solid) always shows.")),
+    status,
+    h("div", { class: "lineage-layout" }, h("div", { class: "graph-frame" }, toolbar, canvas), panel),
+    h("section", { class: "card" }, h("h2", {}, "Edges"), edgeTable),
+    h("section", { class: "card", id: "column-edges" }, h("h2", {}, "Column edges"), columnTable));
 
-  const { relations } = await datasetLineage(urn, start, end, levels);
-  const nodes = new Map([[urn, { id: urn, label: shortName(urn), kind: "dataset", root: true }]]);
-  for (const r of relations) {
-    nodes.set(r.data, nodes.get(r.data) || { id: r.data, label: shortName(r.data), kind: "dataset" });
-    nodes.set(r.program, { id: r.program, label: shortName(r.program), kind: "program" });
+  const data = await explorerLineage(urn, { up, down, start, end });
+  if (!data.edges.length && !(await exists(urn))) return notFoundPage(main, urn);
+  const state = { columns: new Map(), fieldEdges: new Map(), picked: null, related: null };
+  const nodeIds = new Set(data.nodes.map((n) => n.id));
+  const graph = explorerGraph(canvas, urn, (node) => tapped(node));
+  graph.setLineage(data.nodes.map((n) => nodeData(n, urn)), data.edges.map((e) => ({
+    source: e.source, target: e.target, label: edgeLabel(e), declared: e.types.length > 0 })));
+  graph.layout();
+  graph.focusView();
+  canvas.dataset.rendered = String(data.nodes.length);
+  replace(toolbar,
+    h("button", { type: "button", class: "secondary", title: "Zoom in", "aria-label": "Zoom in", onclick: () => graph.zoomBy(1.25) }, "+"),
+    h("button", { type: "button", class: "secondary", title: "Zoom out", "aria-label": "Zoom out", onclick: () => graph.zoomBy(0.8) }, "−"),
+    h("button", { type: "button", class: "secondary", onclick: () => graph.fitAll() }, "Fit"),
+    h("button", { type: "button", class: "secondary", onclick: () => graph.focusView() }, "Reset"));
+  replace(nodeList, data.nodes.map((n) => h("option", { value: shortName(n.id) })));
+  const runEdges = data.edges.filter((e) => e.runs.length).length;
+  replace(status, data.edges.length
+    ? `${plural(data.nodes.length, "node")}, ${plural(data.edges.length, "edge")} (${runEdges} with runs in the window)`
+      + `${data.more.up ? ` · ${data.more.up} more upstream` : ""}${data.more.down ? ` · ${data.more.down} more downstream` : ""}.`
+    : "No lineage: nothing declared, and no runs in this window.");
+  replace(edgeTable, edgesTable(data.edges, (id) => nodeCell(id)));
+  for (const b of main.querySelectorAll("button[data-more]")) b.disabled = !data.more[b.dataset.more];
+
+  const program = (id, focus = false) => showProgram(panel, id, data.relations, focus);
+
+  function nodeCell(id) {
+    if (JOBS.has(entityType(id))) return h("button", { class: "link", onclick: () => program(id, true) }, shortName(id));
+    return entityLink(id, shortName(id));
   }
-  const edges = relations.map((r) => ({
-    source: r.access === "write" ? r.program : r.data,
-    target: r.access === "write" ? r.data : r.program,
-    label: `${r.access} · ${r.runs.length} run${r.runs.length === 1 ? "" : "s"}`,
-  }));
-  if (!relations.length) canvas.append(h("p", { class: "hint empty" }, "No lineage in this window."));
-  const program = (id, focus = false) => showProgram(panel, id, relations, focus);
-  drawGraph(canvas, [...nodes.values()], edges, (node) => (node.kind === "program" ? program(node.id) : showDataset(panel, node.id, urn)));
-  replace(table, h("table", { class: "relations" },
-    h("thead", {}, h("tr", {}, ["Dataset", "Access", "Program", "Runs"].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, relations.map((r) => h("tr", {}, h("td", {}, entityLink(r.data)), h("td", {}, r.access),
-      // by keyboard: Tab to a program here, Enter lists its runs and moves the focus to the first one
-      h("td", {}, h("button", { class: "link", onclick: () => program(r.program, true) }, shortName(r.program))),
-      h("td", {}, r.runs.length))))));
+
+  function find() {
+    const hits = graph.find(findInput.value);
+    if (!hits.length) return replace(status, `No node named like “${findInput.value}” in the graph.`);
+    graph.reveal(hits[0]);
+    replace(status, `Found ${plural(hits.length, "node")}; showing ${shortName(hits[0])}.`);
+    return tapped(graph.cy.getElementById(hits[0]).data());
+  }
+
+  function tapped(node) {
+    if (node.kind === "column") return pickColumn(node.id);
+    if (node.kind === "job") return program(node.id);
+    return showNode(node.id);
+  }
+
+  function syncUrl() {
+    const params = new URLSearchParams(query);
+    params.delete("columns");
+    for (const d of state.columns.keys()) params.append("columns", d);
+    if (state.picked) params.set("column", state.picked);
+    else params.delete("column");
+    history.replaceState(null, "", pageLink(urn, params));
+  }
+
+  function columnsOf(dataset) {
+    const named = [...state.fieldEdges.values()].flatMap((e) => [e.source, e.target]).filter((f) => fieldDataset(f) === dataset);
+    const all = [...new Set([...state.columns.get(dataset).map((c) => fieldUrn(dataset, c)), ...named])];
+    return all.map((id) => ({ id, label: clip(columnName(id), 30) }));
+  }
+
+  function redrawColumns() {
+    for (const d of state.columns.keys()) graph.setColumns(d, columnsOf(d));
+    graph.setColumnEdges([...state.fieldEdges.values()]);
+    graph.highlight(state.picked, state.related || new Set());
+    replace(columnTable, columnEdgesTable(graph.cy.edges("[?column]").map((e) => state.fieldEdges.get(`${e.data("source")}\n${e.data("target")}`)), pickColumn));
+    syncUrl();
+  }
+
+  async function openColumns(datasets) {
+    const wanted = datasets.filter((d) => nodeIds.has(d) && !state.columns.has(d));
+    const answers = await Promise.all(wanted.map(datasetColumns));
+    wanted.forEach((d, i) => {
+      state.columns.set(d, answers[i].columns);
+      for (const e of answers[i].edges) state.fieldEdges.set(`${e.source}\n${e.target}`, e);
+    });
+    return wanted.length;
+  }
+
+  async function toggleColumns(dataset) {
+    if (state.columns.has(dataset)) {
+      state.columns.delete(dataset);
+      graph.setColumns(dataset, null);
+    } else {
+      await openColumns([dataset]);
+    }
+    redrawColumns();
+    graph.layout();
+    graph.reveal(dataset);
+    showNode(dataset);
+  }
+
+  async function pickColumn(field, view = () => graph.reveal(field)) {
+    const lineage = await columnLineage(field);
+    for (const e of lineage.edges) state.fieldEdges.set(`${e.source}\n${e.target}`, e);
+    const related = new Set([...lineage.upstream, ...lineage.downstream]);
+    await openColumns([fieldDataset(field), ...[...related].map(fieldDataset)]);
+    Object.assign(state, { picked: field, related });
+    redrawColumns();
+    graph.layout();
+    view();
+    showColumn(field, lineage);
+  }
+
+  function showNode(id) {
+    const type = entityType(id);
+    const open = state.columns.has(id);
+    const list = open ? columnsOf(id) : [];
+    replace(panel, h("h2", {}, h("img", { class: "platform-icon", src: platformIcon(platform(id)), alt: "" }), " ", shortName(id)),
+      h("p", { class: "hint" }, `${typeLabel(type)} · ${platform(id) || "no platform"}`),
+      h("p", {}, entityLink(id, `Open ${typeLabel(type)}`)),
+      id !== urn && h("p", {}, h("a", { href: pageLink(id, new URLSearchParams()) }, "Lineage of this one")),
+      type === "dataset" && h("p", {}, h("button", { type: "button", class: "secondary", onclick: () => toggleColumns(id) },
+        open ? "Hide columns" : "Show columns")),
+      open && h("ul", { class: "column-list" }, list.map((c) => h("li", {},
+        h("button", { type: "button", class: "link", onclick: () => pickColumn(c.id) }, columnName(c.id))))));
+  }
+
+  function showColumn(field, lineage) {
+    const item = (f) => h("li", {}, nodeIds.has(fieldDataset(f))
+      ? h("button", { type: "button", class: "link", onclick: () => pickColumn(f) }, `${shortName(fieldDataset(f))}.${columnName(f)}`)
+      : h("a", { href: pageLink(fieldDataset(f), new URLSearchParams({ column: f })) }, `${shortName(fieldDataset(f))}.${columnName(f)}`));
+    const side = (title, set) => [h("h3", {}, `${title} (${set.size})`), set.size ? h("ul", { class: `column-${title.toLowerCase()}` }, [...set].sort().map(item)) : h("p", { class: "hint" }, "None.")];
+    replace(panel, h("h2", {}, "Column ", `${shortName(fieldDataset(field))}.${columnName(field)}`),
+      h("p", {}, entityLink(field, "Open field"), " · ", h("button", { type: "button", class: "link", onclick: clearColumn }, "Clear highlight")),
+      side("Upstream", lineage.upstream), side("Downstream", lineage.downstream));
+  }
+
+  function clearColumn() {
+    Object.assign(state, { picked: null, related: null });
+    redrawColumns();
+    replace(panel, h("p", { class: "hint" }, "Highlight cleared."));
+  }
+
+  const asked = query.getAll("columns").filter(isUrn);
+  const column = query.get("column");
+  if (column && isUrn(column) && entityType(column) === "schemaField") await pickColumn(column, () => graph.focusView());
+  if (asked.length && await openColumns(asked)) {
+    redrawColumns();
+    graph.layout();
+    graph.focusView();
+  }
+  return undefined;
 }
 
-function showDataset(panel, dataset, root) {
-  replace(panel, h("h2", {}, shortName(dataset)), h("p", {}, entityLink(dataset, "Open dataset")),
-    dataset !== root && h("p", {}, h("a", { href: `#/lineage/${encodeURIComponent(dataset)}` }, "Lineage of this dataset")));
-}
-
-async function showProgram(panel, program, relations, focus) {
-  const ids = [...new Set(relations.filter((r) => r.program === program).flatMap((r) => r.runs))];
-  const list = h("ul", { class: "runs" });
-  const detail = h("div", { class: "run-detail" });
-  replace(panel, h("h2", {}, "Program ", shortName(program)), h("p", {}, entityLink(program, "Open program")),
-    h("h3", {}, `Runs in the window (${ids.length})`), list, detail);
+async function exists(urn) {
   try {
-    const runs = (await Promise.all(ids.map(runInfo))).sort((a, b) => b.start - a.start);
-    replace(list, runs.map((run) => h("li", {},
-      h("button", { class: "run", onclick: () => showRun(detail, run) }, shortName(run.run)),
-      ` ${formatTime(run.start)} → ${run.end ? formatTime(run.end) : "running"} · ${run.status}`)));
-    if (focus) list.querySelector("button.run")?.focus();
+    await api.entity(urn);
+    return true;
   } catch (err) {
-    replace(list, errorBox(err));
+    if (err.status === 404) return false;
+    throw err;
   }
 }
 
-async function showRun(detail, run) {
-  replace(detail, h("p", { class: "hint" }, "Loading…"));
-  try {
-    const [entity, md] = await Promise.all([api.entity(run.run), scoped(run.run)]);
-    const props = entity.aspects?.dataProcessInstanceProperties?.value || {};
-    const row = (k, v) => h("tr", {}, h("th", { scope: "row" }, k), h("td", {}, v));
-    replace(detail, h("h3", {}, "Run ", shortName(run.run)),
-      h("table", { class: "props run-metadata" }, h("tbody", {},
-        row("program", run.program ? entityLink(run.program) : ""),
-        row("started", formatTime(run.start)), row("ended", run.end ? formatTime(run.end) : "running"), row("status", run.status),
-        row("type", props.type || ""),
-        Object.entries(props.customProperties || {}).filter(([k]) => !SHOWN_RUN_FIELDS.has(k)).map(([k, v]) => row(k, v)),
-        row("accesses", run.accesses.map((a) => h("div", {}, entityLink(a.dataset), ` ${a.access}`))),
-        ["USER", "SYSTEM"].map((scope) => [
-          md[scope].tags.length > 0 && row(`${scope} tags`, md[scope].tags.join(", ")),
-          Object.entries(md[scope].properties).map(([k, v]) => row(`${scope} ${k}`, v))]))),
-      h("p", {}, entityLink(run.run, "Open run page")));
-  } catch (err) {
-    replace(detail, errorBox(err));
-  }
+function nodeData(n, root) {
+  const kind = JOBS.has(n.type) ? "job" : n.type === "dataset" ? "dataset" : "other";
+  return { id: n.id, kind, root: n.id === root, icon: platformIcon(platform(n.id)),
+    label: `${clip(shortName(n.id), 22)}\n${typeLabel(n.type)} · ${platform(n.id) || "–"}` };
+}
+
+function hopControl(title, name, value, go) {
+  const set = (n) => go((p) => p.set(name, String(n)));
+  return h("div", { class: "hops", role: "group", "aria-label": `${title} hops` },
+    h("span", {}, `${title}: `, h("output", { id: `hops-${name}` }, value), ` hop${value === 1 ? "" : "s"}`),
+    h("button", { type: "button", class: "secondary", "aria-label": `One hop fewer ${title.toLowerCase()}`, disabled: value === 0,
+      onclick: () => set(value - 1) }, "−"),
+    h("button", { type: "button", class: "secondary", "aria-label": `One hop more ${title.toLowerCase()}`, "data-more": name,
+      disabled: value === MAX_HOPS, onclick: () => set(value + 1) }, "+"));
+}
+
+function edgesTable(edges, cell) {
+  return h("table", { class: "relations" },
+    h("thead", {}, h("tr", {}, ["From", "Declared by", "Runs in the window", "To"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, edges.map((e) => h("tr", {}, h("td", {}, cell(e.source)), h("td", {}, e.types.join(", ") || "–"),
+      h("td", {}, e.runs.length ? `${e.access.join("/")} · ${e.runs.length}` : "–"), h("td", {}, cell(e.target))))));
+}
+
+// "parse,concat (fieldOperations, upstreamLineage)": the operations, then what declared the edge.
+function fieldEdgeLabel(e) {
+  const ops = [...new Set(e.types.map((t) => t.split(": ")[1]).filter(Boolean))];
+  const vias = [...new Set(e.types.map((t) => t.split(": ")[0]))];
+  return ops.length ? `${ops.join("; ")} (${vias.join(", ")})` : vias.join(", ");
+}
+
+function columnEdgesTable(edges, pick) {
+  if (!edges.length) return h("p", { class: "hint" }, "Show a dataset's columns, or click a column, to list its column edges here.");
+  const cell = (f) => h("button", { type: "button", class: "link", onclick: () => pick(f) }, `${shortName(fieldDataset(f))}.${columnName(f)}`);
+  return h("table", { class: "relations column-edges" },
+    h("thead", {}, h("tr", {}, ["From", "Declared by", "To"].map((t) => h("th", { scope: "col" }, t)))),
+    h("tbody", {}, edges.map((e) => h("tr", {}, h("td", {}, cell(e.source)), h("td", {}, fieldEdgeLabel(e)), h("td", {}, cell(e.target))))));
 }

@@ -1,0 +1,153 @@
+// The lineage explorer's graph: cytoscape.js, laid out in layers left to right by dagre (nodes
+// sized to their columns, so expanded ones never overlap), columns drawn inside their dataset's
+// box, zoom that never starts below a readable size.
+
+import cytoscape from "cytoscape";
+import dagre from "cytoscape-dagre";
+
+cytoscape.use(dagre);
+
+const FONT = 13; // px, a node's label at zoom 1
+export const READABLE_ZOOM = 0.85; // labels render at 11 px or more from here
+const NODE_W = 210;
+const HEAD_H = 54;
+const ROW_H = 24;
+const COL_W = NODE_W - 16;
+
+const STYLE = [
+  { selector: "node", style: {
+    label: "data(label)", "font-size": FONT, "text-valign": "center", "text-halign": "center", "text-wrap": "wrap",
+    "text-max-width": NODE_W - 56, "text-margin-x": 14, "text-margin-y": "data(shift)", "line-height": 1.25,
+    width: NODE_W, height: "data(h)", shape: "round-rectangle", "background-color": "#eff6ff", "border-width": 1,
+    "border-color": "#1d4ed8", color: "#0f172a", "background-image": "data(icon)", "background-width": 24,
+    "background-height": 24, "background-position-x": 10, "background-position-y": HEAD_H / 2 - 12,
+    "background-fit": "none", "background-clip": "none", "background-image-containment": "over" } },
+  { selector: "node[kind = 'job']", style: { "background-color": "#fef3c7", "border-color": "#b45309" } },
+  { selector: "node[?root]", style: { "border-width": 3, "font-weight": "bold" } },
+  { selector: "node[kind = 'column']", style: {
+    label: "data(label)", width: COL_W, height: ROW_H - 4, shape: "rectangle", "font-size": 12, "text-margin-x": 0,
+    "text-margin-y": 0, "text-max-width": COL_W - 8, "background-color": "#f0fdf4", "border-color": "#86efac",
+    "background-image": "none", "font-weight": "normal" } },
+  { selector: "node:selected", style: { "border-width": 3, "border-color": "#be123c" } },
+  { selector: "edge", style: {
+    width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#64748b",
+    "target-arrow-color": "#64748b", label: "data(label)", "font-size": 11, "text-background-color": "#fff",
+    "text-background-opacity": 0.9, "text-background-padding": 2 } },
+  { selector: "edge[!declared]", style: { "line-style": "dashed", "line-color": "#b45309", "target-arrow-color": "#b45309" } },
+  { selector: "edge[?column]", style: { width: 1.5, "line-color": "#16a34a", "target-arrow-color": "#16a34a", "line-style": "solid" } },
+  { selector: ".faded", style: { opacity: 0.25 } },
+  { selector: "node.related", style: { "background-color": "#bbf7d0", "border-color": "#15803d", "border-width": 2 } },
+  { selector: "node.picked", style: { "background-color": "#4ade80", "border-color": "#14532d", "border-width": 3 } },
+  { selector: "edge.related", style: { width: 3, "line-color": "#15803d", "target-arrow-color": "#15803d", "z-index": 10 } },
+];
+
+const MAIN = (el) => (el.isNode() ? el.data("kind") !== "column" : !el.data("column"));
+
+// A graph in `container` centred on `root`; onTap(data of the node) on a click or tap.
+export function explorerGraph(container, root, onTap) {
+  const cy = cytoscape({ container, style: STYLE, minZoom: 0.05, maxZoom: 2, autoungrabify: true });
+  cy.on("tap", "node", (event) => onTap(event.target.data()));
+  window.lodestarGraph = cy; // what the page drew, for people and tests alike (cy.nodes(), cy.edges())
+  const columns = new Map(); // dataset -> [{id, label}] while expanded
+
+  function setSize(node) {
+    const count = columns.get(node.id())?.length || 0;
+    const h = count ? HEAD_H + count * ROW_H + 8 : HEAD_H;
+    node.data({ h, shift: count ? HEAD_H / 2 - h / 2 : 0 });
+  }
+
+  function placeColumns() {
+    for (const [dataset, list] of columns) {
+      const node = cy.getElementById(dataset);
+      const { x, y } = node.position();
+      const top = y - node.data("h") / 2 + HEAD_H;
+      list.forEach((c, i) => cy.getElementById(c.id).position({ x, y: top + i * ROW_H + ROW_H / 2 }));
+    }
+  }
+
+  const graph = {
+    cy,
+    // nodes: [{id, label, kind, icon, root}]; edges: [{source, target, label, declared}]
+    setLineage(nodes, edges) {
+      cy.batch(() => {
+        cy.elements().remove();
+        cy.add(nodes.map((n) => ({ group: "nodes", data: { ...n, h: HEAD_H, shift: 0 } })));
+        cy.add(edges.map((e, i) => ({ group: "edges", data: { id: `e${i}`, ...e } })));
+      });
+    },
+    // Show a dataset's columns inside its box (list: [{id, label}]), or hide them (null).
+    setColumns(dataset, list) {
+      const node = cy.getElementById(dataset);
+      if (node.empty()) return;
+      cy.batch(() => {
+        cy.nodes().filter((n) => n.data("kind") === "column" && n.data("dataset") === dataset).remove();
+        if (list && list.length) {
+          columns.set(dataset, list);
+          cy.add(list.map((c) => ({ group: "nodes", data: { id: c.id, label: c.label, kind: "column", dataset, h: ROW_H - 4 } })));
+        } else {
+          columns.delete(dataset);
+        }
+        setSize(node);
+      });
+    },
+    hasColumns: (dataset) => columns.has(dataset),
+    // Column edges between the columns drawn: [{source, target, label}].
+    setColumnEdges(edges) {
+      cy.batch(() => {
+        cy.edges("[?column]").remove();
+        const drawn = edges.filter((e) => cy.getElementById(e.source).nonempty() && cy.getElementById(e.target).nonempty());
+        cy.add(drawn.map((e) => ({ group: "edges", data: { id: `c\n${e.source}\n${e.target}`, ...e, column: true, declared: true, label: "" } })));
+      });
+    },
+    layout() {
+      cy.elements().filter(MAIN).layout({ name: "dagre", rankDir: "LR", nodeSep: 24, rankSep: 90, edgeSep: 12, fit: false }).run();
+      placeColumns();
+    },
+    // The focused node and its neighbours fitted, but never below a readable zoom (then centred on the focus).
+    focusView() {
+      const focus = cy.getElementById(root);
+      const hood = focus.closedNeighborhood().nodes().filter(MAIN);
+      cy.fit(hood.union(cy.nodes("[kind = 'column']").filter((c) => hood.getElementById(c.data("dataset")).nonempty())), 30);
+      if (cy.zoom() >= READABLE_ZOOM) return;
+      cy.zoom(READABLE_ZOOM);
+      cy.center(hood);
+      const { x, y } = focus.renderedPosition();
+      if (x < 0 || y < 0 || x > cy.width() || y > cy.height()) cy.center(focus);
+    },
+    fitAll: () => cy.fit(cy.elements(), 30),
+    zoomBy(factor) {
+      cy.zoom({ level: cy.zoom() * factor, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+    },
+    // Bring a node into view at a readable zoom and select it.
+    reveal(id) {
+      const node = cy.getElementById(id);
+      cy.elements().unselect();
+      node.select();
+      cy.zoom(Math.max(cy.zoom(), READABLE_ZOOM));
+      cy.center(node);
+    },
+    // Nodes whose label contains `text` (any case), main nodes first.
+    find(text) {
+      const needle = text.trim().toLowerCase();
+      const hits = cy.nodes().filter((n) => n.data("label").toLowerCase().includes(needle));
+      return [...hits.filter(MAIN), ...hits.filter((n) => !MAIN(n))].map((n) => n.id());
+    },
+    // Highlight a column, the columns related to it and the edges between them; null clears.
+    highlight(picked, related) {
+      cy.batch(() => {
+        cy.elements().removeClass("faded related picked");
+        if (!picked) return;
+        const columnsDrawn = cy.nodes("[kind = 'column']");
+        const keep = columnsDrawn.filter((c) => related.has(c.id()) || c.id() === picked);
+        columnsDrawn.difference(keep).addClass("faded");
+        keep.addClass("related");
+        cy.getElementById(picked).removeClass("related").addClass("picked");
+        const edges = cy.edges("[?column]");
+        const on = edges.filter((e) => keep.contains(e.source()) && keep.contains(e.target()));
+        on.addClass("related");
+        edges.difference(on).addClass("faded");
+      });
+    },
+  };
+  return graph;
+}
