@@ -49,7 +49,8 @@ export async function call(method, path, { query, body, headers, signal } = {}) 
   }
   if (!response.ok) {
     if (response.status === 401) window.dispatchEvent(new CustomEvent("lodestar:unauthorized"));
-    throw new ApiError(response.status, data?.error || "error", data?.message || response.statusText);
+    const failed = data?.results?.find((r) => r.status === "failed");  // a refused proposal says why in its result
+    throw new ApiError(response.status, data?.error || failed?.error || "error", data?.message || failed?.message || response.statusText);
   }
   return data;
 }

@@ -23,3 +23,24 @@ export function diff(before, after, path = "") {
   }
   return [{ path: path || "/", kind: "changed", before, after }];
 }
+
+// What changed between two versions of a schemaMetadata value, field by field: fields added,
+// removed, and those whose type, nullability or description changed.
+export function schemaDiff(before, after) {
+  const index = (schema) => new Map((schema?.fields || []).map((f) => [f.fieldPath, f]));
+  const a = index(before);
+  const b = index(after);
+  const type = (f) => f.nativeDataType || Object.keys(f.type?.type || {})[0]?.split(".").pop() || "";
+  const out = [];
+  for (const [path, f] of b) {
+    const old = a.get(path);
+    if (!old) out.push({ field: path, kind: "added", after: type(f) });
+    else {
+      if (type(old) !== type(f)) out.push({ field: path, kind: "type changed", before: type(old), after: type(f) });
+      if (Boolean(old.nullable) !== Boolean(f.nullable)) out.push({ field: path, kind: "nullable changed", before: Boolean(old.nullable), after: Boolean(f.nullable) });
+      if ((old.description || "") !== (f.description || "")) out.push({ field: path, kind: "description changed", before: old.description || "", after: f.description || "" });
+    }
+  }
+  for (const [path, f] of a) if (!b.has(path)) out.push({ field: path, kind: "removed", before: type(f) });
+  return out;
+}

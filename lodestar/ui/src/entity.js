@@ -1,15 +1,26 @@
-// The entity page: USER and SYSTEM metadata apart (USER editable in place by those who may),
-// the schema with each field's tags and lineage, run details, and every aspect's history.
+// The entity page: a header in DataHub's terms (platform, type, breadcrumbs, owners, domain,
+// glossary terms, tags, deprecation, links), then for a dataset its schema first, the lineage
+// summary, USER and SYSTEM metadata (CDAP's scopes), a program's runs, a run's details, and the
+// entity's timeline. A field without an entity of its own is shown from its dataset's schema.
 
-import { api } from "./api.js";
-import { diff } from "./diff.js";
+import { api, ApiError } from "./api.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
-import { globalTags, scoped, userMetadata } from "./metadata.js";
-import { editRights } from "./permissions.js";
-import { entityType, fieldDataset, fieldUrn, platform, shortName, typeLabel } from "./urns.js";
+import { explain, setDescription, setOwner, setTag, setTerm } from "./edits.js";
+import { scoped, userMetadata } from "./metadata.js";
+import { privileges } from "./permissions.js";
+import { platformIcon } from "./platforms.js";
+import { relatedSection } from "./related.js";
+import { runsSection } from "./runs.js";
+import { schemaFields, schemaSection } from "./schema.js";
+import { schemaVersionsSection, timelineSection } from "./timeline.js";
+import { invalidUrnPage, notFoundPage } from "./problem.js";
+import { entityType, fieldDataset, fieldUrn, isUrn, parts, platform, shortName, typeLabel } from "./urns.js";
 
 const href = (urn) => `#/entity/${encodeURIComponent(urn)}`;
 export const entityLink = (urn, text) => h("a", { href: href(urn) }, text || shortName(urn));
+const lineageHref = (urn) => `#/lineage/${encodeURIComponent(urn)}`;
+const fieldHref = (urn) => `#/field/${encodeURIComponent(urn)}`;
+const OWNER_TYPES = ["TECHNICAL_OWNER", "BUSINESS_OWNER", "DATA_STEWARD", "NONE"];
 
 function aspectValue(entity, name) {
   const stored = entity.aspects?.[name];
@@ -17,8 +28,8 @@ function aspectValue(entity, name) {
 }
 
 function displayName(entity) {
-  for (const aspect of ["datasetProperties", "dataFlowInfo", "dataJobInfo", "dataProcessInstanceProperties",
-    "containerProperties", "schemafieldInfo", "dataPlatformInfo"]) {
+  for (const aspect of ["editableDatasetProperties", "datasetProperties", "dataFlowInfo", "dataJobInfo", "dataProcessInstanceProperties",
+    "containerProperties", "schemafieldInfo", "dataPlatformInfo", "glossaryTermInfo", "tagProperties", "domainProperties"]) {
     const name = aspectValue(entity, aspect)?.name;
     if (name) return name;
   }
@@ -33,56 +44,172 @@ function description(entity) {
   return null;
 }
 
-export async function entityPage(main, urn) {
-  replace(main, h("p", { class: "hint" }, "Loading…"));
-  const [entity, md, rights] = await Promise.all([api.entity(urn), scoped(urn), editRights(urn)]);
-  const type = entity.entityType || entityType(urn);
-  const dataset = fieldDataset(urn);
-  const actions = h(
-    "nav",
-    { class: "actions", "aria-label": "Views" },
-    type === "dataset" && h("a", { class: "button", href: `#/lineage/${encodeURIComponent(urn)}` }, "Lineage"),
-    type === "schemaField" && h("a", { class: "button", href: `#/field/${encodeURIComponent(urn)}` }, "Field lineage"),
-    dataset && h("a", { class: "button secondary", href: href(dataset) }, "Dataset"),
-  );
-  const text = description(entity);
-  replace(
-    main,
-    h(
-      "header",
-      { class: "entity-head" },
-      h("h1", {}, displayName(entity)),
-      h("p", {}, h("span", { class: "badge" }, typeLabel(type)), platform(urn) && h("span", { class: "badge platform" }, platform(urn)),
-        h("code", { class: "urn" }, urn)),
-      text && h("p", { class: "description" }, text),
-      actions,
-    ),
-    h("div", { class: "entity-layout" },
-      h("div", { class: "entity-main" },
-        metadataSections(urn, md, globalTags(entity), rights, () => entityPage(main, urn)),
-        type === "dataset" && schemaSection(urn, entity),
-        type === "dataProcessInstance" && runSection(urn, entity),
-        type === "dataJob" && jobSection(entity),
-        type === "dataFlow" && programsSection(urn)),
-      h("div", { class: "entity-side" }, historySection(urn, entity), allMetadataSection(entity))),
-  );
+// The entity (a field without one of its own: an empty entity) or null when there is none.
+async function load(urn) {
+  try {
+    return await api.entity(urn);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+    return entityType(urn) === "schemaField" ? { urn, entityType: "schemaField", aspects: {} } : null;
+  }
 }
 
-function metadataSections(urn, md, global, rights, reload) {
-  const status = h("p", { role: "status", class: "status" });
-  async function write(request) {
+export async function entityPage(main, urn) {
+  if (!isUrn(urn)) return invalidUrnPage(main, urn);
+  replace(main, h("p", { class: "hint" }, "Loading…"));
+  const dataset = fieldDataset(urn);
+  const [entity, md, held, parent] = await Promise.all([load(urn), scoped(urn).catch(() => null), privileges(urn),
+    dataset ? load(dataset) : null]);
+  const field = dataset && parent && schemaFields(parent).find((f) => fieldUrn(dataset, f.fieldPath) === urn);
+  if (!entity || (dataset && !field && !Object.keys(entity.aspects).length)) return notFoundPage(main, urn);
+  const rights = { write: held.privileges.includes("WRITE"), remove: held.privileges.some((p) => p === "WRITE" || p === "ADMIN") };
+  const ctx = { urn, entity, rights, actor: held.principal, reload: () => entityPage(main, urn), link: entityLink, fieldHref };
+  const type = entity.entityType || entityType(urn);
+  replace(main,
+    header(ctx, type, dataset, field),
+    h("div", { class: "entity-layout" },
+      h("div", { class: "entity-main" },
+        field && schemaSection({ ...ctx, urn: dataset, entity: parent }, field.fieldPath),
+        type === "dataset" && schemaSection(ctx),
+        type === "dataset" && relatedSection(urn, entityLink, lineageHref(urn)),
+        type === "dataJob" && jobSection(ctx),
+        type === "dataProcessInstance" && runSection(urn, entity),
+        type === "dataFlow" && programsSection(urn),
+        md && metadataSections(ctx, md)),
+      h("div", { class: "entity-side" }, type === "dataset" && schemaVersionsSection(urn, entity),
+        Object.keys(entity.aspects).length > 0 && timelineSection(urn, entity), allMetadataSection(entity))));
+}
+
+function breadcrumbs(urn, type, entity) {
+  const crumbs = h("ol", { class: "breadcrumbs", "aria-label": "Breadcrumbs" });
+  const p = platform(urn);
+  const add = (...node) => crumbs.append(h("li", {}, ...node));
+  if (p) add(platformIcon(p), h("a", { href: `#/search?q=${encodeURIComponent(`platform:${p}`)}` }, p));
+  const tail = [];
+  if (type === "schemaField") tail.push(entityLink(fieldDataset(urn)));
+  if (type === "dataJob") tail.push(entityLink(parts(urn)[0]));
+  const parent = aspectValue(entity, "dataProcessInstanceRelationships")?.parentTemplate;
+  if (type === "dataProcessInstance" && parent) tail.push(entityLink(parent));
+  const container = aspectValue(entity, "container")?.container;
+  if (container) {
+    // the container chain, outermost first, filled in as each container is read
+    const chain = h("li", { class: "containers" });
+    crumbs.append(chain);
+    (async () => {
+      const found = [];
+      for (let at = container; at && found.length < 6; ) {
+        const c = await api.entity(at).catch(() => null);
+        found.unshift(entityLink(at, c ? displayName(c) : shortName(at)));
+        at = c && aspectValue(c, "container")?.container;
+      }
+      chain.replaceWith(...found.map((link) => h("li", {}, h("span", { class: "hint" }, "namespace "), link)));
+    })();
+  } else if (type === "dataset") {
+    // no container: the namespace is the name's prefix (db.schema.table, /dir/file)
+    const name = parts(urn)[1] || "";
+    const segments = name.includes("/") ? name.split("/").filter(Boolean) : name.split(".");
+    segments.slice(0, -1).forEach((s) => add(h("span", {}, s)));
+  }
+  tail.forEach((link) => add(link));
+  return crumbs;
+}
+
+function chipList(label, items, cls, remove) {
+  return h("ul", { class: "chips", "aria-label": label }, items.map(([text, key]) => h("li", { class: `tag ${cls}` }, text,
+    remove && h("button", { class: "remove", "aria-label": `Remove ${label.replace(/s$/, "")} ${text}`, title: "Remove",
+      onclick: () => remove(key ?? text) }, "×"))));
+}
+
+// An inline "add" form: one text input (and an optional select), submitted as one edit.
+function addForm(label, onAdd, choices) {
+  const input = h("input", { "aria-label": label, placeholder: label.toLowerCase(), required: true });
+  const select = choices && h("select", { "aria-label": `${label} type` }, choices.map((c) => h("option", { value: c }, c)));
+  return h("form", { class: "inline add", onsubmit: (e) => {
+    e.preventDefault();
+    onAdd(input.value.trim(), select?.value);
+  } }, input, select, h("button", { type: "submit", class: "secondary" }, "Add"));
+}
+
+function header(ctx, type, dataset, field) {
+  const { urn, entity, rights } = ctx;
+  const status = h("div", { role: "status", class: "status" });
+  const edit = (what, request) => async (...args) => {
     try {
-      await request;
-      await reload();
+      await request(...args);
+      await ctx.reload();
     } catch (err) {
-      replace(status, errorBox(err));
+      replace(status, h("p", { class: "error", role: "alert" }, explain(err, what)));
+    }
+  };
+  const tags = (aspectValue(entity, "globalTags")?.tags || []).map((t) => [t.tag.replace(/^urn:li:tag:/, ""), t.tag]);
+  const terms = (aspectValue(entity, "glossaryTerms")?.terms || []).map((t) => [t.urn.replace(/^urn:li:glossaryTerm:/, ""), t.urn]);
+  const owners = (aspectValue(entity, "ownership")?.owners || []).map((o) => [
+    `${o.owner.replace(/^urn:li:corp(user|Group):/, "")}${o.type && o.type !== "NONE" ? ` · ${o.type.toLowerCase().replace(/_/g, " ")}` : ""}`, o.owner]);
+  const domains = aspectValue(entity, "domains")?.domains || [];
+  const links = aspectValue(entity, "institutionalMemory")?.elements || [];
+  const deprecation = aspectValue(entity, "deprecation");
+  const text = field ? field.description : description(entity);
+  const canDescribe = rights.write && type === "dataset";
+  const descriptionBlock = h("div", { class: "description-block" }, text ? h("p", { class: "description" }, text) : h("p", { class: "hint" }, "No description"),
+    canDescribe && h("button", { class: "link", onclick: () => {
+      const area = h("textarea", { "aria-label": "Description", rows: 3 }, text || "");
+      replace(descriptionBlock, h("form", { class: "edit-description", onsubmit: (e) => {
+        e.preventDefault();
+        edit("the description", () => setDescription(urn, entity, area.value.trim(), ctx.actor))();
+      } }, area, h("div", { class: "inline" }, h("button", { type: "submit" }, "Save description"),
+        h("button", { type: "button", class: "secondary", onclick: () => ctx.reload() }, "Cancel"))));
+      area.focus();
+    } }, "Edit description"));
+  const taggable = type !== "schemaField"; // a field's tags are edited in its dataset's schema (below)
+  const facts = h("dl", { class: "facts" },
+    h("dt", {}, "Owners"), h("dd", {}, owners.length ? chipList("Owners", owners, "owner",
+      rights.remove && edit("the owners", (key) => setOwner(urn, entity, key, null, false, ctx.actor))) : h("span", { class: "hint" }, "None"),
+    rights.write && addForm("Owner", edit("the owners", (name, ownerType) => setOwner(urn, entity, name, ownerType, true, ctx.actor)), OWNER_TYPES)),
+    h("dt", {}, "Domain"), h("dd", {}, domains.length ? domains.map((d) => entityLink(d, shortName(d))) : h("span", { class: "hint" }, "None")),
+    h("dt", {}, "Glossary terms"), h("dd", {}, terms.length ? chipList("Glossary terms", terms, "term",
+      rights.remove && edit("the glossary terms", (key) => setTerm(urn, entity, key, false, ctx.actor))) : h("span", { class: "hint" }, "None"),
+    rights.write && addForm("Glossary term", edit("the glossary terms", (name) => setTerm(urn, entity, name, true, ctx.actor)))),
+    taggable && [h("dt", {}, "Tags"), h("dd", {}, tags.length ? chipList("DataHub tags", tags, "user",
+      rights.remove && edit("the tags", (key) => setTag(urn, entity, key, false))) : h("span", { class: "hint" }, "None"),
+    rights.write && addForm("DataHub tag", edit("the tags", (name) => setTag(urn, entity, name, true))))],
+    links.length > 0 && [h("dt", {}, "Links"), h("dd", {}, h("ul", { class: "links" }, links.map((l) =>
+      h("li", {}, h("a", { href: l.url, rel: "noopener noreferrer", target: "_blank" }, l.description || l.url)))))]);
+  return h("header", { class: "entity-head" },
+    breadcrumbs(urn, type, entity),
+    h("div", { class: "title" }, platformIcon(platform(urn)), h("h1", {}, field ? field.path : displayName(entity)),
+      h("span", { class: "badge" }, typeLabel(type)), field && h("code", { class: "badge type" }, field.type)),
+    h("nav", { class: "actions", "aria-label": "Views" },
+      type === "dataset" && h("a", { class: "button", href: lineageHref(urn) }, "Lineage"),
+      type === "dataJob" && h("a", { class: "button", href: lineageHref(urn) }, "Lineage"),
+      type === "schemaField" && h("a", { class: "button", href: fieldHref(urn) }, "Field lineage"),
+      dataset && h("a", { class: "button secondary", href: href(dataset) }, "Dataset")),
+    deprecation?.deprecated && h("p", { class: "deprecated", role: "note" }, h("b", {}, "Deprecated"),
+      deprecation.note ? `: ${deprecation.note}` : "",
+      deprecation.decommissionTime ? ` (decommissioned ${formatTime(deprecation.decommissionTime)})` : "",
+      deprecation.replacement && [" — use ", entityLink(deprecation.replacement)]),
+    descriptionBlock,
+    h("code", { class: "urn" }, urn),
+    facts, status,
+    !rights.write && h("p", { class: "hint read-only" }, "Read-only: your token may not change this entity."));
+}
+
+function metadataSections(ctx, md) {
+  const { urn, rights } = ctx;
+  const status = h("p", { role: "status", class: "status" });
+  async function write(request, what) {
+    try {
+      await request();
+      await ctx.reload();
+    } catch (err) {
+      replace(status, h("p", { class: "error", role: "alert" }, explain(err, what)));
     }
   }
+  const global = (aspectValue(ctx.entity, "globalTags")?.tags || []).map((t) => t.tag.replace(/^urn:li:tag:/, ""));
   const userTags = h("ul", { class: "chips", "aria-label": "USER tags" },
     md.USER.tags.map((tag) => h("li", { class: "tag user" }, tag,
       rights.remove && h("button", { class: "remove", "aria-label": `Remove tag ${tag}`, title: "Remove",
-        onclick: () => write(userMetadata.removeTag(urn, tag)) }, "×"))),
-    global.map((tag) => h("li", { class: "tag user", title: "globalTags" }, tag)));
+        onclick: () => write(() => userMetadata.removeTag(urn, tag), "the USER tags") }, "×"))),
+    global.map((tag) => h("li", { class: "tag user datahub", title: "DataHub tag (globalTags), USER scope" }, tag)));
   const tagInput = h("input", { name: "tag", placeholder: "new tag", "aria-label": "New USER tag", required: true });
   const keyInput = h("input", { name: "key", placeholder: "key", "aria-label": "New property key", required: true });
   const valueInput = h("input", { name: "value", placeholder: "value", "aria-label": "New property value", required: true });
@@ -92,13 +219,13 @@ function metadataSections(urn, md, global, rights, reload) {
     md.USER.tags.length || global.length ? userTags : h("p", { class: "hint" }, "No tags"),
     rights.write && h("form", { class: "inline", onsubmit: (e) => {
       e.preventDefault();
-      write(userMetadata.addTag(urn, tagInput.value.trim()));
+      write(() => userMetadata.addTag(urn, tagInput.value.trim()), "the USER tags");
     } }, tagInput, h("button", { type: "submit" }, "Add tag")),
     h("h3", {}, "Properties"),
-    propertyTable(md.USER.properties, rights.remove && ((key) => write(userMetadata.removeProperty(urn, key)))),
+    propertyTable(md.USER.properties, rights.remove && ((key) => write(() => userMetadata.removeProperty(urn, key), "the USER properties"))),
     rights.write && h("form", { class: "inline", onsubmit: (e) => {
       e.preventDefault();
-      write(userMetadata.setProperty(urn, keyInput.value.trim(), valueInput.value));
+      write(() => userMetadata.setProperty(urn, keyInput.value.trim(), valueInput.value), "the USER properties");
     } }, keyInput, valueInput, h("button", { type: "submit" }, "Set property")),
     !rights.write && h("p", { class: "hint read-only" }, "Read-only: your token may not add metadata to this entity."),
     status);
@@ -129,41 +256,6 @@ function propertyValue(key, value) {
   return value;
 }
 
-function fieldType(field) {
-  return field.nativeDataType || Object.keys(field.type?.type || {})[0]?.split(".").pop() || "";
-}
-
-function schemaSection(urn, entity) {
-  const fields = aspectValue(entity, "schemaMetadata")?.fields || [];
-  if (!fields.length) return null;
-  const rows = fields.map((field) => {
-    const tags = h("span", { class: "tags" }, (field.globalTags?.tags || []).map((t) => h("span", { class: "tag user" }, t.tag.replace("urn:li:tag:", ""))));
-    const fUrn = fieldUrn(urn, field.fieldPath);
-    return {
-      fUrn, tags,
-      row: h("tr", {},
-        h("th", { scope: "row" }, entityLink(fUrn, field.fieldPath)),
-        h("td", {}, fieldType(field)),
-        h("td", {}, field.description || ""),
-        h("td", {}, tags),
-        h("td", {}, h("a", { href: `#/field/${encodeURIComponent(fUrn)}`, "aria-label": `Lineage of field ${field.fieldPath}` }, "lineage"))),
-    };
-  });
-  // Field entities carry their own USER/SYSTEM tags: filled in as they arrive.
-  rows.slice(0, 100).forEach(async ({ fUrn, tags }) => {
-    try {
-      const md = await scoped(fUrn);
-      tags.append(...md.USER.tags.map((t) => h("span", { class: "tag user" }, t)), ...md.SYSTEM.tags.map((t) => h("span", { class: "tag system" }, t)));
-    } catch {
-      // the row keeps the schema's tags
-    }
-  });
-  return h("section", { class: "card" }, h("h2", {}, `Schema (${fields.length} fields)`),
-    h("div", { class: "scroll" }, h("table", { class: "schema" },
-      h("thead", {}, h("tr", {}, ["Field", "Type", "Description", "Tags", ""].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows.map((r) => r.row)))));
-}
-
 function urnList(title, urns) {
   return urns?.length ? [h("h3", {}, title), h("ul", {}, urns.map((u) => h("li", {}, entityLink(u))))] : [];
 }
@@ -187,12 +279,15 @@ function runSection(urn, entity) {
     urnList("Outputs", aspectValue(entity, "dataProcessInstanceOutput")?.outputs));
 }
 
-function jobSection(entity) {
-  const io = aspectValue(entity, "dataJobInputOutput") || {};
-  const info = aspectValue(entity, "dataJobInfo") || {};
-  return h("section", { class: "card" }, h("h2", {}, "Program"),
-    h("p", {}, "Type: ", typeof info.type === "object" ? Object.values(info.type)[0] : info.type || ""),
-    urnList("Reads", io.inputDatasets), urnList("Writes", io.outputDatasets));
+function jobSection(ctx) {
+  const io = aspectValue(ctx.entity, "dataJobInputOutput") || {};
+  const info = aspectValue(ctx.entity, "dataJobInfo") || {};
+  const datasets = [...new Set([...(io.inputDatasets || []), ...(io.outputDatasets || [])])];
+  return [h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", {}, "Program"),
+    h("a", { class: "button secondary", href: lineageHref(ctx.urn) }, "Open lineage")),
+  h("p", {}, "Type: ", typeof info.type === "object" ? Object.values(info.type)[0] : info.type || ""),
+  urnList("Reads", io.inputDatasets), urnList("Writes", io.outputDatasets)),
+  runsSection(ctx.urn, datasets, (run) => entityLink(run))];
 }
 
 function programsSection(urn) {
@@ -202,46 +297,6 @@ function programsSection(urn) {
       hit.description && h("span", { class: "hint" }, ` ${hit.description}`))) : h("li", { class: "hint" }, "No programs")))
     .catch((err) => replace(list, errorBox(err)));
   return h("section", { class: "card" }, h("h2", {}, "Programs"), list);
-}
-
-function historySection(urn, entity) {
-  const aspects = Object.entries(entity.aspects || {}).filter(([, a]) => a.version > 1).map(([name, a]) => [name, a.version]);
-  const names = Object.keys(entity.aspects || {}).sort();
-  const select = h("select", { id: "history-aspect", "aria-label": "Aspect" }, names.map((n) =>
-    h("option", { value: n }, `${n} (v${entity.aspects[n].version})`)));
-  const body = h("div", { class: "history" });
-  async function show() {
-    const data = await api.versions(urn, select.value);
-    const versions = data.versions;
-    const older = h("select", { id: "history-from", "aria-label": "From version" }, versions.map((v) => h("option", { value: v.version }, `v${v.version}`)));
-    const newer = h("select", { id: "history-to", "aria-label": "To version" }, versions.map((v) => h("option", { value: v.version }, `v${v.version}`)));
-    older.value = String(versions[Math.max(0, versions.length - 2)].version);
-    newer.value = String(versions[versions.length - 1].version);
-    const out = h("div", { class: "diff" });
-    const render = () => {
-      const a = versions.find((v) => String(v.version) === older.value);
-      const b = versions.find((v) => String(v.version) === newer.value);
-      const changes = diff(a.deleted ? undefined : a.value, b.deleted ? undefined : b.value);
-      replace(out, changes.length ? h("ul", {}, changes.map((c) => h("li", { class: `diff-${c.kind}` },
-        h("code", {}, c.path), ` ${c.kind}`,
-        c.before !== undefined && h("span", { class: "before" }, ` ${JSON.stringify(c.before)}`),
-        c.after !== undefined && h("span", { class: "after" }, ` → ${JSON.stringify(c.after)}`)))) : h("p", { class: "hint" }, "No difference"));
-    };
-    older.addEventListener("change", render);
-    newer.addEventListener("change", render);
-    replace(body,
-      h("ol", { class: "versions" }, versions.map((v) => h("li", {}, `v${v.version} `,
-        formatTime(v.systemMetadata?.aspectModified?.time ?? v.systemMetadata?.lastObserved), " ",
-        v.systemMetadata?.aspectModified?.actor || "", v.deleted ? " (deleted)" : ""))),
-      versions.length > 1 ? [h("p", { class: "inline" }, "Diff ", older, " → ", newer), out]
-        : h("p", { class: "hint" }, "One version: nothing to compare yet."));
-    if (versions.length > 1) render();
-  }
-  select.addEventListener("change", () => show().catch((err) => replace(body, errorBox(err))));
-  const changed = aspects.sort((a, b) => b[1] - a[1])[0];
-  select.value = changed ? changed[0] : names.includes("userScopeMetadata") ? "userScopeMetadata" : names[0];
-  show().catch((err) => replace(body, errorBox(err)));
-  return h("section", { class: "card", "aria-labelledby": "history-title" }, h("h2", { id: "history-title" }, "Version history"), select, body);
 }
 
 function allMetadataSection(entity) {

@@ -7,18 +7,40 @@ import { entityPage } from "./entity.js";
 import { fieldPage } from "./fields.js";
 import { lineagePage } from "./lineage.js";
 import { privileges } from "./permissions.js";
+import { invalidUrnPage } from "./problem.js";
 import { searchPage } from "./search.js";
 
 const main = document.getElementById("main");
 
+// A route's URN, percent-decoded; null when the address cannot be decoded.
+function urnOf(raw) {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return null;
+  }
+}
+
+// A page for a URN: "Not a valid URN" when the address does not decode to one.
+const urnRoute = (page) => (m, q) => {
+  const urn = urnOf(m[1]);
+  return urn === null ? invalidUrnPage(main, m[1]) : page(main, urn, q);
+};
+
 const ROUTES = [
-  [/^#\/entity\/(.+)$/, (m, q) => entityPage(main, decodeURIComponent(m[1]), q)],
-  [/^#\/lineage\/(.+)$/, (m, q) => lineagePage(main, decodeURIComponent(m[1]), q)],
-  [/^#\/field\/(.+)$/, (m, q) => fieldPage(main, decodeURIComponent(m[1]), q)],
+  [/^#\/entity\/(.+)$/, urnRoute(entityPage)],
+  [/^#\/lineage\/(.+)$/, urnRoute(lineagePage)],
+  [/^#\/field\/(.+)$/, urnRoute(fieldPage)],
   [/^#\/search$/, (m, q) => searchPage(main, q)],
 ];
 
+// What only a signed-in user has: Sign out, the "/" hint.
+function showSignedIn(yes) {
+  for (const id of ["signout", "keys-hint", "principal"]) document.getElementById(id).hidden = !yes;
+}
+
 function route() {
+  showSignedIn(Boolean(session.token));
   if (!session.token) return loginPage();
   const hash = location.hash || "#/search";
   const [path, queryString] = hash.split("?");
@@ -26,7 +48,7 @@ function route() {
   for (const [pattern, render] of ROUTES) {
     const match = pattern.exec(path);
     if (match) {
-      Promise.resolve(render(match, query)).catch((err) => replace(main, errorBox(err)));
+      Promise.resolve().then(() => render(match, query)).catch((err) => replace(main, errorBox(err)));
       return;
     }
   }
@@ -79,7 +101,7 @@ window.addEventListener("lodestar:unauthorized", () => {
 window.addEventListener("hashchange", route);
 document.addEventListener("keydown", (event) => {
   const typing = /^(INPUT|TEXTAREA|SELECT)$/.test(document.activeElement?.tagName);
-  if (event.key === "/" && !typing) {
+  if (event.key === "/" && !typing && session.token) {
     event.preventDefault();
     if (!location.hash.startsWith("#/search")) location.hash = "#/search";
     else document.getElementById("q")?.focus();

@@ -1,7 +1,7 @@
 // The search page: a query box with autocomplete, results with why they matched, facets,
 // paging; arrow keys move through suggestions and results.
 
-import { api } from "./api.js";
+import { api, call } from "./api.js";
 import { debounce, errorBox, h, replace } from "./dom.js";
 import { scoped } from "./metadata.js";
 import { platform, typeLabel } from "./urns.js";
@@ -45,6 +45,17 @@ function toggleTerm(query, term) {
   const quoted = /\s/.test(term) ? `"${term}"` : term;
   const rest = terms.filter((t) => t !== quoted);
   return (rest.length === terms.length ? [...terms, quoted] : rest).join(" ");
+}
+
+// An entity's DataHub tags (globalTags), [] when it has none.
+async function dataHubTags(urn, signal) {
+  try {
+    const stored = await call("GET", `/v1/entities/${encodeURIComponent(urn)}/aspects/globalTags`, { signal });
+    return stored.deleted ? [] : (stored.value.tags || []).map((t) => t.tag.replace(/^urn:li:tag:/, ""));
+  } catch (err) {
+    if (err.status === 404) return [];
+    throw err;
+  }
 }
 
 // Tells listeners (the UI benchmark) that results or suggestions for `query` are on screen.
@@ -159,12 +170,14 @@ export function searchPage(main, query) {
     return { item, tags, urn: hit.urn };
   }
 
-  // Each result's USER and SYSTEM tags, fetched after the page shows (abandoned by the next search).
+  // Each result's tags, fetched after the page shows (abandoned by the next search): USER (CDAP's
+  // USER tags and DataHub's tags, which search counts in the USER scope) and SYSTEM.
   async function fillTags(cards, signal) {
     await Promise.all(cards.map(async (card) => {
       try {
-        const { USER, SYSTEM } = await scoped(card.urn, signal);
+        const [{ USER, SYSTEM }, global] = await Promise.all([scoped(card.urn, signal), dataHubTags(card.urn, signal)]);
         replace(card.tags, USER.tags.map((t) => h("span", { class: "tag user", title: "USER" }, t)),
+          global.filter((t) => !USER.tags.includes(t)).map((t) => h("span", { class: "tag user datahub", title: "USER (DataHub tag)" }, t)),
           SYSTEM.tags.map((t) => h("span", { class: "tag system", title: "SYSTEM" }, t)));
       } catch {
         // the result stays without its tags
@@ -280,7 +293,8 @@ export function searchPage(main, query) {
     } else if (event.key === "Enter" && open && active >= 0) {
       event.preventDefault();
       pick(active);
-    } else if (event.key === "Escape") {
+    } else if (event.key === "Escape" && open) {
+      event.preventDefault(); // a search box clears itself on Escape: here it only closes the suggestions
       closeSuggestions();
     }
   });
