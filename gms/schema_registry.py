@@ -19,7 +19,6 @@ the aspect store, so every GMS instance on one store answers the same ids.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from fastavro.schema import parse_schema
 
 from gms.errors import ProposalFailed
 from ingest.proposal import Proposal
+from schemas.confluent import MAX_ID, compact, first_id, registry_fingerprint
 
 SCHEMA_PREFIX = "urn:li:schemaRegistrySchema:"
 SUBJECT_PREFIX = "urn:li:schemaRegistrySubject:"
@@ -39,7 +39,6 @@ INFO, VERSIONS, CONFIG, SUBJECTS = ("schemaRegistrySchemaInfo", "schemaRegistryS
 DEFAULT_COMPATIBILITY = "BACKWARD"
 COMPATIBILITY_LEVELS = ("BACKWARD", "BACKWARD_TRANSITIVE", "FORWARD", "FORWARD_TRANSITIVE", "FULL",
                         "FULL_TRANSITIVE", "NONE")
-MAX_ID = 2**31 - 1
 _SUBJECT = re.compile(r"[A-Za-z0-9._-]{1,255}")
 _RETRIES = 20
 
@@ -73,12 +72,8 @@ def canonical(schema: str, schema_type: str = "AVRO") -> tuple[str, str]:
         parse_schema(parsed, _write_hint=False)
     except Exception as err:  # json and fastavro raise several types
         raise RegistryError(422, 42201, f"Invalid schema: {err}") from None
-    compact = json.dumps(parsed, separators=(",", ":"), ensure_ascii=False)
-    return compact, hashlib.sha256(f"{schema_type}\n{compact}".encode()).hexdigest()
-
-
-def first_id(fingerprint: str) -> int:
-    return int(fingerprint[:8], 16) >> 1 or 1
+    text = compact(parsed)
+    return text, registry_fingerprint(text, schema_type)
 
 
 class SchemaRegistry:

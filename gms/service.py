@@ -28,10 +28,12 @@ from ingest.eventlog.sqlite import SqliteEventLog
 from ingest.faults import crash_point, fail_point
 from ingest.proposal import Proposal, ProposalError
 from schemas.events import FAILED_MCP, MCP, EventCodec, EventDecodeError, default_codec
+from schemas.mcl_wire import CONFLUENT, LODESTAR, MclReader, datahub_mcl_schema, mcl_encoder, subject
 from schemas.registry import EntityRegistry, default_registry
 
 log = logging.getLogger(__name__)
 UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
+SYSTEM_ACTOR = "urn:li:corpuser:__lodestar"  # who GMS's own writes (registering the MCL schema) are made as
 MCP_GROUP = topics.MCP_GROUP
 RETRY_AFTER = 1.0  # seconds before the MCP consumer reads again after a failed batch
 MCP_BATCH = 500  # proposals the MCP consumer polls at most at a time
@@ -51,7 +53,7 @@ class Gms:
     """The write and read side of the metadata service over one store and one log."""
 
     def __init__(self, store: AspectStore, log_: EventLog, registry: EntityRegistry | None = None,
-                 codec: EventCodec | None = None, limits: Limits = Limits()):
+                 codec: EventCodec | None = None, limits: Limits = Limits(), wire_format: str = LODESTAR):
         self.registry = registry or default_registry()
         self.codec = codec or default_codec()
         self.store = store
@@ -61,22 +63,43 @@ class Gms:
                                 ProposalValidator(self.registry, limits.max_aspect_bytes))
         self.relay = OutboxRelay(store, log_)
         self.access = AccessControl(store)
+        #: the schema registry of /schema-registry/api/, kept in the store
+        self.schema_registry = SchemaRegistry(lambda proposals, actor: self.apply(proposals, actor),
+                                              store_reader(store))
         #: what the MCP consumer reads: Lodestar's MCPs, DataHub's MCPs and MCEs in Confluent framing
-        self.proposal_reader = ProposalReader(self.codec, self.registry,
-                                              SchemaRegistry(lambda proposals, actor: self.apply(proposals, actor),
-                                                             store_reader(store)))
+        self.proposal_reader = ProposalReader(self.codec, self.registry, self.schema_registry)
+        #: reads MCLs of both wire formats, Confluent's writer schemas from the registry
+        self.mcl_reader = MclReader(self.codec, self._schema_text)
+        self.wire_format = wire_format
+        if wire_format == CONFLUENT:
+            self.writes.encode_mcl = mcl_encoder(CONFLUENT, self._register_mcl_schema())
+        elif wire_format != LODESTAR:
+            raise ValueError(f"unknown wire format {wire_format!r} (one of {LODESTAR}, {CONFLUENT})")
         #: whether proposals from the MCP topic are checked against their actor's grants
         #: (`lodestar serve` and `lodestar gms` turn it on; library users are trusted)
         self.authorize_consumed = False
         self.relay.publish_pending()  # whatever a previous process committed but did not publish
 
+    def _schema_text(self, schema_id: int) -> str | None:
+        found = self.schema_registry.schema(schema_id)
+        return None if found is None else found.schema
+
+    def _register_mcl_schema(self) -> int:
+        """The id of DataHub's MCL schema, registered under both MCL topics' subjects (on the
+        first start: its own few MCLs are written before the switch, in Lodestar's format)."""
+        text = datahub_mcl_schema().text
+        ids = {self.schema_registry.register(SYSTEM_ACTOR, subject(topic), text) for topic in topics.MCL_TOPICS}
+        (schema_id,) = ids
+        return schema_id
+
     @classmethod
-    def embedded(cls, data_dir: Path, limits: Limits = Limits()) -> Gms:
+    def embedded(cls, data_dir: Path, limits: Limits = Limits(), wire_format: str = LODESTAR) -> Gms:
         """GMS on the embedded adapters: aspects and topics in `lodestar.db` in data_dir, so a
         version and its MCL commit in one transaction."""
         data_dir.mkdir(parents=True, exist_ok=True)
         log_ = SqliteEventLog(data_dir / DATABASE)
-        return cls(SqliteAspectStore(data_dir / DATABASE, colocated_log=log_), log_, limits=limits)
+        return cls(SqliteAspectStore(data_dir / DATABASE, colocated_log=log_), log_, limits=limits,
+                   wire_format=wire_format)
 
     def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
               request_headers: Mapping[str, str] | None = None, authorize: bool = False,

@@ -28,7 +28,8 @@ from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
 from ingest import topics
 from ingest.proposal import Proposal, ProposalError
-from schemas.events import MCL, EventCodec
+from schemas.events import EventCodec
+from schemas.mcl_wire import LODESTAR, mcl_encoder
 from schemas.registry import EntityRegistry
 
 MAX_RETRIES = 5
@@ -65,6 +66,8 @@ class WritePath:
         self.registry = registry
         self.store = store
         self.codec = codec
+        #: encodes an MCL record in the topics' wire format (schemas.mcl_wire); GMS sets it
+        self.encode_mcl = mcl_encoder(LODESTAR, codec=codec)
         self.validator = validator or ProposalValidator(registry)
         self._pool: ThreadPoolExecutor | None = None  # started by the first call with several entities
         self._pool_lock = threading.Lock()
@@ -133,7 +136,7 @@ class WritePath:
             "previousAspectValue": None, "previousSystemMetadata": None, "created": {"time": now, "actor": actor},
         }
         with self.store.batch() as batch:
-            batch.append_outbox([OutboxMessage(topics.MCL_TIMESERIES, urn, self.codec.encode(MCL, record))])
+            batch.append_outbox([OutboxMessage(topics.MCL_TIMESERIES, urn, self.encode_mcl(record))])
 
     def close(self) -> None:
         """Stop the threads of concurrent applications, if any were started."""
@@ -317,7 +320,7 @@ class _Application:
             "previousSystemMetadata": previous.system_metadata if previous else None,
             "created": {"time": self.now, "actor": self.actor},
         }
-        return OutboxMessage(topic, self.urn, self.path.codec.encode(MCL, record))
+        return OutboxMessage(topic, self.urn, self.path.encode_mcl(record))
 
 
 _SERVER_OWNED = frozenset({"version", "aspectCreated", "aspectModified"})

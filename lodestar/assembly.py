@@ -36,7 +36,7 @@ def open_gms(config: Config, data_dir: Path, limits: Limits | None = None, proce
     """GMS on the configured aspect store and event log. `process` names this process among
     those sharing the data directory (e.g. a worker), so each has a producer id of its own."""
     if config.event_log == "sqlite" and config.aspect_store == "sqlite":
-        return Gms.embedded(data_dir, limits or _limits(config))
+        return Gms.embedded(data_dir, limits or _limits(config), config.kafka_wire_format)
     data_dir.mkdir(parents=True, exist_ok=True)
     log_ = open_event_log(config, data_dir)
     try:
@@ -44,7 +44,7 @@ def open_gms(config: Config, data_dir: Path, limits: Limits | None = None, proce
     except BaseException:
         log_.close()
         raise
-    return Gms(store, log_, limits=limits or _limits(config))
+    return Gms(store, log_, limits=limits or _limits(config), wire_format=config.kafka_wire_format)
 
 
 def _limits(config: Config) -> Limits:

@@ -5,7 +5,7 @@
 event_log: kafka            # sqlite (default) | kafka
 aspect_store: cassandra     # sqlite (default) | cassandra
 read_models: distributed    # sqlite (default) | distributed: OpenSearch search and timeseries, Cassandra lineage
-kafka: {bootstrap: "127.0.0.1:9092", prefix: "", session_timeout_ms: 45000}
+kafka: {bootstrap: "127.0.0.1:9092", prefix: "", session_timeout_ms: 45000, wire_format: lodestar}
 cassandra: {hosts: ["127.0.0.1:9042"], keyspace: lodestar, lease_ttl: 10}
 opensearch: {url: "http://127.0.0.1:9200", prefix: lodestar}
 ```
@@ -14,13 +14,18 @@ opensearch: {url: "http://127.0.0.1:9200", prefix: lodestar}
 partitions move to the others (a killed GMS or MCL processor is replaced after it; the broker
 bounds it, by default to 6000..1800000).
 
+`kafka.wire_format` is how MCLs are written to the MCL topics: `lodestar` (default: Avro
+single-object encoding with Lodestar's schema) or `confluent` (DataHub's `MetadataChangeLog`
+schema in Confluent's framing, the schema in Lodestar's registry, for DataHub's own consumers).
+Every reader reads both (schemas/mcl_wire.py).
+
 `cassandra.lease_ttl` (seconds, default 10) is how long a GMS's lease on its producer id
 outlives its last renewal: a GMS that died is taken over by another (its pending MCLs
 published) about this long after, and a restarted one waits up to this long for its own.
 
 Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_STORE`,
 `LODESTAR_READ_MODELS`, `LODESTAR_KAFKA_BOOTSTRAP`, `LODESTAR_KAFKA_PREFIX`,
-`LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_CASSANDRA_HOSTS` (comma-separated),
+`LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_KAFKA_WIRE_FORMAT`, `LODESTAR_CASSANDRA_HOSTS` (comma-separated),
 `LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_CASSANDRA_LEASE_TTL`, `LODESTAR_OPENSEARCH_URL`,
 `LODESTAR_OPENSEARCH_PREFIX`. The file is `--config`, else `LODESTAR_CONFIG`, else
 `lodestar.yml` in the data directory if it exists.
@@ -42,6 +47,7 @@ from typing import Any
 import yaml
 
 from ingest.backends import MIN_LEASE_TTL, Endpoints
+from schemas.mcl_wire import LODESTAR, WIRE_FORMATS
 
 CHOICES = {"event_log": ("sqlite", "kafka"), "aspect_store": ("sqlite", "cassandra"),
            "read_models": ("sqlite", "distributed")}
@@ -65,6 +71,7 @@ class Config:
     endpoints: Endpoints = field(default_factory=Endpoints)
     kafka_prefix: str = ""
     kafka_session_timeout_ms: int = 45_000
+    kafka_wire_format: str = LODESTAR
     cassandra_keyspace: str = "lodestar"
     cassandra_lease_ttl: int = 10
     opensearch_prefix: str = "lodestar"
@@ -120,7 +127,8 @@ class Config:
                               cassandra_hosts=tuple(str(h) for h in hosts),
                               opensearch_url=str(opensearch.get("url", Endpoints().opensearch_url)))
         values: dict[str, Any] = {key: str(raw[key]) for key in CHOICES if key in raw}
-        values.update(_present(kafka_prefix=kafka.get("prefix"), cassandra_keyspace=cassandra.get("keyspace"),
+        values.update(_present(kafka_prefix=kafka.get("prefix"), kafka_wire_format=kafka.get("wire_format"),
+                               cassandra_keyspace=cassandra.get("keyspace"),
                                opensearch_prefix=opensearch.get("prefix")))
         if kafka.get("session_timeout_ms") is not None:
             values["kafka_session_timeout_ms"] = _positive(kafka["session_timeout_ms"], "kafka.session_timeout_ms",
@@ -134,6 +142,7 @@ class Config:
         values: dict[str, Any] = {key: env[f"LODESTAR_{key.upper()}"] for key in CHOICES
                                   if env.get(f"LODESTAR_{key.upper()}")}
         values.update(_present(kafka_prefix=env.get("LODESTAR_KAFKA_PREFIX"),
+                               kafka_wire_format=env.get("LODESTAR_KAFKA_WIRE_FORMAT"),
                                cassandra_keyspace=env.get("LODESTAR_CASSANDRA_KEYSPACE"),
                                opensearch_prefix=env.get("LODESTAR_OPENSEARCH_PREFIX")))
         for key, unit in (("kafka_session_timeout_ms", "milliseconds"), ("cassandra_lease_ttl", "seconds"),
@@ -155,6 +164,9 @@ class Config:
             if not _NAME.fullmatch(getattr(self, key)):
                 raise ConfigError(f"{source}: {key} {getattr(self, key)!r} must be lowercase letters, digits and _,"
                                   " starting with a letter")
+        if self.kafka_wire_format not in WIRE_FORMATS:
+            raise ConfigError(f"{source}: kafka.wire_format must be one of {', '.join(WIRE_FORMATS)},"
+                              f" not {self.kafka_wire_format!r}")
         if self.kafka_prefix and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", self.kafka_prefix):
             raise ConfigError(f"{source}: kafka prefix {self.kafka_prefix!r} may hold only letters, digits, . _ -")
         return self

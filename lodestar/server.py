@@ -27,7 +27,7 @@ from typing import Any
 
 from aiohttp import web
 
-from gms.service import Gms
+from gms.service import SYSTEM_ACTOR, Gms
 from ingest.backends.errors import BackendError
 from lodestar import memory, metrics
 from lodestar.api.access_log import NO_ACCESS_LOG
@@ -37,6 +37,7 @@ from lodestar.assembly import open_gms, open_read_models
 from lodestar.config import Config
 from lodestar.priority import lower_priority
 from lodestar.webhook_delivery import WebhookDispatcher
+from mcl_processor.platform_events import PlatformEventPublisher
 from mcl_processor.processor import MclProcessor
 
 log = logging.getLogger(__name__)
@@ -82,7 +83,7 @@ class Node:
         self.roles = roles
         self.process = process
         self.gms.authorize_consumed = True  # proposals from the MCP topic are checked as their actor
-        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models) \
+        self.processor = MclProcessor(self.gms.registry, self.gms.mcl_reader, self.read_models) \
             if Roles.MCL_PROCESSOR in roles else None
 
     def app(self, token: str) -> web.Application:
@@ -108,6 +109,11 @@ class Node:
             work.append(("mcp-consumer", lambda: self.gms.consume_proposals(stop)))
         if self.processor is not None:
             work.append(("mcl-processor", lambda: self.processor.run(self.gms.log, stop)))
+            if self.config.event_log == "kafka":  # DataHub Actions' Kafka source reads them
+                events = PlatformEventPublisher(self.gms.log, self.gms.mcl_reader.decode,
+                                                partial(self.gms.schema_registry.register, SYSTEM_ACTOR),
+                                                self.processor.key_aspects, self.config.kafka_prefix)
+                work.append(("platform-events", lambda: events.run(stop)))
         dispatcher = WebhookDispatcher(self.gms) if Roles.WEBHOOKS in self.roles else None
         if dispatcher is not None:
             work.append(("webhooks", lambda: dispatcher.run(handle_signals=False)))

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import orjson
-from fastavro.schema import fingerprint, load_schema, to_parsing_canonical_form
 
 from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint
-from schemas.events import MARKER, MCL, EventCodec, EventDecodeError
-from schemas.projection import projection
-from schemas.registry import SCHEMA_DIR, AspectSpec, EntityRegistry, EntitySpec, load_named_types
+from schemas.events import EventCodec, EventDecodeError
+from schemas.mcl_wire import MclReader, UnresolvedSchema
+from schemas.registry import AspectSpec, EntityRegistry, EntitySpec
 
 
 class PoisonRecord(ValueError):
@@ -22,16 +19,20 @@ _WANT = {"entityType": True, "entityUrn": True, "changeType": True, "aspectName"
 
 
 class MclDecoder:
-    """Decodes MCLs; those of the current MCL schema through a projection of the fields needed."""
+    """Decodes MCLs of either wire format (schemas.mcl_wire); those of Lodestar's current MCL
+    schema and of DataHub's through a projection of the fields needed. Given an EventCodec, it
+    reads Confluent-framed MCLs whose schema id is the one Lodestar's registry gives DataHub's
+    schema; given an MclReader, those its lookup finds."""
 
-    def __init__(self, registry: EntityRegistry, codec: EventCodec, schema_dir: Path = SCHEMA_DIR):
+    def __init__(self, registry: EntityRegistry, reader: MclReader | EventCodec):
         self.registry = registry
-        self.codec = codec
-        named = load_named_types(schema_dir)
-        self._fingerprint = MARKER + bytes.fromhex(fingerprint(to_parsing_canonical_form(
-            load_schema(schema_dir / f"{MCL}.avsc")), "CRC-64-AVRO"))
-        self._project = projection(named[MCL], named, _WANT)
+        self.reader = reader if isinstance(reader, MclReader) else MclReader(reader)
+        self._project = self.reader.projector(_WANT)
         self._kinds: dict[tuple[str, str | None], tuple[EntitySpec, AspectSpec]] = {}
+
+    def detach(self) -> None:
+        """Look no schema up from now on (see MclReader.detach)."""
+        self.reader.detach()
 
     def _kinds_of(self, entity_type: str, aspect_name: str | None) -> tuple[EntitySpec | None, AspectSpec | None]:
         """The entity and aspect of an MCL, (None, None) unless the entity has the aspect; known
@@ -44,21 +45,23 @@ class MclDecoder:
         return entity, spec
 
     def _mcl(self, data: bytes) -> dict:
-        if data[:10] == self._fingerprint:
-            try:
-                return self._project(data[10:])
-            except (IndexError, UnicodeDecodeError) as err:
-                raise PoisonRecord(f"corrupt {MCL} body: {err!r}") from None
+        """Raises UnresolvedSchema (a detached reader's unknown schema id) or PoisonRecord."""
         try:
-            type_name, mcl = self.codec.decode(data)
+            projected = self._project(data)
+        except (IndexError, UnicodeDecodeError) as err:
+            raise PoisonRecord(f"corrupt MetadataChangeLog body: {err!r}") from None
+        if projected is not None:
+            return projected
+        try:
+            return self.reader.decode(data)
+        except UnresolvedSchema:
+            raise
         except EventDecodeError as err:
             raise PoisonRecord(str(err)) from None
-        if type_name != MCL:
-            raise PoisonRecord(f"a {type_name}, not a MetadataChangeLog")
-        return mcl
 
     def decode(self, data: bytes) -> AspectChange | TimeseriesPoint | TimeseriesDeletion:
-        """The change an encoded MCL makes; raises PoisonRecord saying why it cannot be applied."""
+        """The change an encoded MCL makes; raises PoisonRecord saying why it cannot be applied
+        (or UnresolvedSchema, see _mcl)."""
         mcl = self._mcl(data)
         urn, aspect_name = mcl.get("entityUrn"), mcl.get("aspectName")
         entity, spec = self._kinds.get((mcl["entityType"], aspect_name)) or self._kinds_of(mcl["entityType"],

@@ -32,6 +32,7 @@ from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.restore import restore
 from mcl_processor.workers import Decoded, decode, decode_in_worker, default_workers, pool
 from schemas.events import EventCodec
+from schemas.mcl_wire import MclReader, UnresolvedSchema
 from schemas.registry import EntityRegistry
 
 log = logging.getLogger(__name__)
@@ -46,9 +47,10 @@ Batch = tuple[list[LogRecord], list[Decoded]]  # records and what they decoded t
 
 
 class MclProcessor:
-    def __init__(self, registry: EntityRegistry, codec: EventCodec, read_models: ReadModels):
+    def __init__(self, registry: EntityRegistry, reader: MclReader | EventCodec, read_models: ReadModels):
+        """`reader`: GMS's `mcl_reader` (or a codec, see MclDecoder)."""
         self.registry = registry
-        self.decoder = MclDecoder(registry, codec)
+        self.decoder = MclDecoder(registry, reader)
         self.read_models = read_models
         self.key_aspects = annotations_of(registry).key_aspects
         self.skipped = 0  # poison records seen by this instance
@@ -66,6 +68,8 @@ class MclProcessor:
         started = time.perf_counter()
         with collector_paused():
             for record, item in zip(records, decoded, strict=True):
+                if isinstance(item, UnresolvedSchema):  # a worker's: its schema is looked up here
+                    (item,) = decode(self.decoder, None, [record.value])
                 if isinstance(item, AspectChange):
                     changes.append(item)
                 elif isinstance(item, TimeseriesPoint | TimeseriesDeletion):

@@ -28,9 +28,11 @@ import orjson
 from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.readmodels import Preparer, collector_paused
+from schemas.mcl_wire import UnresolvedSchema
 
 T = TypeVar("T")
-Decoded = AspectChange | TimeseriesPoint | TimeseriesDeletion | PoisonRecord  # a PoisonRecord: why a record was skipped
+# a PoisonRecord: why a record was skipped; UnresolvedSchema: a worker's, read again by its parent
+Decoded = AspectChange | TimeseriesPoint | TimeseriesDeletion | PoisonRecord | UnresolvedSchema
 
 PR_SET_PDEATHSIG = 1  # prctl(2)
 _decoder: MclDecoder | None = None  # of a worker process
@@ -61,6 +63,7 @@ def pool(decoder: MclDecoder, preparer: Preparer | None, workers: int) -> Proces
 def _start(decoder: MclDecoder, preparer: Preparer | None) -> None:
     global _decoder, _preparer
     _decoder, _preparer = decoder, preparer
+    decoder.detach()  # schema ids it did not know at the fork are read by the parent
     _die_with_parent()
 
 
@@ -72,12 +75,13 @@ def _die_with_parent() -> None:
 
 
 def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[bytes]) -> list[Decoded]:
-    """The changes encoded MCLs make, aspect changes with their prepared contributions."""
+    """The changes encoded MCLs make, aspect changes with their prepared contributions (a
+    record a worker cannot read without looking up its schema: UnresolvedSchema)."""
     out: list[Decoded] = []
     for value in values:
         try:
             out.append(decoder.decode(value))
-        except PoisonRecord as err:
+        except (PoisonRecord, UnresolvedSchema) as err:
             out.append(err)
     if preparer is not None:
         changes = [item for item in out if isinstance(item, AspectChange) and not item.deleted]

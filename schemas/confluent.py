@@ -13,6 +13,7 @@ itself, fields that are null left out; bytes stay bytes.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import struct
@@ -23,6 +24,7 @@ from fastavro import schemaless_reader
 from fastavro.schema import parse_schema
 
 MAGIC = 0
+MAX_ID = 2**31 - 1
 
 
 class ConfluentDecodeError(ValueError):
@@ -36,6 +38,22 @@ def is_confluent(data: bytes) -> bool:
 
 def frame(schema_id: int, body: bytes) -> bytes:
     return struct.pack(">bI", MAGIC, schema_id) + body
+
+
+def compact(schema: Any) -> str:
+    """A schema (parsed JSON) as the compact JSON text Lodestar's registry keeps."""
+    return json.dumps(schema, separators=(",", ":"), ensure_ascii=False)
+
+
+def registry_fingerprint(compact_text: str, schema_type: str = "AVRO") -> str:
+    """The fingerprint Lodestar's registry keeps a schema under (SHA-256 of type and compact text)."""
+    return hashlib.sha256(f"{schema_type}\n{compact_text}".encode()).hexdigest()
+
+
+def first_id(fingerprint: str) -> int:
+    """The id Lodestar's registry gives a schema unless another holds it (then it probes on):
+    the fingerprint's first 31 bits, 0 becoming 1."""
+    return int(fingerprint[:8], 16) >> 1 or 1
 
 
 def schema_id_of(data: bytes) -> int:

@@ -52,6 +52,7 @@ class EventCodec:
         self._current: dict[str, _Writer] = {}
         self._by_fingerprint: dict[bytes, _Writer] = {}
         named = load_named_types(schema_dir)
+        self.named = named  # every named type of Lodestar's schemas, by full name
         for type_name in EVENT_TYPES:
             parsed = load_schema(schema_dir / f"{type_name}.avsc")
             writer = _Writer(type_name, parsed, _fingerprint(parsed), compile_encoder(named[type_name], named))
@@ -71,6 +72,10 @@ class EventCodec:
         assert writer.encode is not None
         writer.encode(record, out)
         return bytes(out)
+
+    def schema(self, type_name: str) -> dict[str, Any]:
+        """The current writer schema of an event type (its JSON, named types by name)."""
+        return self.named[type_name]
 
     def head(self, type_name: str) -> bytes:
         """The first 10 bytes of an event of this type written now: marker and fingerprint."""

@@ -188,6 +188,11 @@ def _walk_named(schema: Any, namespace: str | None) -> Iterator[tuple[str, dict[
             yield from _walk_named(kind, namespace)
 
 
+def named_types(schema: Any) -> dict[str, dict[str, Any]]:
+    """Every named type a schema defines, by full name."""
+    return dict(_walk_named(schema, None))
+
+
 def load_named_types(schema_dir: Path = SCHEMA_DIR) -> dict[str, dict[str, Any]]:
     """All named Avro types of the schema directory, by full name."""
     named: dict[str, dict[str, Any]] = {}

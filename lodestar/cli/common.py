@@ -72,7 +72,7 @@ class Local:
                 raise
         except BackendError as err:
             raise CliError(str(err)) from None
-        self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models)
+        self.processor = MclProcessor(self.gms.registry, self.gms.mcl_reader, self.read_models)
 
     def __enter__(self) -> Local:
         return self

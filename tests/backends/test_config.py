@@ -48,6 +48,14 @@ def test_the_kafka_session_timeout_comes_from_the_file_or_the_environment(tmp_pa
     assert Config.load(path, env={"LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}).kafka_session_timeout_ms == 6000
 
 
+def test_the_mcl_wire_format_comes_from_the_file_or_the_environment(tmp_path):
+    path = tmp_path / "lodestar.yml"
+    path.write_text("kafka: {wire_format: confluent}\n")
+    assert Config.load(env={}).kafka_wire_format == "lodestar"
+    assert Config.load(path, env={}).kafka_wire_format == "confluent"
+    assert Config.load(path, env={"LODESTAR_KAFKA_WIRE_FORMAT": "lodestar"}).kafka_wire_format == "lodestar"
+
+
 def test_the_cassandra_lease_ttl_comes_from_the_file_or_the_environment(tmp_path):
     path = tmp_path / "lodestar.yml"
     path.write_text("cassandra: {lease_ttl: 30}\n")
@@ -72,6 +80,9 @@ def test_the_metadata_length_limit_comes_from_the_environment():
     ("kafka: {session_timeout_ms: soon}\n", {}, "kafka.session_timeout_ms must be a positive number of milliseconds"),
     ("", {"LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "0"},
      "the environment: LODESTAR_KAFKA_SESSION_TIMEOUT_MS must be a positive number of milliseconds, not '0'"),
+    ("kafka: {wire_format: avro}\n", {}, "kafka.wire_format must be one of lodestar, confluent, not 'avro'"),
+    ("", {"LODESTAR_KAFKA_WIRE_FORMAT": "Confluent"},
+     "the environment: kafka.wire_format must be one of lodestar, confluent, not 'Confluent'"),
     ("cassandra: {lease_ttl: 2.5}\n", {}, "cassandra.lease_ttl must be a positive number of seconds, not 2.5"),
     ("", {"LODESTAR_CASSANDRA_LEASE_TTL": "1"},
      "the environment: cassandra.lease_ttl must be at least 2 seconds (Cassandra counts a TTL in whole seconds),"

@@ -305,6 +305,9 @@ class _CollectorProbe:
     def decode(self, value: bytes) -> bool:
         return gc.isenabled()
 
+    def detach(self) -> None:
+        """(A worker's decoder is told to look nothing up.)"""
+
 
 def test_worker_processes_pause_the_collector_while_they_decode():
     pool = workers.pool(_CollectorProbe(), None, 1)
