@@ -57,6 +57,12 @@ def test_an_unchanged_value_gives_no_event(key_aspects):
     assert events(key_aspects, "datasetProfile", None, {"rowCount": 3}) == []
 
 
+def test_lodestars_bookkeeping_entities_give_no_event(key_aspects):
+    assert events(key_aspects, "webhookKey", None, {"id": "w1"}, urn="urn:li:webhook:w1") == []
+    assert events(key_aspects, "schemaRegistrySubjectKey", None, {"name": "s"},
+                  urn="urn:li:schemaRegistrySubject:s") == []
+
+
 def test_glossary_terms(key_aspects):
     term = "urn:li:glossaryTerm:Finance.Revenue"
     found = events(key_aspects, "glossaryTerms", None, {"terms": [{"urn": term}], "auditStamp": STAMP})
