@@ -17,7 +17,7 @@ DataHub's `EntityChangeEvent` (`entityType`, `entityUrn`, `category`, `operation
 | `schemaMetadata` fields | TECHNICAL_SCHEMA | ADD, REMOVE; the field's URN; `fieldUrn`, `fieldPath`, `nullable` |
 | `deprecation` | DEPRECATION | MODIFY when the flag changes; DEPRECATED or ACTIVE; `status` |
 | the key aspect | LIFECYCLE | CREATE (first written), HARD_DELETE (deleted) |
-| `status` | LIFECYCLE | SOFT_DELETE (`removed` becomes true), REINSTATE (it stops being true) |
+| `status` | LIFECYCLE | SOFT_DELETE (`removed` becomes true), REINSTATE (it becomes false) |
 
 An event about a schema field names the field's URN as its `entityUrn` (as DataHub's do);
 `auditStamp` is the MCL's `created` (who made the change, when). Nothing changed, nothing
@@ -85,7 +85,7 @@ def _lifecycle(urn: str, aspect: str, before: Any, after: Any, key_aspects: froz
         was, now = _removed(before), _removed(after)
         if now and not was:
             yield urn, "LIFECYCLE", "SOFT_DELETE", None, {}
-        elif was and not now:
+        elif was and after is not None and not now:  # (a status deleted with its entity reinstates nothing)
             yield urn, "LIFECYCLE", "REINSTATE", None, {}
 
 

@@ -157,5 +157,6 @@ def test_lifecycle_create_soft_delete_reinstate_hard_delete(key_aspects):
     assert brief(events(key_aspects, "status", {"removed": True}, {"removed": False})) == [
         ("LIFECYCLE", "REINSTATE", None, None)]
     assert events(key_aspects, "status", None, {"removed": False}) == []
+    assert events(key_aspects, "status", {"removed": True}, None, "DELETE") == []  # deleted with its entity
     assert brief(events(key_aspects, "datasetKey", key, None, "DELETE")) == [
         ("LIFECYCLE", "HARD_DELETE", None, None)]
