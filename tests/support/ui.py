@@ -39,14 +39,6 @@ def shot(page: Page, name: str) -> None:
         shutil.copyfile(path, DOCS / path.name)
 
 
-def drawn(page: Page) -> tuple[set[str], set[tuple[str, str, str]]]:
-    """The node labels and (source label, target label, edge label) the graph drew."""
-    nodes = page.evaluate("window.lodestarGraph.nodes().map(n => n.data('label'))")
-    edges = page.evaluate("window.lodestarGraph.edges().map(e => [e.source().data('label'),"
-                          " e.target().data('label'), e.data('label')])")
-    return set(nodes), {tuple(edge) for edge in edges}
-
-
 def assert_fits(page: Page, width: int, where: str) -> None:
     """The page does not scroll sideways; else the message names what sticks out."""
     wide = page.evaluate("""w => [...document.querySelectorAll('body *')]

@@ -13,12 +13,10 @@ from ingest.rest import RestClient
 from tests.support.access_fixtures import principal_with_grants
 from tests.support.builders import mcp
 from tests.support.processes import TOKEN, ServeProcess
-from tests.support.ui import assert_fits, click_node, drawn, shot, signed_in
+from tests.support.ui import assert_fits, shot, signed_in
 
 PURCHASES = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchases,PROD)"
 STORE_ID = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD),id)"
-BODY = "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:file,/data/customers.csv,PROD),body)"
-BUILDER = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),PurchaseHistoryBuilder)"
 FREQUENT = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.frequentCustomers,PROD)"
 STORE = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD)"
 RUN = "urn:li:dataProcessInstance:283-99sd032-adsf90"
@@ -286,104 +284,6 @@ def test_readers_see_no_edit_controls_and_writers_only_where_granted(browser: Br
     assert RestClient(server.url, writer).request("GET", "/v1/ui/privileges?urn=")[0] == 400
 
 
-def test_lineage_then_a_program_then_a_run(page: Page, server: ServeProcess) -> None:
-    page.goto(f"{server.url}/#/entity/{quote(PURCHASES, safe='')}")
-    page.click("text=Lineage")
-    expect(page.locator("h1")).to_contain_text("Lineage of purchases")
-    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryBuilder")
-    nodes, edges = drawn(page)
-    assert {"purchaseStream", "purchases", "history", "frequentCustomers", "PurchaseFlow",
-            "PurchaseHistoryBuilder", "PurchaseHistoryService"} == nodes
-    assert ("purchases", "PurchaseHistoryBuilder", "read · 2 runs") in edges
-    assert ("PurchaseFlow", "purchases", "write · 2 runs") in edges
-    shot(page, "lineage")
-    click_node(page, BUILDER)
-    panel = page.locator(".panel")
-    expect(panel).to_contain_text("Runs in the window (2)")
-    page.click("button.run >> text=283-99sd032-adsf90")
-    run = page.locator(".run-metadata")
-    expect(run).to_contain_text("PurchaseHistoryBuilder")
-    expect(run).to_contain_text("2015-09-03 20:55:00 UTC")  # STARTED
-    expect(run).to_contain_text("SUCCESS")
-    expect(run).to_contain_text("history")
-    for once in ("program", "status"):  # the run's own row, not again from its custom properties
-        expect(run.get_by_role("rowheader", name=once, exact=True)).to_have_count(1)
-    expect(run.get_by_role("rowheader", name="runId", exact=True)).to_have_count(1)  # the others stay
-    assert_fits(page, 1280, "the lineage page")
-    shot(page, "lineage-run")
-
-
-def test_the_lineage_page_by_keyboard(page: Page, server: ServeProcess) -> None:
-    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}")
-    relations = page.locator("table.relations")
-    expect(relations).to_contain_text("PurchaseHistoryBuilder")
-    page.locator("#levels").focus()
-    for _ in range(12):  # Tab from the form into the Relations table, to a program's button
-        page.keyboard.press("Tab")
-        if page.evaluate("document.activeElement.matches('table.relations button')"):
-            break
-    focused = relations.locator("button:focus")
-    expect(focused).to_have_count(1)
-    program = focused.inner_text()
-    page.keyboard.press("Enter")
-    panel = page.locator(".panel")
-    expect(panel.locator("h2")).to_have_text(f"Program {program}")
-    first_run = panel.locator("button.run").first
-    expect(first_run).to_be_focused()  # the focus moved to the program's runs
-    run_id = first_run.inner_text()
-    page.keyboard.press("Enter")
-    expect(page.locator(".run-metadata")).to_contain_text(program)
-    expect(panel.locator(".run-detail h3")).to_have_text(f"Run {run_id}")
-    page.keyboard.press("Tab")  # the next run, or the run page's link
-    expect(panel.locator(":focus")).to_have_count(1)
-
-
-def test_a_time_window_keeps_only_the_runs_running_in_it(page: Page, server: ServeProcess) -> None:
-    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}")
-    page.fill("#window-start", "2015-09-03T20:52")
-    page.fill("#window-end", "2015-09-03T21:00")
-    page.get_by_role("button", name="Show").click()
-    expect(page).to_have_url(re.compile(r"start=1441313520&end=1441314000"))
-    expect(page.locator("#window-start")).to_have_value("2015-09-03T20:52")
-    expect(page.locator("table.relations")).not_to_contain_text("PurchaseFlow")
-    nodes, edges = drawn(page)
-    assert nodes == {"purchases", "PurchaseHistoryBuilder", "history", "frequentCustomers"}
-    assert ("purchases", "PurchaseHistoryBuilder", "read · 1 run") in edges
-    page.locator("table.relations button", has_text="PurchaseHistoryBuilder").first.click()
-    expect(page.locator(".panel")).to_contain_text("Runs in the window (1)")
-    expect(page.locator("button.run")).to_have_text(["283-99sd032-adsf90"])
-
-
-def test_field_lineage_from_the_schema_table_simple_and_detailed(page: Page, server: ServeProcess) -> None:
-    page.goto(f"{server.url}/#/entity/{quote(STORE, safe='')}")
-    page.get_by_role("link", name="Lineage of field id").click()
-    expect(page.locator("h1")).to_contain_text("Field lineage of Store.id")
-    expect(page.locator("table.field-edges")).to_contain_text("parse, concat, create")
-    nodes, edges = drawn(page)
-    assert nodes == {"customers.csv.body", "Store.id"}  # the simple view: source field -> field
-    assert edges == {("customers.csv.body", "Store.id", "parse\nconcat\ncreate")}
-    assert_fits(page, 1280, "the field lineage page")
-    shot(page, "field-lineage-simple")
-    page.click("text=Detailed view")
-    expect(page.locator("table.field-edges")).to_contain_text("concat")
-    nodes, edges = drawn(page)  # the detailed view: every intermediate field, one operation per edge
-    assert nodes == {"customers.csv.body", "first_name", "last_name", "name", "Store.id"}
-    assert edges == {("customers.csv.body", "first_name", "parse"), ("customers.csv.body", "last_name", "parse"),
-                     ("first_name", "name", "concat"), ("last_name", "name", "concat"), ("name", "Store.id", "create")}
-    shot(page, "field-lineage-detailed")
-    page.click("text=outgoing")
-    expect(page.locator("table.field-edges tbody tr")).to_have_count(0)  # nothing reads Store.id
-    page.goto(f"{server.url}/#/field/{quote(BODY, safe='')}?view=simple&direction=outgoing")
-    expect(page.locator("table.field-edges tbody tr")).to_have_count(5)
-    nodes, edges = drawn(page)
-    assert nodes == {"customers.csv.body", "Store.id", "Store.name", "Store.age", "Store.city", "Store.state"}
-    destinations = nodes - {"customers.csv.body"}
-    assert {(source, target) for source, target, _ in edges} == {("customers.csv.body", n) for n in destinations}
-    page.fill("#window-end", "2015-01-01T00:00")  # before the pipeline's run
-    page.get_by_role("button", name="Show").click()
-    expect(page.locator(".graph")).to_contain_text("No field lineage in this window.")
-
-
 def test_the_scope_facet_counts_each_scope_and_the_platform_facet(page: Page, server: ServeProcess) -> None:
     page.goto(server.url + "/#/search?q=tags:sales")
     count = page.locator(".count")
@@ -457,20 +357,6 @@ def test_a_field_page_and_a_run_page(page: Page, server: ServeProcess) -> None:
     expect(card).to_contain_text("purchases")
     assert_fits(page, 1280, "a run's page")
     shot(page, "run")
-
-
-def test_the_lineage_depth(page: Page, server: ServeProcess) -> None:
-    page.goto(f"{server.url}/#/lineage/{quote(PURCHASES, safe='')}?levels=1")
-    expect(page.locator("#levels")).to_have_value("1")
-    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryBuilder")
-    nodes, _ = drawn(page)
-    assert "PurchaseHistoryService" not in nodes and {"purchases", "history", "PurchaseHistoryBuilder"} <= nodes
-    page.fill("#levels", "2")
-    page.get_by_role("button", name="Show").click()
-    expect(page).to_have_url(re.compile(r"levels=2"))
-    expect(page.locator("table.relations")).to_contain_text("PurchaseHistoryService")  # reads history, 2 levels away
-    nodes, _ = drawn(page)
-    assert "PurchaseHistoryService" in nodes
 
 
 def test_narrow_window(browser: Browser, server: ServeProcess) -> None:

@@ -122,7 +122,7 @@ export async function lineagePage(main, urn, query) {
   function columnsOf(dataset) {
     const named = [...state.fieldEdges.values()].flatMap((e) => [e.source, e.target]).filter((f) => fieldDataset(f) === dataset);
     const all = [...new Set([...state.columns.get(dataset).map((c) => fieldUrn(dataset, c)), ...named])];
-    return all.map((id) => ({ id, label: clip(columnName(id), 30) }));
+    return all.map((id) => ({ id, name: columnName(id), label: clip(columnName(id), 30) }));
   }
 
   function redrawColumns() {
@@ -221,7 +221,7 @@ async function exists(urn) {
 
 function nodeData(n, root) {
   const kind = JOBS.has(n.type) ? "job" : n.type === "dataset" ? "dataset" : "other";
-  return { id: n.id, kind, root: n.id === root, icon: platformIcon(platform(n.id)),
+  return { id: n.id, kind, root: n.id === root, icon: platformIcon(platform(n.id)), name: shortName(n.id),
     label: `${clip(shortName(n.id), 22)}\n${typeLabel(n.type)} · ${platform(n.id) || "–"}` };
 }
 

@@ -83,7 +83,7 @@ export function explorerGraph(container, root, onTap) {
         cy.nodes().filter((n) => n.data("kind") === "column" && n.data("dataset") === dataset).remove();
         if (list && list.length) {
           columns.set(dataset, list);
-          cy.add(list.map((c) => ({ group: "nodes", data: { id: c.id, label: c.label, kind: "column", dataset, h: ROW_H - 4 } })));
+          cy.add(list.map((c) => ({ group: "nodes", data: { ...c, kind: "column", dataset, h: ROW_H - 4 } })));
         } else {
           columns.delete(dataset);
         }
@@ -126,10 +126,10 @@ export function explorerGraph(container, root, onTap) {
       cy.zoom(Math.max(cy.zoom(), READABLE_ZOOM));
       cy.center(node);
     },
-    // Nodes whose label contains `text` (any case), main nodes first.
+    // Nodes whose name (else label) contains `text` (any case), main nodes first.
     find(text) {
       const needle = text.trim().toLowerCase();
-      const hits = cy.nodes().filter((n) => n.data("label").toLowerCase().includes(needle));
+      const hits = cy.nodes().filter((n) => (n.data("name") || n.data("label")).toLowerCase().includes(needle));
       return [...hits.filter(MAIN), ...hits.filter((n) => !MAIN(n))].map((n) => n.id());
     },
     // Highlight a column, the columns related to it and the edges between them; null clears.
