@@ -136,7 +136,7 @@ def test_the_keyboard_moves_through_results_and_back_to_the_box(page: Page, serv
     expect(page.locator("h1")).to_have_text(second)
 
 
-def test_version_history_diffs_the_chosen_versions_of_an_aspect(page: Page, server: ServeProcess) -> None:
+def test_the_timeline_shows_each_version_with_what_it_changed(page: Page, server: ServeProcess) -> None:
     client = server.client()
     first = client.aspect(FREQUENT, "datasetProperties")["value"]
     second = {**first, "description": "Purchases per customer, refreshed nightly.",
@@ -145,34 +145,27 @@ def test_version_history_diffs_the_chosen_versions_of_an_aspect(page: Page, serv
     for value in (second, third):
         assert client.propose([mcp(FREQUENT, "datasetProperties", value)])[0]["status"] == "applied"
     page.goto(f"{server.url}/#/entity/{quote(FREQUENT, safe='')}")
-    history = page.locator("section", has=page.get_by_role("heading", name="Version history"))
-    diff = history.locator(".diff li")
-    expect(page.locator("#history-aspect")).to_have_value("datasetProperties")  # the aspect changed last
-    expect(history.get_by_label("From version")).to_have_value("2")
-    expect(history.get_by_label("To version")).to_have_value("3")
-    expect(diff).to_have_text(['/customProperties/retention changed "90 days" → "30 days"'])
-    history.get_by_label("From version").select_option("1")
-    expect(history.locator(".diff-changed")).to_have_text([
+    timeline = page.locator("section", has=page.get_by_role("heading", name="Timeline"))
+    newest = timeline.locator("details[open]")  # the latest change opens with what it changed
+    expect(newest.locator("summary")).to_contain_text("datasetProperties v3 · 1 change by admin")
+    expect(newest.locator(".diff li")).to_have_text(['/customProperties/retention changed "90 days" → "30 days"'])
+    timeline.get_by_label("Aspect").select_option("datasetProperties")
+    entries = timeline.locator(".timeline-entry")
+    expect(entries.locator("summary")).to_contain_text(["v3 · 1 change", "v2 · 3 changes", "v1 · created"])
+    entries.nth(1).locator("summary").click()
+    second_diff = entries.nth(1).locator(".diff")
+    expect(second_diff.locator(".diff-changed")).to_have_text([
         '/description changed "Number of purchases per customer (a key/value table keyed by customer)."'
         ' → "Purchases per customer, refreshed nightly."'])
-    expect(history.locator(".diff-added")).to_have_text(['/customProperties/retention added → "30 days"'])
-    expect(history.locator(".diff-removed")).to_have_text(
+    expect(second_diff.locator(".diff-added")).to_have_text(['/customProperties/retention added → "90 days"'])
+    expect(second_diff.locator(".diff-removed")).to_have_text(
         ['/customProperties/datasetType removed "co.cask.cdap.api.dataset.lib.KeyValueTable"'])
-    expect(diff).to_have_count(3)
     shot(page, "entity")
-    history.get_by_label("To version").select_option("1")
-    expect(history.locator(".diff")).to_have_text("No difference")
-    history.get_by_label("From version").select_option("3")  # backwards: what v3 added is removed
-    expect(history.locator(".diff-removed")).to_have_text(['/customProperties/retention removed "30 days"'])
-    expect(history.locator(".diff-added")).to_have_text(
-        ['/customProperties/datasetType added → "co.cask.cdap.api.dataset.lib.KeyValueTable"'])
-    page.select_option("#history-aspect", "userScopeMetadata")  # another aspect: one version, no diff offered
-    expect(history.locator(".versions li")).to_have_count(1)
-    expect(history).to_contain_text("One version: nothing to compare yet.")
-    expect(history.get_by_label("From version")).to_have_count(0)
-    page.select_option("#history-aspect", "datasetProperties")
-    expect(history.locator(".versions li")).to_have_count(3)
-    expect(diff).to_have_count(1)
+    timeline.get_by_label("Aspect").select_option("userScopeMetadata")  # one version: its creation only
+    expect(entries.locator("summary")).to_contain_text(["userScopeMetadata v1 · created"])
+    timeline.get_by_label("Aspect").select_option("")
+    aspects = len(client.request("GET", f"/v1/entities/{quote(FREQUENT, safe='')}")[1]["aspects"])
+    expect(entries).to_have_count(aspects + 2)  # every version of every aspect
 
 
 def test_a_facet_narrows_the_results_and_paging_moves_through_them(page: Page, server: ServeProcess) -> None:
@@ -221,7 +214,9 @@ def test_add_and_remove_a_user_tag(page: Page, server: ServeProcess) -> None:
     expect(user.locator(".tag", has_text="reviewed")).to_be_visible()
     stored = server.client().request("GET", f"/v1/entities/{quote(PURCHASES, safe='')}/aspects/userScopeMetadata")[1]
     assert stored["value"]["tags"] == ["sales", "reviewed"]
-    expect(page.locator(".diff")).to_contain_text('"reviewed"')  # the history shows the new version's diff
+    newest = page.locator(".timeline details[open]")  # the timeline opens the new version's diff
+    expect(newest.locator("summary")).to_contain_text("userScopeMetadata v2")
+    expect(newest.locator(".diff")).to_contain_text('/tags[] added → "reviewed"')
     expect(page.locator(".scope-system")).not_to_contain_text("reviewed")
     shot(page, "entity-tag-added")
     page.get_by_role("button", name="Remove tag reviewed").click()
