@@ -1,8 +1,9 @@
 """DataHub Actions on Lodestar, with the real Kafka: `datahub actions -c <config>` with DataHub's
 Kafka event source (its AvroDeserializer reading the schemas from Lodestar's registry at
 /schema-registry/api/) receives the EntityChangeEvents of changes made through Lodestar's REST
-API, in order per entity, nothing missing. `EventRecorder`, an Action of this module, writes
-what DataHub's own event classes read from each event, one JSON line each."""
+API, and with `kafka.wire_format: confluent` their MCLs too, in order per entity, nothing
+missing. `EventRecorder`, an Action of this module, writes what DataHub's own event classes
+read from each event, one JSON line each."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pytest
 import yaml
 from datahub_actions.action.action import Action
 from datahub_actions.event.event_envelope import EventEnvelope
-from datahub_actions.event.event_registry import EntityChangeEvent
+from datahub_actions.event.event_registry import EntityChangeEvent, MetadataChangeLogEvent
 from datahub_actions.pipeline.pipeline_context import PipelineContext
 
 from ingest import topics
@@ -46,12 +47,16 @@ class EventRecorder(Action):
 
     def act(self, event: EventEnvelope) -> None:
         change = event.event
-        assert isinstance(change, EntityChangeEvent), type(change)
-        line = {"type": event.event_type, "entityUrn": change.entityUrn, "entityType": change.entityType,
-                "category": change.category, "operation": change.operation, "modifier": change.modifier,
-                "parameters": change.safe_parameters, "actor": change.auditStamp.actor,
-                "time": change.auditStamp.time, "partition": event.meta["kafka"]["partition"],
-                "offset": event.meta["kafka"]["offset"]}
+        line: dict[str, Any] = {"type": event.event_type, "entityUrn": change.entityUrn,
+                                "entityType": change.entityType, "partition": event.meta["kafka"]["partition"]}
+        if isinstance(change, MetadataChangeLogEvent):
+            line.update(aspectName=change.aspectName, changeType=change.changeType,
+                        version=change.systemMetadata.version, actor=change.created.actor, time=change.created.time)
+        else:
+            assert isinstance(change, EntityChangeEvent), type(change)
+            line.update(category=change.category, operation=change.operation, modifier=change.modifier,
+                        parameters=change.safe_parameters, actor=change.auditStamp.actor,
+                        time=change.auditStamp.time)
         with open(self.path, "a") as out:
             out.write(json.dumps(line) + "\n")
 
@@ -59,13 +64,14 @@ class EventRecorder(Action):
         pass
 
 
-@pytest.fixture
-def lodestar(tmp_path: Path, kafka_bootstrap: str) -> Iterator[tuple[ServeProcess, str]]:
+@pytest.fixture(params=["lodestar", "confluent"])
+def lodestar(request, tmp_path: Path, kafka_bootstrap: str) -> Iterator[tuple[ServeProcess, str]]:
     """`lodestar serve` on the real Kafka (aspects and read models embedded), with a topic prefix
-    of its own."""
+    of its own, writing MCLs in each wire format."""
     prefix = unique_name("actions") + "."
     env = {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": kafka_bootstrap,
-           "LODESTAR_KAFKA_PREFIX": prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}
+           "LODESTAR_KAFKA_PREFIX": prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000",
+           "LODESTAR_KAFKA_WIRE_FORMAT": request.param}
     try:
         with ServeProcess(tmp_path / "data", env) as serve:
             yield serve, prefix
@@ -74,12 +80,16 @@ def lodestar(tmp_path: Path, kafka_bootstrap: str) -> Iterator[tuple[ServeProces
 
 
 def actions_config(tmp_path: Path, serve: ServeProcess, prefix: str, bootstrap: str, out: Path) -> Path:
+    """A pipeline reading the platform events, and the MCLs when they are in DataHub's format."""
+    routes = {"pe": f"{prefix}{topics.PLATFORM_EVENT}"}
+    if serve.env["LODESTAR_KAFKA_WIRE_FORMAT"] == "confluent":
+        routes["mcl"] = f"{prefix}{topics.MCL_VERSIONED}"
     config = {
         "name": f"{prefix}recorder",  # the pipeline's consumer group
         "source": {"type": "kafka", "config": {
             "connection": {"bootstrap": bootstrap, "schema_registry_url": f"{serve.url}/schema-registry/api/",
                            "consumer_config": {"auto.offset.reset": "earliest"}},
-            "topic_routes": {"pe": f"{prefix}{topics.PLATFORM_EVENT}"}}},
+            "topic_routes": routes}},
         "action": {"type": f"{__name__}:EventRecorder", "config": {"path": str(out)}},
     }
     path = tmp_path / "actions.yml"
@@ -92,7 +102,21 @@ def received(out: Path) -> list[dict[str, Any]]:
 
 
 def of(events: list[dict[str, Any]], urn: str) -> list[tuple[str, str, str | None]]:
-    return [(e["category"], e["operation"], e["modifier"]) for e in events if e["entityUrn"] == urn]
+    return [(e["category"], e["operation"], e["modifier"]) for e in events
+            if e["entityUrn"] == urn and e["type"] == "EntityChangeEvent_v1"]
+
+
+def mcls(events: list[dict[str, Any]], urn: str) -> list[tuple[str, str, str | None]]:
+    return [(e["aspectName"], e["changeType"], e["version"]) for e in events
+            if e["entityUrn"] == urn and e["type"] == "MetadataChangeLogEvent_v1"]
+
+
+# The MCLs of the test's writes, per entity: (aspect, change type, version)
+ORDERS_MCLS = [("datasetKey", "UPSERT", "1"), ("datasetProperties", "UPSERT", "1"), ("globalTags", "UPSERT", "1"),
+               ("ownership", "UPSERT", "1"), ("glossaryTerms", "UPSERT", "1"), ("domains", "UPSERT", "1"),
+               ("schemaMetadata", "UPSERT", "1"), ("globalTags", "UPSERT", "2"), ("deprecation", "UPSERT", "1")]
+USERS_MCLS = [("datasetKey", "UPSERT", "1"), ("globalTags", "UPSERT", "1"), ("status", "UPSERT", "1"),
+              ("globalTags", "DELETE", "2"), ("status", "DELETE", "2"), ("datasetKey", "DELETE", "2")]
 
 
 def apply(serve: ServeProcess, *proposals: dict[str, Any]) -> None:
@@ -133,18 +157,22 @@ def test_datahub_actions_receives_the_entity_change_events_of_rest_writes(lodest
         expected_users = [("LIFECYCLE", "CREATE", None), ("TAG", "ADD", "urn:li:tag:PII"),
                           ("LIFECYCLE", "SOFT_DELETE", None), ("TAG", "REMOVE", "urn:li:tag:PII"),
                           ("LIFECYCLE", "HARD_DELETE", None)]
-        events = await_(lambda: (found := received(out)) and len(found) >= len(expected_orders) + len(expected_users)
-                        and found, "the Action to receive every event", WAIT)
+        confluent = serve.env["LODESTAR_KAFKA_WIRE_FORMAT"] == "confluent"
+        expected = len(expected_orders) + len(expected_users) + (len(ORDERS_MCLS) + len(USERS_MCLS)) * confluent
+        events = await_(lambda: (found := [e for e in received(out) if e["entityUrn"] in (ORDERS, USERS)])
+                        and len(found) >= expected and found, "the Action to receive every event", WAIT)
     finally:
         actions.terminate()
         actions.wait(30)
     assert of(events, ORDERS) == expected_orders, (tmp_path / "actions.out").read_text()[-3000:]
     assert of(events, USERS) == expected_users
-    assert len(events) == len(expected_orders) + len(expected_users)
-    assert {e["type"] for e in events} == {"EntityChangeEvent_v1"}
+    assert mcls(events, ORDERS) == (ORDERS_MCLS if confluent else [])
+    assert mcls(events, USERS) == (USERS_MCLS if confluent else [])
+    assert len(events) == expected
     assert {e["actor"] for e in events} == {ADMIN} and all(e["time"] > 0 for e in events)
     assert {e["entityType"] for e in events} == {"dataset"}
-    by_kind = {(e["entityUrn"], e["category"], e["operation"], e["modifier"]): e["parameters"] for e in events}
+    changes = [e for e in events if e["type"] == "EntityChangeEvent_v1"]
+    by_kind = {(e["entityUrn"], e["category"], e["operation"], e["modifier"]): e["parameters"] for e in changes}
     assert by_kind[ORDERS, "TAG", "ADD", "urn:li:tag:Gold"] == {"tagUrn": "urn:li:tag:Gold"}
     assert by_kind[ORDERS, "OWNER", "ADD", "urn:li:corpuser:jdoe"] == {"ownerUrn": "urn:li:corpuser:jdoe",
                                                                       "ownerType": "DATAOWNER"}
@@ -152,4 +180,4 @@ def test_datahub_actions_receives_the_entity_change_events_of_rest_writes(lodest
     assert by_kind[ORDERS, "DEPRECATION", "MODIFY", "DEPRECATED"] == {"status": "DEPRECATED"}
     assert by_kind[ORDERS, "TECHNICAL_SCHEMA", "ADD", f"urn:li:schemaField:({ORDERS},id)"] == {
         "fieldUrn": f"urn:li:schemaField:({ORDERS},id)", "fieldPath": "id", "nullable": False}
-    assert len({e["partition"] for e in events if e["entityUrn"] == ORDERS}) == 1  # one entity, one partition
+    assert len({e["partition"] for e in changes if e["entityUrn"] == ORDERS}) == 1  # one entity, one partition
