@@ -149,8 +149,13 @@ async def entities(request: web.Request) -> web.Response:
     action = request.query.get("action")
     if action in datahub_reads.ENTITY_ACTIONS:  # search, listUrns, deleteReferences
         return await datahub_reads.entity_action(request)
+    if action == "deleteAll":  # `datahub delete by-registry`
+        return error(400, "unsupported", "deleteAll (datahub delete by-registry): Lodestar has no model registries"
+                     " (its model is DataHub's and entity-registry.yml), so no metadata was written under a"
+                     " registry id; delete by URN or filter, or roll back an ingestion run")
     if action not in ("delete", "ingest"):
-        return error(400, "unknown_action", f"unknown action {action!r} (delete, ingest)")
+        return error(400, "unknown_action",
+                     f"unknown action {action!r} ({', '.join(('delete', 'ingest', *datahub_reads.ENTITY_ACTIONS))})")
     body = await read_json(request)
     if not isinstance(body, dict):
         return error(400, "invalid_request", "body must be a JSON object")

@@ -13,14 +13,18 @@ from typing import Any
 
 import requests
 from datahub.emitter.emit_mode import EmitMode
-from datahub.emitter.mce_builder import make_data_job_urn, make_dataset_urn
+from datahub.emitter.mce_builder import make_data_job_urn, make_dataset_urn, make_schema_field_urn
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
     ChangeTypeClass,
+    ContainerClass,
+    ContainerPropertiesClass,
     DatasetProfileClass,
     DatasetPropertiesClass,
     EditableDatasetPropertiesClass,
     SystemMetadataClass,
+    UpstreamClass,
+    UpstreamLineageClass,
 )
 
 from tests.support import datahub_clients
@@ -82,6 +86,9 @@ def test_ingest_with_the_default_sink_writes_what_the_file_holds(datahub, lodest
     indexed(client)
     assert {orders, items} <= searched(client, "cli")
     assert [p["rowCount"] for p in points(client, items, "datasetProfile")] == [5]
+    request = "urn:li:dataHubExecutionRequest:cli-shop"  # the run's summary, which every `datahub ingest` sends
+    await_(lambda: "dataHubExecutionRequestResult" in (entity(client, request) or {}), "the run summary written")
+    assert entity(client, request)["dataHubExecutionRequestResult"]["value"]["status"] == "SUCCESS"
 
 
 def test_ingest_of_a_batch_lodestar_refuses_fails_and_writes_none_of_it(datahub, lodestar, tmp_path, emitter):
@@ -142,6 +149,73 @@ def test_stateful_ingestion_soft_deletes_what_a_later_run_no_longer_finds(datahu
     assert entity(client, job)["status"]["value"]["removed"] is True  # DataHub hides its checkpoint jobs
     assert searched(client, "stateful_orders stateful_items") & {orders, items} == {orders}
     assert items in searched(client, "stateful_items", include_removed=True)
+
+
+def test_ingest_of_a_lineage_file_adds_to_the_upstreams_already_there(datahub, lodestar, emitter, tmp_path):
+    report, clean, raw, old = (make_dataset_urn(*p) for p in (("hive", "cli.report"), ("hive", "cli.clean"),
+                                                               ("mysql", "cli.raw", "DEV"), ("hive", "cli.old")))
+    emitter.emit_mcp(wrapped(report, UpstreamLineageClass(upstreams=[UpstreamClass(old, "TRANSFORMED")])))
+    entry = lambda name, platform, env="PROD": {"entity": {"name": name, "type": "dataset", "env": env,  # noqa: E731
+                                                           "platform": platform}}
+    fine = {"upstreamType": "FIELD_SET", "upstreams": [make_schema_field_urn(clean, "id")],
+            "downstreamType": "FIELD", "downstreams": [make_schema_field_urn(report, "id")],
+            "transformOperation": "COPY"}
+    lineage = tmp_path / "lineage.yml"
+    lineage.write_text(json.dumps({"version": 1, "lineage": [{**entry("cli.report", "hive"), "upstream": [
+        entry("cli.clean", "hive"), entry("cli.raw", "mysql", "DEV")], "fineGrainedLineages": [fine]}]}))
+    path = tmp_path / "lineage-recipe.yml"
+    path.write_text(f"source:\n  type: datahub-lineage-file\n  config:\n    file: {lineage}\n")  # preserve_upstream
+    ingested(datahub, path)
+    client = lodestar.client()
+    await_(lambda: len(entity(client, report)["upstreamLineage"]["value"]["upstreams"]) == 3, "the file's upstreams")
+    value = entity(client, report)["upstreamLineage"]["value"]
+    assert [u["dataset"] for u in value["upstreams"]] == [old, clean, raw]  # read first, then added to
+    assert value["fineGrainedLineages"][0]["upstreams"] == [make_schema_field_urn(clean, "id")]
+    indexed(client)
+    found = client.call("GET", f"/v1/lineage?urn={datahub_clients.path_of(report)}&direction=upstream")
+    assert {n["urn"] for n in found["nodes"]} == {report, old, clean, raw}
+
+
+def test_delete_by_filter_from_a_file_recursively_and_undone(datahub, lodestar, emitter, tmp_path):
+    a, b = make_dataset_urn("hive", "clidel.a"), make_dataset_urn("hive", "clidel.b")
+    dev, child = make_dataset_urn("mysql", "clidel.dev", "DEV"), make_dataset_urn("postgres", "clidel.child")
+    box = "urn:li:container:clidel_box"
+    emitter.emit_mcps([*(wrapped(u, DatasetPropertiesClass(description="d")) for u in (a, b, dev)),
+                       wrapped(child, ContainerClass(container=box)),
+                       wrapped(box, ContainerPropertiesClass(name="box"))])
+    client = lodestar.client()
+    removed = lambda urn: (entity(client, urn) or {}).get("status", {}).get("value") == {"removed": True}  # noqa: E731
+    indexed(client)
+
+    out = datahub.ok("delete", "--platform", "hive", "--query", "clidel", "--dry-run", "-f")
+    assert "Would delete 2 entities" in out and not removed(a) and not removed(b)
+    out = datahub.ok("delete", "--platform", "hive", "--query", "clidel", "-f")  # soft by default
+    assert "Soft deleted 2 entities" in out and removed(a) and removed(b) and not removed(dev)
+    indexed(client)
+    out = datahub.ok("delete", "undo-by-filter", "--platform", "hive", "-f")
+    assert not removed(a) and not removed(b)
+    indexed(client)
+    assert {a, b} <= searched(client, "clidel")
+
+    (tmp_path / "urns.txt").write_text(f"{a}\n")
+    assert "Soft deleted 1 entities" in datahub.ok("delete", "--urn-file", str(tmp_path / "urns.txt"), "-f")
+    indexed(client)
+    out = datahub.ok("delete", "--platform", "hive", "--query", "clidel", "--only-soft-deleted", "--hard", "-f")
+    assert "Hard deleted 1 entities" in out
+    assert entity(client, a) is None and entity(client, b)["datasetProperties"]["value"]["description"] == "d"
+
+    out = datahub.ok("delete", "--entity-type", "dataset", "--env", "DEV", "--query", "clidel", "--hard", "-f")
+    assert "Hard deleted 1 entities" in out and entity(client, dev) is None
+
+    out = datahub.ok("delete", "--urn", box, "--recursive", "-f")
+    assert "Soft deleted 2 entities" in out and removed(box) and removed(child)
+
+
+def test_delete_by_registry_is_refused_with_the_reason(datahub):
+    done = datahub("delete", "by-registry", "--registry-id", "mycompany-model:0.0.1", "--hard", "--dry-run")
+    out = done.stdout + done.stderr
+    assert "Failed to execute operation" in out and "Traceback" not in out, out  # the CLI itself exits 0
+    assert "deleteAll (datahub delete by-registry): Lodestar has no model registries" in out, out
 
 
 def test_delete_soft_hard_and_a_timeseries_window(datahub, lodestar, emitter):
