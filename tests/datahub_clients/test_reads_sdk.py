@@ -216,6 +216,20 @@ def test_entity_reads_return_the_latest_aspects_enveloped(server, graph):
                                                            "name": "shop.raw_orders", "origin": "PROD"}}}
 
 
+def test_a_batch_get_of_entities_answers_each_as_its_single_read(server, graph):
+    emit(graph, ORDERS, tags("sales"))
+    emit(graph, ODD, DatasetPropertiesClass(description="odd"))
+    ids = ",".join(quote(u, safe="") for u in (ORDERS, ODD))
+    answer = get(server, f"/entitiesV2?ids=List({ids})")  # as `datahub migrate` asks
+    assert answer.status_code == 200, answer.text
+    results = answer.json()["results"]
+    assert set(results) == {ORDERS, ODD}
+    assert results[ORDERS] == graph.get_entity_raw(ORDERS) and results[ODD] == graph.get_entity_raw(ODD)
+    assert results[ODD]["aspects"]["datasetProperties"]["value"]["description"] == \
+        server.client().call("GET", f"/v1/entities/{quote(ODD, safe='')}")["aspects"]["datasetProperties"]["value"][
+            "description"] == "odd"
+
+
 def test_what_the_clients_would_raise_on_is_a_clear_4xx(server, graph):
     emit(graph, ORDERS, tags("sales"))
     urn = quote(ORDERS, safe="")
