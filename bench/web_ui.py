@@ -1,8 +1,9 @@
 """The web UI at scale: how long after a keystroke the search page shows results and
 suggestions, and how long an entity page takes, in headless Chromium against `lodestar serve`
-holding N datasets (4 MCPs each, as bench.read_models ingests them).
+holding N datasets (4 MCPs each, as bench.read_models ingests them); then the lineage
+explorer's time to first render at 10, 100 and 1,000 nodes (bench/web_ui_lineage.py).
 
-    .venv/bin/python -m bench.web_ui [--datasets 100000] [--workers 2] [--queries 100]
+    .venv/bin/python -m bench.web_ui [--datasets 100000] [--workers 2] [--queries 100] [--lineage-rounds 10]
 
 A sample is the time in the page from the input event of the last character typed to the
 results (or suggestions) for that text being on screen: the page's debounce, the request and
@@ -22,6 +23,7 @@ from playwright.sync_api import sync_playwright
 
 from bench.datasets import WORDS, dataset_urn, generate
 from bench.read_models import ingest, percentiles
+from bench.web_ui_lineage import time_first_render, write_neighbourhoods
 from tests.support.processes import TOKEN, ServeProcess
 
 # Types `text` as the last keystroke of a query and resolves with the ms until `kind` is on screen.
@@ -50,14 +52,17 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=100_000)
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--lineage-rounds", type=int, default=10)
     args = parser.parse_args()
     rng = random.Random(5)
     workers = ("--workers", str(args.workers))
     with tempfile.TemporaryDirectory() as tmp, ServeProcess(Path(tmp) / "data", None, *workers) as serve:
         mcps = generate(args.datasets * 4)
-        _, elapsed = ingest(serve, mcps)
-        print(f"setup: {args.datasets} datasets ({len(mcps)} MCPs) indexed in {elapsed:.1f} s; "
-              f"lodestar serve --workers {args.workers}; Debian's Chromium, headless, 1280x800")
+        _, elapsed = ingest(serve, mcps) if mcps else (None, 0.0)
+        roots = write_neighbourhoods(serve)
+        print(f"setup: {args.datasets} datasets ({len(mcps)} MCPs) indexed in {elapsed:.1f} s, lineage "
+              f"neighbourhoods of {', '.join(map(str, roots))} datasets; lodestar serve --workers {args.workers}; "
+              "Debian's Chromium, headless, 1280x800")
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path="/usr/bin/chromium")
             page = browser.new_page(viewport={"width": 1280, "height": 800})
@@ -65,6 +70,9 @@ def main() -> None:
             page.fill("#token", TOKEN)
             page.get_by_role("button", name="Sign in").click()
             page.wait_for_selector("#q")
+            time_first_render(page, roots, args.lineage_rounds)
+            if not args.datasets:
+                return
             page.wait_for_selector(".result")
             for kind in ("results", "suggestions"):
                 samples = [page.evaluate(TYPE_AND_WAIT, [typed(rng) if kind == "results" else rng.choice(WORDS)[:3]

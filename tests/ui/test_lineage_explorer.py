@@ -31,6 +31,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from ingest.rest import RestClient
 from tests.support.builders import mcp
+from tests.support.lineage_neighbourhood import neighbourhood, upstream_lineage
 from tests.support.processes import TOKEN, ServeProcess
 from tests.support.ui import assert_fits, click_node, shot, signed_in
 from tests.support.waiting import await_
@@ -222,30 +223,16 @@ def test_datahub_lineage_from_the_emitter_in_the_dataset_and_the_column_view(pag
     expect(page.locator("table.field-edges")).to_contain_text("upstreamLineage")
 
 
-def _chain(upstream_of: dict[str, list[str]]) -> list[dict[str, Any]]:
-    return [mcp(d, "upstreamLineage", {"upstreams": [{"dataset": u, "type": "TRANSFORMED",
-                                                      "auditStamp": {"time": 0, "actor": "urn:li:corpuser:test"}}
-                                                     for u in ups]})
-            for d, ups in upstream_of.items()]
-
-
-def _hundred(server: ServeProcess) -> tuple[str, list[str]]:
-    """A root with 20 datasets one hop upstream, 30 two hops up, 20 one hop downstream and 29
-    two hops down: 100 nodes."""
-    ds = lambda name: f"urn:li:dataset:(urn:li:dataPlatform:postgres,big.{name},PROD)"  # noqa: E731
-    root = ds("root_orders_summary")
-    up1 = [ds(f"upstream_level_one_{i:02}") for i in range(20)]
-    up2 = [ds(f"upstream_level_two_{i:02}") for i in range(30)]
-    down1 = [ds(f"downstream_level_one_{i:02}") for i in range(20)]
-    down2 = [ds(f"downstream_level_two_{i:02}") for i in range(29)]
-    upstream_of = {root: up1, **{u: [up2[i], up2[(i + 10) % 30]] for i, u in enumerate(up1)},
-                   **{d: [root] for d in down1}, **{d: [down1[i % 20]] for i, d in enumerate(down2)}}
+def _hundred(server: ServeProcess) -> tuple[str, set[str]]:
+    """100 datasets around a root, two hops each way (tests/support/lineage_neighbourhood.py)."""
+    root, upstream_of = neighbourhood(100)
     client = RestClient(server.url, TOKEN)
-    status, body = client.request("POST", "/v1/proposals", {"proposals": _chain(upstream_of), "waitForIndex": True})
+    status, body = client.request("POST", "/v1/proposals", {"proposals": upstream_lineage(upstream_of),
+                                                            "waitForIndex": True})
     assert status == 200, body
     await_(lambda: len(client.request("GET", f"/v1/lineage?urn={quote(root, safe='')}&maxHops=2")[1]["nodes"]) == 100,
            "the 100-node neighbourhood in the lineage graph")
-    return root, [root, *up1, *up2, *down1, *down2]
+    return root, set(upstream_of) | {u for ups in upstream_of.values() for u in ups}
 
 
 LAYOUT = """() => { const cy = window.lodestarGraph; const main = cy.nodes('[kind != "column"]');
@@ -278,8 +265,8 @@ def test_a_100_node_graph_stays_readable_without_overlaps(page: Page, server: Se
     layout = page.evaluate(LAYOUT)
     assert layout["nodes"] == 100 and layout["overlaps"] == 0, layout
     assert min(layout["fonts"]) >= READABLE_PX, layout  # every label readable at the default zoom
-    assert set(page.evaluate("window.lodestarGraph.nodes().map(n => n.id())")) == set(everything)
-    expect(page.locator("table.relations tbody tr")).to_have_count(20 + 40 + 20 + 29)
+    assert set(page.evaluate("window.lodestarGraph.nodes().map(n => n.id())")) == everything
+    expect(page.locator("table.relations tbody tr")).to_have_count(99)
     shot(page, "lineage-100")
     page.get_by_role("button", name="Fit").click()  # everything in view, at whatever zoom that takes
     assert page.evaluate(LAYOUT)["inView"] == 100
@@ -287,10 +274,10 @@ def test_a_100_node_graph_stays_readable_without_overlaps(page: Page, server: Se
     assert page.evaluate("window.lodestarGraph.zoom()") > page.evaluate(LAYOUT)["zoom"] / 1.25 * 1.01
     page.get_by_role("button", name="Reset").click()
     assert min(page.evaluate(LAYOUT)["fonts"]) >= READABLE_PX
-    page.fill("#find-node", "downstream_level_two_28")
+    page.fill("#find-node", "downstream_level_two_028")
     page.get_by_role("button", name="Find").click()
-    target = everything[-1]
-    expect(page.locator("#lineage-status")).to_contain_text("showing downstream_level_two_28")
+    target = next(urn for urn in everything if "downstream_level_two_028" in urn)
+    expect(page.locator("#lineage-status")).to_contain_text("showing downstream_level_two_028")
     assert page.evaluate("id => window.lodestarGraph.getElementById(id).selected()", target)
     x, y = page.evaluate("id => { const p = window.lodestarGraph.getElementById(id).renderedPosition();"
                          " return [p.x, p.y]; }", target)

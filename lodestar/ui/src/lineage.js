@@ -65,14 +65,18 @@ export async function lineagePage(main, urn, query) {
     h("section", { class: "card" }, h("h2", {}, "Edges"), edgeTable),
     h("section", { class: "card", id: "column-edges" }, h("h2", {}, "Column edges"), columnTable));
 
+  performance.mark("lineage:asked"); // marks for bench/web_ui_lineage.py: requests, then layout and drawing
   const data = await explorerLineage(urn, { up, down, start, end });
+  performance.mark("lineage:answered");
   if (!data.edges.length && !(await exists(urn))) return notFoundPage(main, urn);
   const state = { columns: new Map(), fieldEdges: new Map(), picked: null, related: null };
   const nodeIds = new Set(data.nodes.map((n) => n.id));
   const graph = explorerGraph(canvas, urn, (node) => tapped(node));
   graph.setLineage(data.nodes.map((n) => nodeData(n, urn)), data.edges.map((e) => ({
     source: e.source, target: e.target, label: edgeLabel(e), declared: e.types.length > 0 })));
+  performance.mark("lineage:added");
   graph.layout();
+  performance.mark("lineage:laid-out");
   graph.focusView();
   canvas.dataset.rendered = String(data.nodes.length);
   replace(toolbar,

@@ -100,7 +100,7 @@ export function explorerGraph(container, root, onTap) {
       });
     },
     layout() {
-      cy.elements().filter(MAIN).layout({ name: "dagre", rankDir: "LR", nodeSep: 24, rankSep: 90, edgeSep: 12, fit: false }).run();
+      cy.elements().filter(MAIN).layout({ name: "dagre", rankDir: "LR", ranker: "tight-tree", nodeSep: 24, rankSep: 90, edgeSep: 12, fit: false }).run();
       placeColumns();
     },
     // The focused node and its neighbours fitted, but never below a readable zoom (then centred on the focus).
