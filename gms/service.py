@@ -12,6 +12,7 @@ from pathlib import Path
 from gms import tracing
 from gms.access import AccessControl, needed
 from gms.errors import ProposalFailed
+from gms.external_registry import ExternalSchemaRegistry
 from gms.intake import ProposalReader
 from gms.metrics import count_results
 from gms.outbox import OutboxRelay
@@ -53,7 +54,8 @@ class Gms:
     """The write and read side of the metadata service over one store and one log."""
 
     def __init__(self, store: AspectStore, log_: EventLog, registry: EntityRegistry | None = None,
-                 codec: EventCodec | None = None, limits: Limits = Limits(), wire_format: str = LODESTAR):
+                 codec: EventCodec | None = None, limits: Limits = Limits(), wire_format: str = LODESTAR,
+                 schema_registry: ExternalSchemaRegistry | None = None):
         self.registry = registry or default_registry()
         self.codec = codec or default_codec()
         self.store = store
@@ -63,9 +65,10 @@ class Gms:
                                 ProposalValidator(self.registry, limits.max_aspect_bytes))
         self.relay = OutboxRelay(store, log_)
         self.access = AccessControl(store)
-        #: the schema registry of /schema-registry/api/, kept in the store
-        self.schema_registry = SchemaRegistry(lambda proposals, actor: self.apply(proposals, actor),
-                                              store_reader(store))
+        #: where schemas are registered and looked up: the registry of /schema-registry/api/, kept in
+        #: the store, or an external one (`kafka.schema_registry_url`)
+        self.schema_registry = schema_registry or SchemaRegistry(
+            lambda proposals, actor: self.apply(proposals, actor), store_reader(store))
         #: what the MCP consumer reads: Lodestar's MCPs, DataHub's MCPs and MCEs in Confluent framing
         self.proposal_reader = ProposalReader(self.codec, self.registry, self.schema_registry)
         #: reads MCLs of both wire formats, Confluent's writer schemas from the registry
@@ -93,13 +96,14 @@ class Gms:
         return schema_id
 
     @classmethod
-    def embedded(cls, data_dir: Path, limits: Limits = Limits(), wire_format: str = LODESTAR) -> Gms:
+    def embedded(cls, data_dir: Path, limits: Limits = Limits(), wire_format: str = LODESTAR,
+                 schema_registry: ExternalSchemaRegistry | None = None) -> Gms:
         """GMS on the embedded adapters: aspects and topics in `lodestar.db` in data_dir, so a
         version and its MCL commit in one transaction."""
         data_dir.mkdir(parents=True, exist_ok=True)
         log_ = SqliteEventLog(data_dir / DATABASE)
         return cls(SqliteAspectStore(data_dir / DATABASE, colocated_log=log_), log_, limits=limits,
-                   wire_format=wire_format)
+                   wire_format=wire_format, schema_registry=schema_registry)
 
     def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
               request_headers: Mapping[str, str] | None = None, authorize: bool = False,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from gms.external_registry import ExternalSchemaRegistry
 from gms.service import DATABASE, Gms, Limits
 from gms.store import AspectStore
 from ingest.eventlog import EventLog
@@ -36,7 +37,8 @@ def open_gms(config: Config, data_dir: Path, limits: Limits | None = None, proce
     """GMS on the configured aspect store and event log. `process` names this process among
     those sharing the data directory (e.g. a worker), so each has a producer id of its own."""
     if config.event_log == "sqlite" and config.aspect_store == "sqlite":
-        return Gms.embedded(data_dir, limits or _limits(config), config.kafka_wire_format)
+        return Gms.embedded(data_dir, limits or _limits(config), config.kafka_wire_format,
+                            _external_registry(config))
     data_dir.mkdir(parents=True, exist_ok=True)
     log_ = open_event_log(config, data_dir)
     try:
@@ -44,7 +46,15 @@ def open_gms(config: Config, data_dir: Path, limits: Limits | None = None, proce
     except BaseException:
         log_.close()
         raise
-    return Gms(store, log_, limits=limits or _limits(config), wire_format=config.kafka_wire_format)
+    return Gms(store, log_, limits=limits or _limits(config), wire_format=config.kafka_wire_format,
+               schema_registry=_external_registry(config))
+
+
+def _external_registry(config: Config) -> ExternalSchemaRegistry | None:
+    """The registry `kafka.schema_registry_url` names (None: Lodestar's own)."""
+    if config.schema_registry_url is None:
+        return None
+    return ExternalSchemaRegistry(config.schema_registry_url, config.schema_registry_token)
 
 
 def _limits(config: Config) -> Limits:

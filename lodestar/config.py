@@ -19,13 +19,22 @@ single-object encoding with Lodestar's schema) or `confluent` (DataHub's `Metada
 schema in Confluent's framing, the schema in Lodestar's registry, for DataHub's own consumers).
 Every reader reads both (schemas/mcl_wire.py).
 
+`kafka.schema_registry_url` names an external Confluent-compatible schema registry (Confluent's
+Schema Registry, Apicurio's `/apis/ccompat/v7`, another Lodestar's `/schema-registry/api`):
+Lodestar then registers the schemas it writes with (MCLs in the confluent format, platform
+events) there and reads DataHub's records with the schemas found there, instead of in its own
+registry (which `/schema-registry/api/` still serves). Unset: its own. `user:password@` in the
+URL is sent as Basic authentication; `LODESTAR_SCHEMA_REGISTRY_TOKEN` (environment only) as a
+Bearer token.
+
 `cassandra.lease_ttl` (seconds, default 10) is how long a GMS's lease on its producer id
 outlives its last renewal: a GMS that died is taken over by another (its pending MCLs
 published) about this long after, and a restarted one waits up to this long for its own.
 
 Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_STORE`,
 `LODESTAR_READ_MODELS`, `LODESTAR_KAFKA_BOOTSTRAP`, `LODESTAR_KAFKA_PREFIX`,
-`LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_KAFKA_WIRE_FORMAT`, `LODESTAR_CASSANDRA_HOSTS` (comma-separated),
+`LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_KAFKA_WIRE_FORMAT`, `LODESTAR_SCHEMA_REGISTRY_URL`,
+`LODESTAR_CASSANDRA_HOSTS` (comma-separated),
 `LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_CASSANDRA_LEASE_TTL`, `LODESTAR_OPENSEARCH_URL`,
 `LODESTAR_OPENSEARCH_PREFIX`. The file is `--config`, else `LODESTAR_CONFIG`, else
 `lodestar.yml` in the data directory if it exists.
@@ -72,6 +81,8 @@ class Config:
     kafka_prefix: str = ""
     kafka_session_timeout_ms: int = 45_000
     kafka_wire_format: str = LODESTAR
+    schema_registry_url: str | None = None  # an external registry instead of Lodestar's own
+    schema_registry_token: str | None = field(default=None, repr=False)  # its Bearer token (environment only)
     cassandra_keyspace: str = "lodestar"
     cassandra_lease_ttl: int = 10
     opensearch_prefix: str = "lodestar"
@@ -128,6 +139,7 @@ class Config:
                               opensearch_url=str(opensearch.get("url", Endpoints().opensearch_url)))
         values: dict[str, Any] = {key: str(raw[key]) for key in CHOICES if key in raw}
         values.update(_present(kafka_prefix=kafka.get("prefix"), kafka_wire_format=kafka.get("wire_format"),
+                               schema_registry_url=kafka.get("schema_registry_url"),
                                cassandra_keyspace=cassandra.get("keyspace"),
                                opensearch_prefix=opensearch.get("prefix")))
         if kafka.get("session_timeout_ms") is not None:
@@ -143,6 +155,8 @@ class Config:
                                   if env.get(f"LODESTAR_{key.upper()}")}
         values.update(_present(kafka_prefix=env.get("LODESTAR_KAFKA_PREFIX"),
                                kafka_wire_format=env.get("LODESTAR_KAFKA_WIRE_FORMAT"),
+                               schema_registry_url=env.get("LODESTAR_SCHEMA_REGISTRY_URL"),
+                               schema_registry_token=env.get("LODESTAR_SCHEMA_REGISTRY_TOKEN"),
                                cassandra_keyspace=env.get("LODESTAR_CASSANDRA_KEYSPACE"),
                                opensearch_prefix=env.get("LODESTAR_OPENSEARCH_PREFIX")))
         for key, unit in (("kafka_session_timeout_ms", "milliseconds"), ("cassandra_lease_ttl", "seconds"),
@@ -167,6 +181,10 @@ class Config:
         if self.kafka_wire_format not in WIRE_FORMATS:
             raise ConfigError(f"{source}: kafka.wire_format must be one of {', '.join(WIRE_FORMATS)},"
                               f" not {self.kafka_wire_format!r}")
+        if self.schema_registry_url is not None and not re.fullmatch(r"https?://[^/\s]+(/\S*)?",
+                                                                     self.schema_registry_url):
+            raise ConfigError(f"{source}: kafka.schema_registry_url must be an http:// or https:// URL,"
+                              f" not {self.schema_registry_url!r}")
         if self.kafka_prefix and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", self.kafka_prefix):
             raise ConfigError(f"{source}: kafka prefix {self.kafka_prefix!r} may hold only letters, digits, . _ -")
         return self

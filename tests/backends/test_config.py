@@ -56,6 +56,17 @@ def test_the_mcl_wire_format_comes_from_the_file_or_the_environment(tmp_path):
     assert Config.load(path, env={"LODESTAR_KAFKA_WIRE_FORMAT": "lodestar"}).kafka_wire_format == "lodestar"
 
 
+def test_an_external_schema_registry_comes_from_the_file_or_the_environment(tmp_path):
+    path = tmp_path / "lodestar.yml"
+    path.write_text("kafka: {schema_registry_url: 'http://registry:8081'}\n")
+    assert Config.load(env={}).schema_registry_url is None
+    assert Config.load(path, env={}).schema_registry_url == "http://registry:8081"
+    env = {"LODESTAR_SCHEMA_REGISTRY_URL": "https://lodestar:8080/schema-registry/api"}
+    assert Config.load(path, env=env).schema_registry_url == "https://lodestar:8080/schema-registry/api"
+    token = Config.load(path, env={"LODESTAR_SCHEMA_REGISTRY_TOKEN": "s3cret"})
+    assert token.schema_registry_token == "s3cret" and "s3cret" not in repr(token)
+
+
 def test_the_cassandra_lease_ttl_comes_from_the_file_or_the_environment(tmp_path):
     path = tmp_path / "lodestar.yml"
     path.write_text("cassandra: {lease_ttl: 30}\n")
@@ -83,6 +94,10 @@ def test_the_metadata_length_limit_comes_from_the_environment():
     ("kafka: {wire_format: avro}\n", {}, "kafka.wire_format must be one of lodestar, confluent, not 'avro'"),
     ("", {"LODESTAR_KAFKA_WIRE_FORMAT": "Confluent"},
      "the environment: kafka.wire_format must be one of lodestar, confluent, not 'Confluent'"),
+    ("kafka: {schema_registry_url: 'registry:8081'}\n", {},
+     "kafka.schema_registry_url must be an http:// or https:// URL, not 'registry:8081'"),
+    ("", {"LODESTAR_SCHEMA_REGISTRY_URL": "ftp://registry"},
+     "the environment: kafka.schema_registry_url must be an http:// or https:// URL, not 'ftp://registry'"),
     ("cassandra: {lease_ttl: 2.5}\n", {}, "cassandra.lease_ttl must be a positive number of seconds, not 2.5"),
     ("", {"LODESTAR_CASSANDRA_LEASE_TTL": "1"},
      "the environment: cassandra.lease_ttl must be at least 2 seconds (Cassandra counts a TTL in whole seconds),"

@@ -2,8 +2,9 @@
 Kafka event source (its AvroDeserializer reading the schemas from Lodestar's registry at
 /schema-registry/api/) receives the EntityChangeEvents of changes made through Lodestar's REST
 API, and with `kafka.wire_format: confluent` their MCLs too, in order per entity, nothing
-missing. `EventRecorder`, an Action of this module, writes what DataHub's own event classes
-read from each event, one JSON line each."""
+missing; with `kafka.schema_registry_url` naming an external registry (another Lodestar's) the
+schemas are registered and read there. `EventRecorder`, an Action of this module, writes what
+DataHub's own event classes read from each event, one JSON line each."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
+from urllib.request import urlopen
 
 import pytest
 import yaml
@@ -64,30 +67,48 @@ class EventRecorder(Action):
         pass
 
 
-@pytest.fixture(params=["lodestar", "confluent"])
-def lodestar(request, tmp_path: Path, kafka_bootstrap: str) -> Iterator[tuple[ServeProcess, str]]:
+@dataclass(frozen=True)
+class Setup:
+    serve: ServeProcess
+    prefix: str
+    registry: str  # the schema registry's URL
+    external: bool  # another Lodestar's registry, not the server's own
+    confluent: bool  # MCLs in DataHub's format
+
+
+@pytest.fixture(params=["lodestar", "confluent", "confluent, external registry"])
+def lodestar(request, tmp_path: Path, kafka_bootstrap: str) -> Iterator[Setup]:
     """`lodestar serve` on the real Kafka (aspects and read models embedded), with a topic prefix
-    of its own, writing MCLs in each wire format."""
+    of its own, writing MCLs in each wire format, registering schemas in its own registry or in
+    another Lodestar's (the in-process `server`)."""
     prefix = unique_name("actions") + "."
+    wire_format, _, external = request.param.partition(", ")
     env = {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": kafka_bootstrap,
            "LODESTAR_KAFKA_PREFIX": prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000",
-           "LODESTAR_KAFKA_WIRE_FORMAT": request.param}
+           "LODESTAR_KAFKA_WIRE_FORMAT": wire_format}
+    registry = None
+    if external:
+        other = request.getfixturevalue("server")
+        registry = f"{other.url}/schema-registry/api/"
+        env.update(LODESTAR_SCHEMA_REGISTRY_URL=registry, LODESTAR_SCHEMA_REGISTRY_TOKEN=other.token)
     try:
-        with ServeProcess(tmp_path / "data", env) as serve:
-            yield serve, prefix
+        with ServeProcess(tmp_path / "lodestar", env) as serve:  # (the other Lodestar has tmp_path / "data")
+            yield Setup(serve, prefix, registry or f"{serve.url}/schema-registry/api/", bool(external),
+                        wire_format == "confluent")
     finally:
         drop_kafka_names(kafka_bootstrap, prefix)
 
 
-def actions_config(tmp_path: Path, serve: ServeProcess, prefix: str, bootstrap: str, out: Path) -> Path:
+def actions_config(tmp_path: Path, setup: Setup, bootstrap: str, out: Path) -> Path:
     """A pipeline reading the platform events, and the MCLs when they are in DataHub's format."""
+    prefix = setup.prefix
     routes = {"pe": f"{prefix}{topics.PLATFORM_EVENT}"}
-    if serve.env["LODESTAR_KAFKA_WIRE_FORMAT"] == "confluent":
+    if setup.confluent:
         routes["mcl"] = f"{prefix}{topics.MCL_VERSIONED}"
     config = {
         "name": f"{prefix}recorder",  # the pipeline's consumer group
         "source": {"type": "kafka", "config": {
-            "connection": {"bootstrap": bootstrap, "schema_registry_url": f"{serve.url}/schema-registry/api/",
+            "connection": {"bootstrap": bootstrap, "schema_registry_url": setup.registry,
                            "consumer_config": {"auto.offset.reset": "earliest"}},
             "topic_routes": routes}},
         "action": {"type": f"{__name__}:EventRecorder", "config": {"path": str(out)}},
@@ -124,7 +145,7 @@ def apply(serve: ServeProcess, *proposals: dict[str, Any]) -> None:
 
 
 def test_datahub_actions_receives_the_entity_change_events_of_rest_writes(lodestar, kafka_bootstrap, tmp_path):
-    serve, prefix = lodestar
+    serve, prefix = lodestar.serve, lodestar.prefix
     out = tmp_path / "events.jsonl"
     env = {**os.environ, "HOME": str(tmp_path), "DATAHUB_TELEMETRY_ENABLED": "false", "PYTHONPATH": str(ROOT)}
     field = {"fieldPath": "id", "nullable": False, "nativeDataType": "int",
@@ -133,7 +154,7 @@ def test_datahub_actions_receives_the_entity_change_events_of_rest_writes(lodest
               "platformSchema": {"com.linkedin.schema.OtherSchema": {"rawSchema": ""}}, "fields": [field]}
     with open(tmp_path / "actions.out", "wb") as log:
         actions = subprocess.Popen([str(Path(sys.executable).with_name("datahub")), "actions", "-c",
-                                    str(actions_config(tmp_path, serve, prefix, kafka_bootstrap, out))],
+                                    str(actions_config(tmp_path, lodestar, kafka_bootstrap, out))],
                                    cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         apply(serve, mcp(ORDERS, "datasetProperties", {"description": "All orders", "customProperties": {}}),
@@ -157,7 +178,7 @@ def test_datahub_actions_receives_the_entity_change_events_of_rest_writes(lodest
         expected_users = [("LIFECYCLE", "CREATE", None), ("TAG", "ADD", "urn:li:tag:PII"),
                           ("LIFECYCLE", "SOFT_DELETE", None), ("TAG", "REMOVE", "urn:li:tag:PII"),
                           ("LIFECYCLE", "HARD_DELETE", None)]
-        confluent = serve.env["LODESTAR_KAFKA_WIRE_FORMAT"] == "confluent"
+        confluent = lodestar.confluent
         expected = len(expected_orders) + len(expected_users) + (len(ORDERS_MCLS) + len(USERS_MCLS)) * confluent
         events = await_(lambda: (found := [e for e in received(out) if e["entityUrn"] in (ORDERS, USERS)])
                         and len(found) >= expected and found, "the Action to receive every event", WAIT)
@@ -181,3 +202,8 @@ def test_datahub_actions_receives_the_entity_change_events_of_rest_writes(lodest
     assert by_kind[ORDERS, "TECHNICAL_SCHEMA", "ADD", f"urn:li:schemaField:({ORDERS},id)"] == {
         "fieldUrn": f"urn:li:schemaField:({ORDERS},id)", "fieldPath": "id", "nullable": False}
     assert len({e["partition"] for e in changes if e["entityUrn"] == ORDERS}) == 1  # one entity, one partition
+    registered = json.load(urlopen(f"{lodestar.registry}subjects"))
+    assert f"{prefix}{topics.PLATFORM_EVENT}-value" in registered
+    assert any(name.endswith(f"{topics.MCL_VERSIONED}-value") for name in registered) == confluent
+    if lodestar.external:  # nothing in the server's own
+        assert serve.client().call("GET", "/schema-registry/api/subjects") == []
