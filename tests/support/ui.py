@@ -15,7 +15,8 @@ CHROMIUM = "/usr/bin/chromium"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "ui"
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "ui"
 README_SHOTS = {"search", "search-autocomplete", "entity", "entity-read-only", "run", "field", "lineage-run",
-                "field-lineage-simple", "field-lineage-detailed", "search-narrow"}  # docs/ui/<name>.png
+                "lineage-columns", "lineage-100", "field-lineage-simple", "field-lineage-detailed",
+                "search-narrow"}  # docs/ui/<name>.png
 
 
 def signed_in(browser: Browser, server: ServeProcess, token: str, width: int = 1280,

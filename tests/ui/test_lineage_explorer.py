@@ -141,8 +141,10 @@ def test_field_operations_of_runs_as_columns_and_on_the_field_page(page: Page, s
     shot(page, "lineage-columns")
     page.goto(f"{server.url}/#/field/{quote(STORE_ID, safe='')}")  # CDAP's views of the same field
     expect(page.locator("table.field-edges")).to_contain_text("parse, concat, create")
+    shot(page, "field-lineage-simple")
     page.click("text=Detailed view")
     expect(page.locator("table.field-edges tbody tr")).to_have_count(5)
+    shot(page, "field-lineage-detailed")
     page.fill("#window-end", "2015-01-01T00:00")  # before the pipeline's run
     page.get_by_role("button", name="Show").click()
     expect(page.locator("main [role=status]")).to_have_text("No field operations of runs in this window.")
