@@ -8,12 +8,15 @@ best place a term matched (name > schema field name > keyword, tag or property >
 text), exactly before as a prefix. Within a name tier the shorter name comes first, within
 the others the higher BM25 relevance; ties go by URN. Filter-only queries (`tags:pii`, `*`)
 order by URN. Adapters agree on the tiers and on the name-tier order; BM25 is each engine's
-own (SQLite/FTS5: column-weighted, normalised by the whole document, and a very large tier
-goes by the shorter name; OpenSearch: the matched column's BM25), so within the relevance
-tiers equally good hits may come in another order.
+own (SQLite/FTS5: column-weighted, normalised by the whole document, and a tier of more than
+5,000 hits comes in index order, but a name tier of free text alone; OpenSearch: the matched
+column's BM25), so within the relevance tiers equally good hits may come in another order.
 
-Facets are counted over every hit, or, past a sample size, over a sample scaled to the total
-(`facets_sampled`; SQLite samples, OpenSearch counts every hit).
+Totals are exact up to TOTAL_LIMIT hits; past it an adapter may estimate (`total_estimated`;
+SQLite stops counting there and extrapolates from where in its index the last counted hit
+lies, OpenSearch counts every hit). Facets are counted over every hit, or, past a sample size,
+over a sample scaled to the total (`facets_sampled`; SQLite samples, OpenSearch counts every
+hit). So a query's cost is bounded by the page it asks for, not by how many entities match it.
 
 A rebuild (`lodestar replay --topic versioned --into NAME`) writes a staging index beside the
 live one and switches readers to it atomically (`Rebuildable`, mcl_processor/staging.py).
@@ -43,6 +46,7 @@ TAG_FIELDS = frozenset({"tags", "userTags", "systemTags"})
 USER_SCOPE_FIELDS = frozenset({"userTags", "userProperties", "tags"})
 SCOPES = ("USER", "SYSTEM")
 SORTS = ("relevance", "name", "-name", "urn", "-urn")
+TOTAL_LIMIT = 10_000  # totals up to this are exact; past it an adapter may estimate them
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,13 +64,15 @@ class SearchHit:
 
 @dataclass(frozen=True, slots=True)
 class SearchResult:
-    """One page of results. Facet counts cover every hit, or, when `facets_sampled`, a sample
-    of the hits scaled to the total (very broad queries)."""
+    """One page of results. The total is exact, or, when `total_estimated`, an estimate above
+    TOTAL_LIMIT. Facet counts cover every hit, or, when `facets_sampled`, a sample of the hits
+    scaled to the total (very broad queries)."""
 
     total: int
     hits: list[SearchHit]
     facets: dict[str, list[tuple[str, int]]]
     facets_sampled: bool = False
+    total_estimated: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -75,6 +81,7 @@ class SearchResult:
             "facets": {name: [{"value": value, "count": count} for value, count in values]
                        for name, values in self.facets.items()},
             "facetsSampled": self.facets_sampled,
+            "totalEstimated": self.total_estimated,
         }
 
 

@@ -15,12 +15,15 @@ so it evaluates them together with the text query; that encoding is the fragment
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 from typing import Any, NamedTuple
 
 import orjson
 
 from mcl_processor.annotations import REMOVED_FIELD, Annotations, AspectAnnotations, SearchField, simple_id
+from mcl_processor.query_syntax import tokens
 from mcl_processor.search import DESCRIPTION_FIELDS, NAME_FIELD, SCHEMA_FIELDS, TAG_FIELDS, USER_SCOPE_FIELDS, cdap
 from schemas.urns import Urn, UrnError
 
@@ -111,6 +114,23 @@ def everything_token() -> str:
 
 def name_token(lvalue: str) -> str:
     return meta_token(f"@name={lvalue}")
+
+
+def pair_token(first: str, second: str) -> str:
+    """The token of two adjacent words of the schema column (see `pair_tokens`)."""
+    return meta_token(f"@pair={first} {second}")
+
+
+def pair_tokens(schema_text: str) -> list[str]:
+    """The tokens of every two adjacent words of a document's schema column whose words are
+    ASCII once diacritics are dropped, as FTS5's tokenizer drops them: a phrase of a schema
+    filter (`schema:order_id`) must match where its pairs of words are all present, so the
+    index finds those few documents by the pairs instead of checking the words' positions in
+    every document holding both words."""
+    if not schema_text.isascii():
+        schema_text = "".join(c for c in unicodedata.normalize("NFKD", schema_text) if not unicodedata.combining(c))
+    words = tokens(schema_text)
+    return sorted({pair_token(a, b) for a, b in pairwise(words) if a.isascii() and b.isascii()})
 
 
 class _Parts:

@@ -7,7 +7,9 @@ filters), `search_suggestions` (names, field names and tags, for autocomplete) a
 `search_fts` (the merged documents, without CDAP terms; rowid = document id), `search_terms`
 (each document's CDAP terms, for CDAP's search; rowid = document id) and `search_names` (each
 shown document's names with its type and soft-delete tokens; rowid = `names_rowid`, so that
-FTS5's rowid order is the shorter-name order of the name tiers).
+FTS5's rowid order is the shorter-name order of the name tiers) and `search_lexicon` (every
+word of the free-text columns, a row per batch: the words a long prefix starts). The `meta`
+column of `search_fts` also holds a token per pair of adjacent schema words (`pair_tokens`).
 
 A staging model NAME (a rebuild, `lodestar replay --topic versioned --into NAME`) is the same
 tables named `search_*__NAME`; the switch drops the live tables and renames the staging ones in
@@ -42,11 +44,12 @@ from mcl_processor.search.document import (
     everything_token,
     is_derived,
     merge,
+    pair_tokens,
     removed_token,
     tags_of,
     upstream_tags_part,
 )
-from mcl_processor.search.sqlite_query import SqliteSearchQueries, Tables, names_rowid, stored_fragments
+from mcl_processor.search.sqlite_query import PAIRS_MARK, SqliteSearchQueries, Tables, names_rowid, stored_fragments
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {t.docs} (
@@ -74,9 +77,13 @@ CREATE VIRTUAL TABLE IF NOT EXISTS {t.names} USING fts5(
     name, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS {t.terms} USING fts5(meta, detail = column);
+CREATE VIRTUAL TABLE IF NOT EXISTS {t.lexicon} USING fts5(
+    words, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2'
+);
 """
 FTS_OPTIONS = (("hashsize", 16 * 1024 * 1024),)  # large batches flush their pending text less often
 MODEL = "search"
+WORD_COLUMNS = COLUMNS[:4]  # the free-text columns, whose words the lexicon holds (not meta's tokens)
 
 
 class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
@@ -91,7 +98,15 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         self.t = Tables(staging)
         self._owns_aside = aside is None  # a staging index shares the live one's threads
         self._aside = aside or ThreadPoolExecutor(4, thread_name_prefix="search-count")  # SQLite runs without the GIL
+        lexicon_missing = not table_exists(db.writer, self.t.lexicon)
         db.writer.executescript(_SCHEMA.format(t=self.t))
+        if lexicon_missing and db.writer.execute(f"SELECT 1 FROM {self.t.fts} LIMIT 1").fetchone():
+            # an index made before the lexicon (and the word pairs): its words so far
+            words = " || char(10) || ".join(WORD_COLUMNS)
+            db.writer.execute(f"INSERT INTO {self.t.lexicon} (words) SELECT group_concat({words}, char(10))"
+                              f" FROM {self.t.fts} GROUP BY rowid >> 10")  # a row per 1024 documents
+        elif lexicon_missing:  # a new index: every document will have its word pairs
+            self._mark_pairs(db.writer)
         configured = dict(db.writer.execute(f"SELECT k, v FROM {self.t.fts}_config"))
         for option, value in FTS_OPTIONS:
             if configured.get(option) != value:  # only the first opening writes
@@ -174,6 +189,11 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         self._rebuild(conn, {ids[urn]: types[urn] for urn in wanted}, created,
                       {doc_id: [(UPSTREAM_TAGS, fragment)] for doc_id, fragment in added if doc_id in created})
 
+    def _mark_pairs(self, conn: sqlite3.Connection) -> None:
+        """Record in the lexicon that every document of the index has its word pairs' tokens
+        (`document.pair_tokens`): only then may a query look them up."""
+        conn.execute(f"INSERT INTO {self.t.lexicon} (words) VALUES (?)", (PAIRS_MARK,))
+
     def _parts_named(self, conn: sqlite3.Connection, doc_ids: Iterable[int], part: str) -> list[tuple[int, bytes]]:
         """(document id, stored fragment) of the documents holding a part (aspect) of this name."""
         found = []
@@ -229,7 +249,8 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
                 continue
             doc = merge(entity_type, [fragment for _, fragment in fragments[doc_id]])
             updates.append((doc.name, doc.description, 1, int(doc.removed), orjson.dumps(doc.facets), doc_id))
-            fts_rows.append((doc_id, *doc.columns))
+            meta = " ".join((doc.columns[-1], *pair_tokens(doc.columns[1])))
+            fts_rows.append((doc_id, *doc.columns[:-1], meta))
             name_rows.append((names_rowid(doc_id, doc.name), doc.columns[0], doc.name_meta))
             term_rows.append((doc_id, _terms_row(doc)))
         conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
@@ -240,6 +261,9 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         conn.executemany(f"INSERT INTO {self.t.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
         conn.executemany(f"INSERT INTO {self.t.names} (rowid, name, meta) VALUES (?, ?, ?)", name_rows)
         conn.executemany(f"INSERT INTO {self.t.terms} (rowid, meta) VALUES (?, ?)", term_rows)
+        if fts_rows:  # the words of the batch, once: the lexicon's rows are batches, not documents
+            conn.execute(f"INSERT INTO {self.t.lexicon} (words) VALUES (?)",
+                         ("\n".join("\n".join(row[1:1 + len(WORD_COLUMNS)]) for row in fts_rows),))
 
     def _names_rowids(self, conn: sqlite3.Connection, doc_ids: Sequence[int]) -> list[int]:
         """The `search_names` rowids of shown documents."""
@@ -271,7 +295,11 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
     @model_errors
     def clear(self) -> None:
         for table in self.t:
-            self.db.writer.execute(f"DELETE FROM {table}")
+            if table == self.t.lexicon:  # contentless: emptied by a command
+                self.db.writer.execute(f"INSERT INTO {table} ({table}) VALUES ('delete-all')")
+                self._mark_pairs(self.db.writer)
+            else:
+                self.db.writer.execute(f"DELETE FROM {table}")
 
     # -- rebuilds -------------------------------------------------------------------------
 

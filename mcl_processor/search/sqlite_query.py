@@ -1,7 +1,9 @@
 """The query engine of SQLite search (sqlite.py writes the tables it reads): free text in
 tiers (an exact name, every term in the name, then per column exact before prefix matches),
 filters as FTS5 expressions, sorts by name or URN (walking the URN index for many hits),
-facet counts from a sample, autocomplete, and CDAP's search over `search_terms`.
+totals counted up to TOTAL_LIMIT, facet counts from a sample, autocomplete, and CDAP's search
+over `search_terms`. Each reads hits in FTS5's document order up to what its answer needs,
+never all of a broad query's hits (long prefixes become words first: `_phrases`).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from itertools import pairwise
 from typing import TypeVar
 
 import orjson
@@ -17,13 +20,14 @@ import orjson
 from mcl_processor.changes import chunks
 from mcl_processor.query_syntax import Query, parse, tokens
 from mcl_processor.readmodels_db import Database, consistent_read
-from mcl_processor.search import SCOPES, SearchHit, SearchResult, Suggestion, cdap, checked_options
+from mcl_processor.search import SCOPES, TOTAL_LIMIT, SearchHit, SearchResult, Suggestion, cdap, checked_options
 from mcl_processor.search.document import (
     BM25_WEIGHTS,
     TAGS_KEY,
     Fragment,
     everything_token,
     name_token,
+    pair_token,
     property_token,
     removed_token,
     type_token,
@@ -35,13 +39,16 @@ from mcl_processor.staging import staging_name
 TEXT_COLUMNS = "{name schema text keywords}"
 TIERS = ("name", "schema", "keywords", "text")  # where a free-text term matched, best first
 SORT_LIMIT = 2000  # up to this many hits are sorted by URN; more are found by walking the URN index
-WALK_SET_LIMIT = 50_000  # up to this many hits are fetched at once for the walk
+WALK_SET_LIMIT = TOTAL_LIMIT  # up to this many hits are fetched at once for the walk; more are probed
 WALKS = {  # indexed document orders: key columns, ORDER BY, comparison with the last key seen
     "urn": ("urn", "urn", ">"),
     "-urn": ("urn", "urn DESC", "<"),
 }
 RANK_LIMIT = 5000  # a tier with more hits than this orders by the shorter name instead of bm25
 EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact filter tokens
+EXPAND_WORDS = 32  # a prefix starting up to this many indexed words is matched as those words
+PREFIX_INDEXED = 3  # FTS5 keeps an index of the prefixes up to this long (`prefix = '2 3'`)
+PAIRS_MARK = "lodestarwordpairs1"  # in the lexicon of an index whose documents all have their word pairs
 FACET_SAMPLE = 1000  # broader queries count facets on this many hits and scale the counts
 FACET_VALUES = 20
 SUGGESTION_COUNT = 50  # autocomplete counts carriers of a value up to this many
@@ -49,6 +56,7 @@ NAME_LENGTH_LIMIT = (1 << 20) - 1  # longer shown names order as this long
 DOC_ID_MASK = (1 << 32) - 1
 T = TypeVar("T")
 FacetTally = tuple[Counter[tuple[str, str]], int]  # hits of a sample per (facet, value), and the sample's size
+Total = tuple[int, bool]  # a number of hits, and whether it is estimated
 
 
 class Tables:
@@ -57,13 +65,14 @@ class Tables:
 
     def __init__(self, staging: str | None = None):
         suffix = "" if staging is None else f"__{staging_name(staging)}"
-        self.docs, self.versions, self.properties, self.suggestions, self.fts, self.names, self.terms = (
+        self.docs, self.versions, self.properties, self.suggestions, self.fts, self.names, self.terms, self.lexicon = (
             f"search_{table}{suffix}" for table in ("docs", "versions", "properties", "suggestions", "fts", "names",
-                                                    "terms"))
+                                                    "terms", "lexicon"))
 
     def __iter__(self) -> Iterator[str]:
         """Every table, those referring to documents before `docs`."""
-        return iter((self.properties, self.suggestions, self.versions, self.fts, self.names, self.terms, self.docs))
+        return iter((self.properties, self.suggestions, self.versions, self.fts, self.names, self.terms, self.lexicon,
+                     self.docs))
 
 
 class SqliteSearchQueries:
@@ -89,17 +98,20 @@ class SqliteSearchQueries:
             # A sample of exact terms streams: it is read after the count. One of prefix terms
             # evaluates them whole, as the count does: both are read at once (two connections,
             # SQLite runs without the GIL).
-            reads = [hits.count_and_tally] if hits.exact else [hits.count, hits.facet_tally]
+            reads = [hits.total_and_tally] if hits.exact else [hits.total, hits.facet_tally]
             pending = [self._aside.submit(self._in_snapshot, read) for read in reads]
             found = self._hits(conn, _ranked(conn, parsed, hits, start, count), parsed)
             results = [future.result() for future in pending]
-            total, tally = results[0] if hits.exact else results
-            return SearchResult(total, found, *hits.facet_counts(tally, total)) if total else SearchResult(0, found, {})
-        total, tally = hits.count_and_tally(conn)
+            (total, estimated), tally = results[0] if hits.exact else results
+            if not total:
+                return SearchResult(0, found, {})
+            return SearchResult(total, found, *hits.facet_counts(tally, total), total_estimated=estimated)
+        (total, estimated), tally = hits.total_and_tally(conn)
         if total == 0:
             return SearchResult(0, [], {})
         page = hits.page(conn, sort, start, count, total)
-        return SearchResult(total, self._hits(conn, page, parsed), *hits.facet_counts(tally, total))
+        return SearchResult(total, self._hits(conn, page, parsed), *hits.facet_counts(tally, total),
+                            total_estimated=estimated)
 
     @consistent_read
     def select(self, expr: cdap.Expr, exclude: cdap.Expr | None = None, start: int = 0, count: int = 10,
@@ -153,7 +165,8 @@ class SqliteSearchQueries:
             if carriers:
                 found[(lvalue, kind)] = (value, len(carriers))
         if len(found) < limit:  # then values with a later token starting with the prefix
-            matching = f"{{name schema keywords}} : ({_phrase(tuple(wanted), True)}) NOT {_any_of([removed_token()])}"
+            words = _phrases(conn, self.t, tuple(wanted), True)
+            matching = f"{{name schema keywords}} : ({words}) NOT {_any_of([removed_token()])}"
             later: dict[tuple[str, str], tuple[str, set[int]]] = {}
             for doc_id, data in conn.execute(
                     f"SELECT v.doc_id, v.fragment FROM (SELECT rowid FROM {self.t.fts} WHERE {self.t.fts} MATCH ?"
@@ -195,6 +208,32 @@ def names_rowid(doc_id: int, name: str | None) -> int:
 def _phrase(words: tuple[str, ...], prefix: bool) -> str:
     """An FTS5 phrase of sanitised tokens (letters and digits only, each quoted)."""
     return " + ".join(f'"{w}"' for w in words) + (" *" if prefix else "")
+
+
+def _lexicon_words(conn: sqlite3.Connection, t: Tables) -> str:
+    """The (per connection) table of the lexicon's words."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{t.lexicon}_words USING fts5vocab(main, {t.lexicon}, row)")
+    return f"temp.{t.lexicon}_words"
+
+
+def _lexicon_has(conn: sqlite3.Connection, t: Tables, word: str) -> bool:
+    return conn.execute(f"SELECT 1 FROM {_lexicon_words(conn, t)} WHERE term = ?", (word,)).fetchone() is not None
+
+
+def _phrases(conn: sqlite3.Connection, t: Tables, words: tuple[str, ...], prefix: bool) -> str:
+    """The FTS5 phrase of words, the last a prefix or not. A prefix longer than FTS5's prefix
+    index covers becomes the phrases of the indexed words it starts (at most EXPAND_WORDS, read
+    from the lexicon): FTS5 reads a word's hits lazily, in document order, and stops where the
+    page or a capped count does, but merges every hit of every word a prefix starts before it
+    yields the first (a cost that grows with the corpus)."""
+    last = words[-1] if words else ""
+    if not prefix or len(last) <= PREFIX_INDEXED or not last.isascii():
+        return _phrase(words, prefix)
+    started = [row[0] for row in conn.execute(f"SELECT term FROM {_lexicon_words(conn, t)} WHERE term >= ? AND term < ?"
+                                              " LIMIT ?", (last, last + "\U0010ffff", EXPAND_WORDS + 1))]
+    if not started or len(started) > EXPAND_WORDS:
+        return _phrase(words, prefix)
+    return " OR ".join(_phrase((*words[:-1], word), False) for word in started)
 
 
 def _any_of(words: Sequence[str]) -> str:
@@ -242,10 +281,14 @@ class _Hits:
                 sql.append(f" AND rowid IN (SELECT doc_id FROM {t.properties} WHERE key = ? AND lvalue >= ?"
                            f" AND lvalue < ? AND scope IN ({','.join('?' * len(scopes))}))")
                 params.extend([key, flt.value, flt.value + "\U0010ffff", *scopes])
-        parts.extend(f"schema : ({_phrase(term.tokens, term.prefix)})" for term in parsed.schema)
+        parts.extend(f"schema : ({_phrases(conn, t, term.tokens, term.prefix)})" for term in parsed.schema)
+        pairs = [pair_token(a, b) for term in parsed.schema  # a prefix's last word may end further on
+                 for a, b in pairwise(term.tokens[:-1] if term.prefix else term.tokens) if a.isascii() and b.isascii()]
+        if pairs and _lexicon_has(conn, t, PAIRS_MARK):  # the few documents with the pairs, found first
+            parts.append(" AND ".join(_any_of([pair]) for pair in pairs))
         hidden = "" if include_removed else f" NOT {_any_of([removed_token()])}"
         exact = " OR ".join(_phrase(t.tokens, False) for t in parsed.terms if not t.prefix)
-        prefix = " OR ".join(_phrase(t.tokens, True) for t in parsed.terms)
+        prefix = " OR ".join(_phrases(conn, t, term.tokens, True) for term in parsed.terms)
         by_type_only = not (parsed.filters or parsed.tags or parsed.schema or restriction)
         return cls(t, exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only)
 
@@ -264,6 +307,16 @@ class _Hits:
             return conn.execute(self._select("count(*)"), (self.expression, *self.params)).fetchone()[0]
         return conn.execute(f"SELECT count(*) FROM ({self._select()} LIMIT ?)",
                             (self.expression, *self.params, cap)).fetchone()[0]
+
+    def total(self, conn: sqlite3.Connection) -> Total:
+        """How many hits: counted up to TOTAL_LIMIT; past it, estimated from how far into the
+        index (in document id order, in which FTS5 yields hits) the counted ones reach."""
+        counted, last = conn.execute(f"SELECT count(*), max(rowid) FROM ({self._select()} LIMIT ?)",
+                                     (self.expression, *self.params, TOTAL_LIMIT + 1)).fetchone()
+        if counted <= TOTAL_LIMIT:
+            return counted, False
+        documents = conn.execute(f"SELECT max(id) FROM {self.t.docs}").fetchone()[0]
+        return max(counted, round(counted * documents / last)), True
 
     def ranked(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
         """A page by bm25 relevance (column-weighted); ties by URN."""
@@ -340,11 +393,17 @@ class _Hits:
             cursor, batch = tuple(rows[-1][1:]), min(batch * 4, 4096)  # hits may be sparse here: look further
         return page
 
-    def count_and_tally(self, conn: sqlite3.Connection) -> tuple[int, FacetTally]:
-        """The number of hits, and the facet tally of all of them or of a sample (`facet_counts`
-        gives the facets)."""
-        total = self.count(conn)
-        return total, self.facet_tally(conn, exact_first=total > FACET_SAMPLE) if total else (Counter(), 0)
+    def in_index_order(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
+        """A page in document id order (the order documents were first indexed), in which FTS5
+        yields hits: it reads up to the page's end and no further."""
+        return [row[0] for row in conn.execute(self._select() + " ORDER BY rowid LIMIT ? OFFSET ?",
+                                               (self.expression, *self.params, count, start))]
+
+    def total_and_tally(self, conn: sqlite3.Connection) -> tuple[Total, FacetTally]:
+        """The number of hits (`total`), and the facet tally of all of them or of a sample
+        (`facet_counts` gives the facets)."""
+        total = self.total(conn)
+        return total, self.facet_tally(conn, exact_first=total[0] > FACET_SAMPLE) if total[0] else (Counter(), 0)
 
     def facet_tally(self, conn: sqlite3.Connection, exact_first: bool = True) -> FacetTally:
         """How many of up to FACET_SAMPLE hits (every hit when there are no more) carry each
@@ -395,15 +454,16 @@ def _expand(conn: sqlite3.Connection, t: Tables, key: str, prefix: str) -> list[
 def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, count: int) -> list[int]:
     """Page through the tiers, best first: a name equal to a term; names with every term; then,
     per column (name, schema field names, keywords, text), the documents a term matches exactly
-    there, then as a prefix. Name tiers, and tiers of more than RANK_LIMIT hits, order by the
-    shorter name; the others by bm25."""
+    there, then as a prefix. Name tiers order by the shorter name, the others by bm25; a tier of
+    more than RANK_LIMIT hits comes in index order (the order documents were first indexed), but
+    a name tier of free text alone (search_names holds it in shorter-name order)."""
     exact_names = [name_token(t.text) for t in parsed.terms if not t.prefix and t.text]
     not_exact = f" NOT {_any_of(exact_names)}" if exact_names else ""
     tiers: list[tuple[str, bool]] = []
     if exact_names:
         tiers.append((_any_of(exact_names), False))  # such a name is in the name column: the text matches
     if len(parsed.terms) > 1:
-        every = " AND ".join(f"(name : ({_phrase(t.tokens, t.prefix)}))" for t in parsed.terms)
+        every = " AND ".join(f"(name : ({_phrases(conn, hits.t, t.tokens, t.prefix)}))" for t in parsed.terms)
         tiers.append((f"({every}){not_exact}", False))
         not_exact += f" NOT ({every})"
     better = ""
@@ -428,16 +488,18 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
             page.extend(found)
             start = 0
             continue
-        # A tier's size decides between bm25 and name order, and how much of `start` it takes
-        # up; a name tier read from its first hit needs neither.
-        size = within.count(conn, cap=max(start + 1, RANK_LIMIT + 1)) if by_bm25 or start else None
-        if size is not None and start >= size:
+        # A tier's size (counted up to where it matters) decides its order: a small one is ranked
+        # (by bm25, or a name tier by the shorter name), a big one comes in index order, as
+        # ranking it would read every hit; and how much of `start` it takes up.
+        size = within.count(conn, cap=max(start + 1, RANK_LIMIT + 1))
+        if start >= size:
             start -= size
             continue
-        if size is not None and by_bm25 and size <= RANK_LIMIT:
-            page.extend(within.ranked(conn, start, count - len(page)))
-        else:  # evaluating the tier costs more than sorting it: no index order helps here
-            page.extend(within.sorted(conn, "coalesce(length(d.name), 0)", start, count - len(page)))
+        if size <= RANK_LIMIT:
+            page.extend(within.ranked(conn, start, count - len(page)) if by_bm25 else
+                        within.sorted(conn, "coalesce(length(d.name), 0)", start, count - len(page)))
+        else:
+            page.extend(within.in_index_order(conn, start, count - len(page)))
         start = 0
     return page
 

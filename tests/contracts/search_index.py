@@ -159,6 +159,12 @@ class SearchIndexContract:
         assert ORDERS in urns(catalog, "customer_id")
         assert urns(catalog, "schema:email") == [NOTES]
         assert urns(catalog, "schema:nothing") == []
+        assert urns(catalog, "schema:customer_order") == []  # both words, not side by side
+        assert urns(catalog, "schema:customer_i*") == [ORDERS]  # a prefix's last word may go on
+
+    def test_totals_this_small_are_exact(self, catalog):
+        result = catalog.search.query("bulk")
+        assert result.total == 25 and not result.total_estimated and result.to_json()["totalEstimated"] is False
 
     def test_matches_say_which_values_matched(self, catalog):
         hit = catalog.search.query("tier:gold amount").hits[0]

@@ -19,10 +19,12 @@ from mcl_processor.annotations import Annotations
 from mcl_processor.opensearch import indices as opensearch_indices
 from mcl_processor.readmodels_db import FILE_NAME
 from mcl_processor.search import sqlite_query
+from mcl_processor.search.document import pair_tokens
 from mcl_processor.search.opensearch_mapping import index_body
 from schemas.registry import default_registry
 from tests.contracts.search_index import (
     ARCHIVE,
+    ITEMS,
     JOB,
     NOTES,
     ORDERS,
@@ -32,6 +34,7 @@ from tests.contracts.search_index import (
     urns,
 )
 from tests.support.backends import unique_name
+from tests.support.builders import dataset_urn, proposal
 from tests.support.indexed import Indexed
 from tests.support.readmodels import OnOpenSearch, OnSqlite, sqlite_models
 
@@ -138,11 +141,56 @@ class TestSqliteSearchInternals(OnSqlite):
         assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
         assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
 
-    def test_big_tiers_order_by_the_shorter_name(self, catalog, monkeypatch):
+    def test_big_name_tiers_of_free_text_order_by_the_shorter_name(self, catalog, monkeypatch):
         monkeypatch.setattr(sqlite_query, "RANK_LIMIT", 0)  # every tier is big: none is ranked by bm25
         assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]
         assert urns(catalog, "bulk") == sorted(urns(catalog, "bulk"))
         assert [h.urn for h in catalog.search.query("orders", start=2, count=2).hits] == [ARCHIVE, NOTES]
+
+    def test_other_big_tiers_come_in_index_order(self, tmp_path, monkeypatch):
+        harness = Indexed(tmp_path / "data")
+        written = [dataset_urn(f"shop.{name}") for name in ("eeee_x", "ddd_x", "cc_x", "b_x")]  # longest name first
+        harness.write(*[proposal(urn, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}) for urn in written])
+        assert urns(harness, "tags:pii x") == written[::-1]  # a small tier: by the shorter name
+        monkeypatch.setattr(sqlite_query, "RANK_LIMIT", 2)
+        assert urns(harness, "tags:pii x") == written  # a big one: as first indexed, read up to the page only
+        assert [h.urn for h in harness.search.query("tags:pii x", start=1, count=2).hits] == written[1:3]
+        harness.close()
+
+    def test_totals_past_the_limit_are_estimated(self, catalog, monkeypatch):
+        monkeypatch.setattr(sqlite_query, "TOTAL_LIMIT", 10)
+        for sort in ("relevance", "urn"):  # counted beside the ranking, and not
+            broad = catalog.search.query("bulk", sort=sort)
+            assert broad.total > 10 and broad.total_estimated and broad.to_json()["totalEstimated"] is True
+            few = catalog.search.query("orders", sort=sort)
+            assert few.total == 4 and not few.total_estimated
+        assert len(urns(catalog, "bulk")) == 25  # every hit is still found
+
+    def test_long_prefixes_match_as_the_words_they_start(self, catalog, monkeypatch):
+        queries = ("bulk*", "orde*", "archiv*", '"bulk part*"', "schema:custom*", "zebr*", "bulk")
+        expanded = {query: urns(catalog, query) for query in queries}
+        monkeypatch.setattr(sqlite_query, "EXPAND_WORDS", 0)  # every prefix as FTS5's own prefix query
+        assert {query: urns(catalog, query) for query in queries} == expanded
+        assert len(expanded["bulk*"]) == 25 and {ORDERS, ARCHIVE, ITEMS} <= set(expanded["orde*"])
+
+    def test_an_index_made_before_the_lexicon_gets_its_words_and_no_pair_lookups(self, tmp_path):
+        harness = build_catalog(tmp_path / "data", sqlite_models)
+        harness.models.close()
+        db = sqlite3.connect(harness.data_dir / FILE_NAME)
+        for rowid, schema_text, meta in db.execute("SELECT rowid, schema, meta FROM search_fts").fetchall():
+            pairs = set(pair_tokens(schema_text))  # documents indexed before they had their pairs' tokens
+            db.execute("UPDATE search_fts SET meta = ? WHERE rowid = ?",
+                       (" ".join(token for token in meta.split() if token not in pairs), rowid))
+        db.execute("DROP TABLE search_lexicon")
+        db.commit()
+        harness.reopen_models()
+        assert urns(harness, "archiv*") == [ARCHIVE] and len(urns(harness, "bulk*")) == 25
+        assert urns(harness, "schema:customer_id") == [ORDERS]  # by the words' positions: no pairs to look up
+        db.execute("INSERT INTO search_lexicon (words) VALUES (?)", (sqlite_query.PAIRS_MARK,))
+        db.commit()
+        assert urns(harness, "schema:customer_id") == []  # looking the pairs up there would miss it
+        db.close()
+        harness.close()
 
     def test_facets_of_more_hits_than_the_sample_are_counted_on_it_and_scaled(self, catalog, monkeypatch):
         monkeypatch.setattr(sqlite_query, "FACET_SAMPLE", 5)
