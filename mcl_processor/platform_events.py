@@ -87,11 +87,11 @@ class PlatformEventPublisher:
         for record in records:
             try:
                 mcl = _Mcl(self.read(record.value))
-            except EventDecodeError as err:
+                events = entity_change_events(mcl, self.key_aspects)
+            except (ValueError, TypeError, AttributeError) as err:  # EventDecodeError, and what no GMS writes
                 log.warning("no platform events of the record at %s/%d@%d: %s", record.topic, record.partition,
                             record.offset, err)
                 continue
-            events = entity_change_events(mcl, self.key_aspects)
             if len(events) > PER_MCL:
                 log.warning("MCL at %s/%d@%d gives %d events; the first %d are published", record.topic,
                             record.partition, record.offset, len(events), PER_MCL)
@@ -118,9 +118,11 @@ class _Mcl:
     """An MCL record as change_events reads it (values parsed)."""
 
     def __init__(self, mcl: dict[str, Any]):
+        if not isinstance(mcl.get("entityUrn"), str) or mcl["entityUrn"].count(":") < 3:
+            raise EventDecodeError(f"an MCL without an entity URN: {mcl.get('entityUrn')!r}")
         self.urn: str = mcl["entityUrn"]
         self.aspect: str | None = mcl.get("aspectName")
-        self.change_type: str = mcl["changeType"]
+        self.change_type: str = mcl.get("changeType") or "UPSERT"
         self.created: dict[str, Any] | None = mcl.get("created")
         try:
             self.value = _json(mcl.get("aspect"))

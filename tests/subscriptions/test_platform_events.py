@@ -118,10 +118,21 @@ def test_the_publisher_runs_as_its_own_group_and_commits_what_it_published(gms):
         thread.join()
 
 
-def test_an_unreadable_record_is_skipped(gms, caplog):
+def test_unreadable_records_and_mcls_no_gms_writes_are_skipped(gms, caplog):
     changes(gms)
-    gms.log.append(topics.MCL_VERSIONED, [LogMessage(ORDERS, b"\xc3\x01not an " + MCL.encode())])
+    odd = [{"entityUrn": None}, {"aspect": {"value": b"{not json", "contentType": "application/json"}},
+           {"aspectName": "schemaMetadata", "aspect": {"value": b"[1, 2]", "contentType": "application/json"}}]
+    gms.log.append(topics.MCL_VERSIONED, [LogMessage(ORDERS, b"\xc3\x01not an " + MCL.encode())] + [
+        LogMessage(ORDERS, gms.codec.encode(MCL, mcl_record(**fields))) for fields in odd])
     publisher(gms).publish(mcl_records(gms))
     assert of(published(gms), ORDERS) == EXPECTED_ORDERS
-    assert "no platform events of the record" in caplog.text
+    assert caplog.text.count("no platform events of the record") == 3  # the last odd one just says nothing
+
+
+def mcl_record(**fields: Any) -> dict[str, Any]:
+    """An MCL record of ORDERS with `fields` replaced."""
+    return {"entityType": "dataset", "entityUrn": ORDERS, "entityKeyAspect": None, "changeType": "UPSERT",
+            "aspectName": "globalTags", "aspect": None, "systemMetadata": None, "headers": None,
+            "previousAspectValue": None, "previousSystemMetadata": None, "created": {"time": 1, "actor": ACTOR},
+            **fields}
 
