@@ -16,6 +16,10 @@ from ingest.backends.errors import BackendError, BackendFailure, BackendUnavaila
 
 BUSY_TIMEOUT_S = 30  # how long a statement waits for another connection's lock
 WAL_LIMIT_BYTES = 256 << 20  # a write-ahead log past this is started over, then cut back to it
+#: bytes per page of a new `lodestar.db` (aspects and topics; SQLite's default is 4 KiB): versions
+#: and MCLs of a few KB each fit in a page with others instead of spilling to overflow pages, and
+#: a batch's commit writes fewer pages to the write-ahead log (a third of the commit's CPU)
+PAGE_SIZE = 16384
 _BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})  # primary result codes
 
 Adapter = TypeVar("Adapter")

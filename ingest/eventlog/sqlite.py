@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
 
-from ingest.backends.sqlite import WalCheckpointer, WalLimit, connect, translated
+from ingest.backends.sqlite import PAGE_SIZE, WalCheckpointer, WalLimit, connect, translated
 from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for, unseen
 
 _SCHEMA = """
@@ -62,7 +62,7 @@ class SqliteEventLog(EventLog):
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = self._local.conn = connect(self.path)
+            conn = self._local.conn = connect(self.path, PAGE_SIZE)
         return conn
 
     def _offsets(self) -> sqlite3.Connection:

@@ -92,6 +92,19 @@ class AspectStoreContract:
             assert batch.latest(urn, "globalTags").system_metadata == {"version": "1", "lastObserved": 5}
         assert store.get(urn, "globalTags").system_metadata == {"version": "1", "lastObserved": 5}
 
+    def test_a_version_the_batch_wrote_cannot_be_inserted_again_in_it(self, store: AspectStore, urn: str):
+        with store.batch() as batch:
+            assert batch.latest(urn, "status") is None
+            assert batch.insert(row(urn, "status", 1, {"removed": False}), [event(urn, "status v1")])
+            assert not batch.insert(row(urn, "status", 1, {"removed": True}), [event(urn, "loser 1")])
+            batch.prefetch(urn, 2)
+            assert not batch.insert(row(urn, "status", 1, {"removed": True}), [event(urn, "loser 2")])
+            assert batch.insert(row(urn, "status", 2, {"removed": True}), [event(urn, "status v2")])
+            assert batch.latest(urn, "status").version == 2
+        assert [(h.version, h.value) for h in store.history(urn, "status")] == [(1, {"removed": False}),
+                                                                              (2, {"removed": True})]
+        assert [label for _, label in pending_of(store, {urn})] == ["status v1", "status v2"]
+
     def test_unknown_entities_and_aspects_read_as_absent(self, store: AspectStore, urn: str):
         assert store.get(urn, "status") is None
         assert store.history(urn, "status") == []

@@ -21,12 +21,14 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) 
 
 
 class ServeProcess:
-    """`lodestar serve` on a free port; `start()` returns once /health answers. What it prints
+    """`lodestar serve` (or `command`, e.g. `gms`) on a free port; `start()` returns once /health
+    answers. What it prints
     (the banner, errors, the access log) goes to a file beside the data directory, read by
     `output()`: a pipe nobody reads would stall the server once full."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *extra: str):
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *extra: str, command: str = "serve"):
         self.data_dir = data_dir
+        self.command = command
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **(env or {})}
@@ -37,7 +39,7 @@ class ServeProcess:
     def start(self) -> ServeProcess:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [*LODESTAR, "serve", "--data-dir", str(self.data_dir), "--port", str(self.port),
+                [*LODESTAR, self.command, "--data-dir", str(self.data_dir), "--port", str(self.port),
                  "--admin-token", TOKEN, *self.extra],
                 env=self.env, stdout=out, stderr=subprocess.STDOUT,
             )
@@ -45,13 +47,13 @@ class ServeProcess:
         deadline = time.monotonic() + 30
         while True:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"lodestar serve exited {self.proc.returncode}: {self.output()}")
+                raise RuntimeError(f"lodestar {self.command} exited {self.proc.returncode}: {self.output()}")
             try:
                 if client.request("GET", "/health")[0] == 200:
                     return self
             except LodestarError:
                 pass
-            assert time.monotonic() < deadline, "lodestar serve did not become healthy"
+            assert time.monotonic() < deadline, f"lodestar {self.command} did not become healthy"
             time.sleep(0.05)
 
     def output(self) -> str:
