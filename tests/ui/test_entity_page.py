@@ -10,7 +10,7 @@ from urllib.parse import quote
 
 import pytest
 from datahub.emitter.mce_builder import make_schema_field_urn
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from ingest.rest import RestClient
 from tests.support.access_fixtures import principal_with_grants
@@ -309,5 +309,34 @@ def test_a_reader_sees_the_header_without_edit_controls(browser: Browser, server
     expect(head.locator(".read-only")).to_be_visible()
     assert RestClient(server.url, reader).request("GET", f"/v1/ui/privileges?urn={quote(orders, safe='')}")[1][
         "privileges"] == ["READ"]
+    page.context.close()
+    assert errors == []
+
+
+def test_a_page_left_while_loading_does_not_replace_the_next(page: Page, server: ServeProcess, orders: str) -> None:
+    held: list[Route] = []
+    entity = f"/v1/entities/{encoded(orders)}"
+    page.route(lambda url: url.endswith(entity), lambda route: held.append(route))  # answered once the next page shows
+    page.goto(entity_url(server, orders))
+    expect(page.get_by_text("Loading…")).to_be_visible()
+    page.goto(f"{server.url}/#/search?q=purchases")
+    expect(page.locator(".result-link").first).to_have_text("purchases")
+    assert held, "the entity page asked for its entity"
+    # once the late page has rendered, its timeline asks for versions
+    with page.expect_request(lambda request: "/versions" in request.url):
+        for route in held:
+            route.continue_()
+    expect(page.locator(".entity-head")).to_have_count(0)
+    expect(page.locator("#q")).to_have_value("purchases")
+
+
+def test_the_page_fits_a_narrow_window(browser: Browser, server: ServeProcess, orders: str) -> None:
+    page, errors = signed_in(browser, server, TOKEN, width=420)
+    page.goto(entity_url(server, orders))
+    expect(page.locator(".timeline-entry").first).to_be_visible()
+    expect(page.locator(".lineage-marker")).to_have_count(1)
+    page.wait_for_load_state("networkidle")
+    assert_fits(page, 420, "a DataHub dataset's page")
+    shot(page, "entity-narrow")
     page.context.close()
     assert errors == []

@@ -22,16 +22,16 @@ function urnOf(raw) {
 }
 
 // A page for a URN: "Not a valid URN" when the address does not decode to one.
-const urnRoute = (page) => (m, q) => {
+const urnRoute = (page) => (view, m, q) => {
   const urn = urnOf(m[1]);
-  return urn === null ? invalidUrnPage(main, m[1]) : page(main, urn, q);
+  return urn === null ? invalidUrnPage(view, m[1]) : page(view, urn, q);
 };
 
 const ROUTES = [
   [/^#\/entity\/(.+)$/, urnRoute(entityPage)],
   [/^#\/lineage\/(.+)$/, urnRoute(lineagePage)],
   [/^#\/field\/(.+)$/, urnRoute(fieldPage)],
-  [/^#\/search$/, (m, q) => searchPage(main, q)],
+  [/^#\/search$/, (view, m, q) => searchPage(view, q)],
 ];
 
 // What only a signed-in user has: Sign out, the "/" hint.
@@ -48,7 +48,11 @@ function route() {
   for (const [pattern, render] of ROUTES) {
     const match = pattern.exec(path);
     if (match) {
-      Promise.resolve().then(() => render(match, query)).catch((err) => replace(main, errorBox(err)));
+      // each visit renders into a view of its own: a page still loading when the address
+      // changes fills a detached view, never the page shown after it
+      const view = h("div", { class: "view" });
+      replace(main, view);
+      Promise.resolve().then(() => render(view, match, query)).catch((err) => replace(view, errorBox(err)));
       return;
     }
   }
