@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import cache
 from typing import Any, Protocol
 
 from mcl_processor.aspect_facts import CATEGORIES, Extractor, Fact
@@ -64,15 +65,21 @@ def entity_change_events(change: MclChange, key_aspects: frozenset[str]) -> list
     before = change.previous_value
     after = None if change.change_type == "DELETE" else change.value
     found = [*_lifecycle(change.urn, change.aspect, before, after, key_aspects)]
-    for category, facts_category in _FACT_CATEGORIES.items():
-        for aspect, extractor in CATEGORIES[facts_category]:
-            if aspect == change.aspect or (aspect == "*Properties" and change.aspect.endswith("Properties")):
-                found += _diff(category, change.urn, extractor, before, after)
+    for category, extractor in _extractors(change.aspect):
+        found += _diff(category, change.urn, extractor, before, after)
     return [_event(entity, category, operation, modifier, parameters, stamp)
             for entity, category, operation, modifier, parameters in found]
 
 
 Found = tuple[str, str, str, str | None, dict[str, Any]]  # entity, category, operation, modifier, parameters
+
+
+@cache
+def _extractors(aspect: str) -> tuple[tuple[str, Extractor], ...]:
+    """(category, extractor) of each category that reads an aspect, in the categories' order."""
+    return tuple((category, extractor) for category, facts_category in _FACT_CATEGORIES.items()
+                 for name, extractor in CATEGORIES[facts_category]
+                 if name == aspect or (name == "*Properties" and aspect.endswith("Properties")))
 
 
 def _lifecycle(urn: str, aspect: str, before: Any, after: Any, key_aspects: frozenset[str]) -> Iterator[Found]:
