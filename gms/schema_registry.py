@@ -150,15 +150,18 @@ class SchemaRegistry:
 
     def find(self, schema: str, schema_type: str = "AVRO") -> int | None:
         """The id of a registered schema, or None."""
-        compact, fingerprint = canonical(schema, schema_type)
+        schema_id = self.planned_id(schema, schema_type)
+        return schema_id if self._read(f"{SCHEMA_PREFIX}{schema_id}", INFO) is not None else None
+
+    def planned_id(self, schema: str, schema_type: str = "AVRO") -> int:
+        """The id a registration of the schema gets as the store is now: its own if registered,
+        else the first free id of its probe."""
+        _, fingerprint = canonical(schema, schema_type)
         schema_id = first_id(fingerprint)
-        while True:
-            info = self._read(f"{SCHEMA_PREFIX}{schema_id}", INFO)
-            if info is None:
-                return None
-            if info.get("fingerprint") == fingerprint:
-                return schema_id
+        while (info := self._read(f"{SCHEMA_PREFIX}{schema_id}", INFO)) is not None \
+                and info.get("fingerprint") != fingerprint:
             schema_id = schema_id % MAX_ID + 1
+        return schema_id
 
     def compatibility(self, subject: str | None) -> str | None:
         """A subject's level (None: it has none of its own), or the global one (default BACKWARD)."""
@@ -264,4 +267,15 @@ def store_reader(store: Any) -> Callable[..., Any]:
     return read
 
 
-__all__ = ["ProposalFailed", "RegisteredSchema", "RegistryError", "SchemaRegistry", "store_reader"]
+def schema_lookup(store: Any) -> Callable[[int], str | None]:
+    """`lookup(id)`: a registered schema's text read from an aspect store (None: no such id), for
+    readers of Confluent-framed records that run apart from GMS (schemas.mcl_wire.MclReader)."""
+    read = store_reader(store)
+
+    def lookup(schema_id: int) -> str | None:
+        info = read(f"{SCHEMA_PREFIX}{schema_id}", INFO)
+        return None if info is None else info["schema"]
+    return lookup
+
+
+__all__ = ["ProposalFailed", "RegisteredSchema", "RegistryError", "SchemaRegistry", "schema_lookup", "store_reader"]

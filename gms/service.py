@@ -72,7 +72,7 @@ class Gms:
         #: what the MCP consumer reads: Lodestar's MCPs, DataHub's MCPs and MCEs in Confluent framing
         self.proposal_reader = ProposalReader(self.codec, self.registry, self.schema_registry)
         #: reads MCLs of both wire formats, Confluent's writer schemas from the registry
-        self.mcl_reader = MclReader(self.codec, self._schema_text)
+        self.mcl_reader = MclReader(self.codec, self.schema_text)
         self.wire_format = wire_format
         if wire_format == CONFLUENT:
             self.writes.encode_mcl = mcl_encoder(CONFLUENT, self._register_mcl_schema())
@@ -83,14 +83,18 @@ class Gms:
         self.authorize_consumed = False
         self.relay.publish_pending()  # whatever a previous process committed but did not publish
 
-    def _schema_text(self, schema_id: int) -> str | None:
+    def schema_text(self, schema_id: int) -> str | None:
+        """The text of a schema in the registry (None: no such id): the lookup of MCL readers."""
         found = self.schema_registry.schema(schema_id)
         return None if found is None else found.schema
 
     def _register_mcl_schema(self) -> int:
-        """The id of DataHub's MCL schema, registered under both MCL topics' subjects (on the
-        first start: its own few MCLs are written before the switch, in Lodestar's format)."""
+        """The id of DataHub's MCL schema, registered under both MCL topics' subjects. The
+        registration's own MCLs are written with the id it is about to get (another instance
+        registering a colliding schema in that instant is the one case where they would not be)."""
         text = datahub_mcl_schema().text
+        if isinstance(self.schema_registry, SchemaRegistry):  # (an external one writes no MCLs)
+            self.writes.encode_mcl = mcl_encoder(CONFLUENT, self.schema_registry.planned_id(text))
         ids = {self.schema_registry.register(SYSTEM_ACTOR, subject(topic), text) for topic in topics.MCL_TOPICS}
         (schema_id,) = ids
         return schema_id

@@ -24,8 +24,13 @@ log is kept for that, and handed out before the log is polled again.
 oldest record held), "earliest", "latest", or a time (a datetime, or epoch milliseconds): the
 first record appended at or after it. Any start but "committed" overrides the group's offsets.
 
-Every MCL writer schema ever used is decoded (see schemas.events); a record that is no
-readable MCL is logged with its position and skipped.
+MCLs of both wire formats are read (schemas.mcl_wire): Lodestar's own (every writer schema
+ever used, see schemas.events) and DataHub's schema in Confluent's framing, whose writer schema
+is looked up by id in `schema_registry` (a registry's URL, e.g. Lodestar's
+`http://<host>:<port>/schema-registry/api`, or a function id -> schema text; without one, the
+id Lodestar's registry gives DataHub's MCL schema is read as it). A record that is no readable
+MCL is logged with its position and skipped; a registry that does not answer raises
+BackendUnavailable out of the iteration (nothing is skipped, nothing committed past it).
 """
 
 from __future__ import annotations
@@ -47,9 +52,9 @@ import orjson
 from ingest import topics as topic_names
 from ingest.eventlog import EventLog, LogRecord
 from ingest.eventlog.loop import ConsumeLoop, Pipeline
-from schemas.events import MCL, EventCodec, EventDecodeError, default_codec
-from schemas.projection import projection
-from schemas.registry import load_named_types
+from ingest.schema_lookup import registry_lookup
+from schemas.events import EventCodec, EventDecodeError
+from schemas.mcl_wire import Lookup, MclReader
 
 log = logging.getLogger(__name__)
 MCL_TOPICS = (topic_names.MCL_VERSIONED, topic_names.MCL_TIMESERIES)
@@ -110,11 +115,10 @@ class Change:
                 "headers": self.headers, "created": self.created}
 
 
-def decode_change(codec: EventCodec, record: LogRecord) -> Change:
-    """The Change an MCL record carries; raises EventDecodeError when it is none."""
-    type_name, mcl = codec.decode(record.value)
-    if type_name != MCL:
-        raise EventDecodeError(f"a {type_name}, not a MetadataChangeLog")
+def decode_change(reader: MclReader | EventCodec, record: LogRecord) -> Change:
+    """The Change an MCL record (of either wire format) carries; raises EventDecodeError when it
+    is none. Given an EventCodec: see MclReader without a lookup."""
+    mcl = (reader if isinstance(reader, MclReader) else MclReader(reader)).decode(record.value)
     try:
         value = _json(mcl.get("aspect"))
         previous = _json(mcl.get("previousAspectValue"))
@@ -176,22 +180,21 @@ class ChangeFilter:
 
 class Peek:
     """The four fields a filter decides on (entity type, URN, change type, aspect), read from
-    the start of an MCL of the current writer schema without decoding the rest (values,
-    previous values, metadata): a filtered subscription fully decodes only what passes."""
+    the start of an MCL of Lodestar's current writer schema or DataHub's without decoding the
+    rest (values, previous values, metadata): a filtered subscription fully decodes only what
+    passes."""
 
-    def __init__(self, codec: EventCodec):
-        self._head = codec.head(MCL)
-        named = load_named_types()
-        self._project = projection(named[MCL], named, {name: True for name in _PEEKED})
+    def __init__(self, reader: MclReader):
+        self._project = reader.projector({name: True for name in _PEEKED})
 
     def admits(self, change_filter: ChangeFilter, record: LogRecord) -> bool:
         """False when the record surely does not pass the filter; True when it may (also when
         it is of an older writer schema, or unreadable: the full decode decides and says why)."""
-        if record.value[:10] != self._head:
-            return True
         try:
-            mcl = self._project(record.value[10:])
-        except (IndexError, UnicodeDecodeError):
+            mcl = self._project(record.value)
+        except (IndexError, UnicodeDecodeError, EventDecodeError):
+            return True
+        if mcl is None:
             return True
         return change_filter.admits_fields(mcl["entityType"], mcl["entityUrn"] or record.key, mcl["aspectName"],
                                            mcl["changeType"])
@@ -220,10 +223,11 @@ class _Reader(Pipeline[list[LogRecord]]):
 
     def __init__(self, log_: EventLog, group: str, topics: Sequence[str], change_filter: ChangeFilter,
                  start: Start, max_records: int, poll_timeout: float, codec: EventCodec | None,
-                 commit_interval: float | None):
+                 schema_registry: str | Lookup | None, commit_interval: float | None):
         self.group = group
         self.filter = change_filter
-        self.codec = codec or default_codec()
+        lookup = registry_lookup(schema_registry) if isinstance(schema_registry, str) else schema_registry
+        self.reader = MclReader(codec, lookup)
         self.loop = ConsumeLoop(log_, group, topics, start=start_positions(log_, topics, start),
                                 max_records=max_records, poll_timeout=poll_timeout, commit_interval=commit_interval,
                                 on_commit=self._committed)
@@ -242,7 +246,7 @@ class _Reader(Pipeline[list[LogRecord]]):
 
     def refilter(self, change_filter: ChangeFilter) -> None:
         self.filter = change_filter
-        self.peek = (self.peek or Peek(self.codec)) if change_filter.needs_body else None
+        self.peek = (self.peek or Peek(self.reader)) if change_filter.needs_body else None
         if self.at < len(self.batch):  # held, not processed yet: judged again by this filter
             self.batch[self.at:] = [(record, self._change(record)) for record, _ in self.batch[self.at:]]
 
@@ -268,7 +272,7 @@ class _Reader(Pipeline[list[LogRecord]]):
                                                                                                       record)):
             return None
         try:
-            change = decode_change(self.codec, record)
+            change = decode_change(self.reader, record)
         except EventDecodeError as err:
             log.warning("skipping record at %s/%d@%d: %s", record.topic, record.partition, record.offset, err)
             return None
@@ -323,7 +327,9 @@ class _Base:
     LIKE); start ("committed", "earliest", "latest", a datetime or epoch milliseconds); topics
     (default both MCL topics); auto_commit and commit_interval (seconds); max_records and
     poll_timeout of each poll; handle_signals (SIGINT/SIGTERM stop the iteration when it runs in
-    the main thread); codec (default: every known MCL writer schema); on_poll, a function called
+    the main thread); codec (default: every known writer schema of Lodestar's MCLs);
+    schema_registry (a registry URL or a function id -> schema text, for Confluent-framed MCLs:
+    see the module docstring); on_poll, a function called
     with no arguments by the iterating thread (or event loop) after the records of each poll were
     handed out, also when a poll found none (e.g. to commit work other threads finished)."""
 
@@ -331,14 +337,15 @@ class _Base:
                  change_types: Iterable[str] = (), urn_pattern: str | None = None, start: Start = "committed",
                  topics: Sequence[str] = MCL_TOPICS, auto_commit: bool = True, commit_interval: float = 1.0,
                  max_records: int = 1000, poll_timeout: float = 0.5, handle_signals: bool = True,
-                 codec: EventCodec | None = None, on_poll: Callable[[], object] | None = None):
+                 codec: EventCodec | None = None, schema_registry: str | Lookup | None = None,
+                 on_poll: Callable[[], object] | None = None):
         self.filter = ChangeFilter.of(entity_types, aspects, change_types, urn_pattern)
         self.on_poll = on_poll
         self.auto_commit = auto_commit
         self.handle_signals = handle_signals
         self._stop = threading.Event()
         self._reader = _Reader(log_, group, topics, self.filter, start, max_records, poll_timeout, codec,
-                               commit_interval if auto_commit else None)
+                               schema_registry, commit_interval if auto_commit else None)
 
     def refilter(self, entity_types: Iterable[str] = (), aspects: Iterable[str] = (),
                  change_types: Iterable[str] = (), urn_pattern: str | None = None) -> None:

@@ -42,7 +42,7 @@ def open_gms(config: Config, data_dir: Path, limits: Limits | None = None, proce
     data_dir.mkdir(parents=True, exist_ok=True)
     log_ = open_event_log(config, data_dir)
     try:
-        store = _open_store(config, data_dir, process)
+        store = open_store(config, data_dir, process)
     except BaseException:
         log_.close()
         raise
@@ -72,7 +72,9 @@ def open_event_log(config: Config, data_dir: Path) -> EventLog:
     return SqliteEventLog(data_dir / DATABASE)
 
 
-def _open_store(config: Config, data_dir: Path, process: str) -> AspectStore:
+def open_store(config: Config, data_dir: Path, process: str) -> AspectStore:
+    """The configured aspect store (for its MCLs, the configured event log gets them through the
+    outbox); `process` as for open_gms."""
     if config.aspect_store == "cassandra":
         from gms.store.cassandra import CassandraAspectStore
 

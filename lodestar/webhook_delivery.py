@@ -153,7 +153,7 @@ class WebhookDispatcher:
     def run(self, handle_signals: bool = True) -> None:
         """Deliver until stop() (or SIGINT/SIGTERM, in the main thread)."""
         with subscribe(self.gms.log, self.group, handle_signals=handle_signals, poll_timeout=0.2,
-                       auto_commit=False, on_poll=self._commit) as subscription:
+                       auto_commit=False, on_poll=self._commit, schema_registry=self.gms.schema_text) as subscription:
             self._subscription = subscription
             try:
                 if self.stopping.is_set():

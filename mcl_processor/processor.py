@@ -30,9 +30,9 @@ from mcl_processor.decode import MclDecoder
 from mcl_processor.metrics import INDEX_SECONDS, INDEXED
 from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.restore import restore
-from mcl_processor.workers import Decoded, decode, decode_in_worker, default_workers, pool
+from mcl_processor.workers import Decoded, decode, decode_in_worker, default_workers, pool, resolved
 from schemas.events import EventCodec
-from schemas.mcl_wire import MclReader, UnresolvedSchema
+from schemas.mcl_wire import MclReader
 from schemas.registry import EntityRegistry
 
 log = logging.getLogger(__name__)
@@ -61,15 +61,13 @@ class MclProcessor:
         """Apply records to every read model in one transaction (poison records are skipped);
         `decoded`: the records decoded ahead (see workers.decode); `read_models`: others than
         the processor's (a rebuild's staging models)."""
-        if decoded is None:
-            decoded = decode(self.decoder, None, [record.value for record in records])
+        values = [record.value for record in records]
+        decoded = decode(self.decoder, None, values) if decoded is None else resolved(self.decoder, values, decoded)
         changes: list[AspectChange] = []
         series: list[TimeseriesPoint | TimeseriesDeletion] = []
         started = time.perf_counter()
         with collector_paused():
             for record, item in zip(records, decoded, strict=True):
-                if isinstance(item, UnresolvedSchema):  # a worker's: its schema is looked up here
-                    (item,) = decode(self.decoder, None, [record.value])
                 if isinstance(item, AspectChange):
                     changes.append(item)
                 elif isinstance(item, TimeseriesPoint | TimeseriesDeletion):

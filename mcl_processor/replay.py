@@ -36,7 +36,7 @@ from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPo
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 from mcl_processor.rebuild import Rebuild
-from mcl_processor.workers import Decoded, ahead, decode, decode_in_worker, in_thread, pool
+from mcl_processor.workers import Decoded, ahead, decode, decode_in_worker, in_thread, pool, resolved
 
 BATCH = 5000
 PREFETCH = 2  # batches read (and decoded) ahead of the one being applied
@@ -219,6 +219,7 @@ class Replay:
     def apply(self, records: Sequence[LogRecord], decoded: Sequence[Decoded]) -> int:
         """Apply a batch; `decoded`: its records that pass the key filter, decoded."""
         kept = [r for r in records if self.filters.keeps_key(r.key)]
+        decoded = resolved(self.processor.decoder, [r.value for r in kept], decoded)
         pairs = [(r, item) for r, item in zip(kept, decoded, strict=True) if self.filters.keeps(item)]
         pairs = [(r, item) for r, item in pairs if not isinstance(item, TimeseriesPoint) or not self._gone(item.urn)]
         self.processor.process([r for r, _ in pairs], [item for _, item in pairs], self.target)

@@ -90,6 +90,13 @@ def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[byte
     return out
 
 
+def resolved(decoder: MclDecoder, values: Sequence[bytes], decoded: Sequence[Decoded]) -> list[Decoded]:
+    """What workers decoded, with the records they could not resolve (UnresolvedSchema)
+    decoded here, where the decoder may look their schemas up."""
+    return [decode(decoder, None, [value])[0] if isinstance(item, UnresolvedSchema) else item
+            for value, item in zip(values, decoded, strict=True)]
+
+
 # A batch decoded or prepared makes some 100,000 containers and no garbage cycles: the workers
 # pause the cyclic collector meanwhile (its scans of them took a tenth of a worker's time).
 @collector_paused()

@@ -7,6 +7,7 @@ import functools
 import sys
 import uuid
 from collections.abc import Callable
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -66,6 +67,24 @@ def open_log(args: argparse.Namespace) -> EventLog:
         raise CliError(str(err)) from None
 
 
+def schema_lookup(args: argparse.Namespace) -> tuple[Callable[[int], str | None], Callable[[], None]]:
+    """Where Confluent-framed MCLs' writer schemas are found: --schema-registry's URL, else the
+    registry kept in the configured aspect store; and what closes it."""
+    from gms.schema_registry import schema_lookup as stored_schemas
+    from ingest.backends.errors import BackendError
+    from ingest.schema_lookup import registry_lookup
+    from lodestar.assembly import open_store
+    from lodestar.cli.common import CliError, config_of
+
+    if args.schema_registry:
+        return registry_lookup(args.schema_registry), lambda: None
+    try:
+        store = open_store(config_of(args), Path(args.data_dir), "tail")
+    except BackendError as err:
+        raise CliError(str(err)) from None
+    return stored_schemas(store), store.close
+
+
 def check_filters(args: argparse.Namespace) -> None:
     """Entity types, aspects and change types must be known: a typo would silently match nothing."""
     from lodestar.cli.common import CliError
@@ -96,23 +115,25 @@ def cmd_tail(args: argparse.Namespace) -> int:
         parse_time(args.start, "--from")
     if args.group is None and start == "committed":
         start = "latest"
-    log_ = open_log(args)
-    try:
+    with ExitStack() as closing:
+        log_ = open_log(args)
+        closing.callback(log_.close)
+        lookup, close_lookup = schema_lookup(args)
+        closing.callback(close_lookup)
         options: dict[str, Any] = {
             "entity_types": args.entity_type or (), "aspects": args.aspect or (),
             "change_types": args.change_type or (), "urn_pattern": args.urn_like, "start": start,
             "topics": TOPICS[args.topic], "auto_commit": args.group is not None,
-            "commit_interval": args.commit_interval}
-        with subscribe(log_, args.group or f"lodestar-tail-{uuid.uuid4().hex}", **options) as subscription:
-            out = sys.stdout
-            for change in subscription:
-                out.write(orjson.dumps(change.to_json()).decode() if args.json else line_of(change))
-                out.write("\n")
-                out.flush()
-    except BrokenPipeError:
-        sys.stdout = None  # type: ignore[assignment]  # the reader left (`| head`): nothing more to say
-    finally:
-        log_.close()
+            "commit_interval": args.commit_interval, "schema_registry": lookup}
+        try:
+            with subscribe(log_, args.group or f"lodestar-tail-{uuid.uuid4().hex}", **options) as subscription:
+                out = sys.stdout
+                for change in subscription:
+                    out.write(orjson.dumps(change.to_json()).decode() if args.json else line_of(change))
+                    out.write("\n")
+                    out.flush()
+        except BrokenPipeError:
+            sys.stdout = None  # type: ignore[assignment]  # the reader left (`| head`): nothing more to say
     return 0
 
 
@@ -133,6 +154,9 @@ def register(sub: Any) -> None:
     tail.add_argument("--json", action="store_true", help="one JSON object per line")
     tail.add_argument("--commit-interval", type=float, default=1.0, metavar="SECONDS",
                       help="with --group: commit what was printed this often, and on exit (default 1)")
+    tail.add_argument("--schema-registry", metavar="URL",
+                      help="where the writer schemas of Confluent-framed MCLs are (a schema registry's URL;"
+                           " default: the registry kept in the configured aspect store)")
     tail.add_argument("--data-dir", default=str(default_data_dir()))
     tail.add_argument("--config", help="lodestar.yml choosing adapters and endpoints")
     tail.set_defaults(func=cmd_tail)

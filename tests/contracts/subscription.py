@@ -354,14 +354,16 @@ class SubscriptionContract(ABC):
                 "entityType": "dataset", "entityUrn": ORDERS, "changeType": "UPSERT", "aspectName": aspect,
                 "aspect": {"value": b'{"tags": []}', "contentType": "application/json"}})
             return LogMessage(ORDERS, value[:value.index(aspect.encode()) + len(aspect) + 3])
+        part = partition_for(ORDERS, gms.log.partitions(topics.MCL_VERSIONED))
+        first = gms.log.end_offset(topics.MCL_VERSIONED, part)
         gms.log.append(topics.MCL_VERSIONED, [truncated("datasetProperties"), truncated("globalTags")])
+        passing = gms.log.read(topics.MCL_VERSIONED, part, first, 2)[1].offset
         gms.apply([proposal(ORDERS, "globalTags", {"tags": [{"tag": TAG}]})], ACTOR)
         with caplog.at_level("WARNING", logger="ingest.subscribe"):
             (change,) = take(self.sub(gms, start="earliest", aspects=["globalTags"]), 1)
         assert change.value == {"tags": [{"tag": TAG}]}
-        part = partition_for(ORDERS, gms.log.partitions(topics.MCL_VERSIONED))
         assert [r.getMessage().split(":")[0] for r in caplog.records] == [  # only the one that passed was decoded
-            f"skipping record at {topics.MCL_VERSIONED}/{part}@1"]
+            f"skipping record at {topics.MCL_VERSIONED}/{part}@{passing}"]
 
     def tail(self, data_dir: Path, *args: str, json_lines: bool = True) -> subprocess.Popen:
         return subprocess.Popen([*LODESTAR, "tail", "--data-dir", str(data_dir), *(["--json"] * json_lines), *args],

@@ -1,7 +1,8 @@
 """Replay of the MCL topics for backfill (mcl_processor.replay, `lodestar replay`): a rebuild into
 a fresh timeseries model equals the live one and is switched to atomically, replays are
 idempotent, a replay beside live ingestion loses and doubles nothing, retention is noticed,
-a killed replay resumes. On the embedded log and read models, and on Kafka and OpenSearch."""
+a killed replay resumes. On the embedded log and read models, and on Kafka and OpenSearch; the
+command also on MCLs in Confluent's framing."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class TestReplayEmbedded(OnSqlite, ReplayContract):
 
 
 class KafkaLog:
+    wire_format = "lodestar"  # of the MCLs GMS writes
+
     @pytest.fixture(autouse=True)
     def _kafka(self, kafka_bootstrap: str) -> Iterator[None]:
         self.bootstrap, self.prefix = kafka_bootstrap, unique_name("replay") + "-"
@@ -37,11 +40,12 @@ class KafkaLog:
     def open_gms(self, data_dir: Path) -> Gms:
         data_dir.mkdir(parents=True, exist_ok=True)
         return Gms(SqliteAspectStore(data_dir / "lodestar.db"),
-                   KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT))
+                   KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT),
+                   wire_format=self.wire_format)
 
     def cli_env(self) -> dict[str, str]:
         return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": self.bootstrap,
-                "LODESTAR_KAFKA_PREFIX": self.prefix}
+                "LODESTAR_KAFKA_PREFIX": self.prefix, "LODESTAR_KAFKA_WIRE_FORMAT": self.wire_format}
 
 
 class TestReplayOnKafkaAndOpenSearch(KafkaLog, OnOpenSearch, ReplayContract):
@@ -55,6 +59,12 @@ class TestReplayCommandEmbedded(ReplayCommandContract):
 
 class TestReplayCommandOnKafka(KafkaLog, ReplayCommandContract):
     pass
+
+
+class TestReplayCommandOnKafkaInConfluentFormat(KafkaLog, ReplayCommandContract):
+    """MCLs in DataHub's schema and Confluent's framing (kafka.wire_format: confluent)."""
+
+    wire_format = "confluent"
 
 
 class TestReplayCommandOnKafkaAndOpenSearch(KafkaLog, ReplayCommandContract):

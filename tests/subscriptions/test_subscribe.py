@@ -1,6 +1,7 @@
 """The subscription SDK (ingest.subscribe) and `lodestar tail`, on the embedded log and on Kafka:
 filters, start positions, order per URN, commits (automatic, explicit, across a crash and a
-clean SIGTERM), the asyncio flavour, and MCLs written with an older MCL schema."""
+clean SIGTERM), the asyncio flavour, and MCLs written with an older MCL schema; on Kafka also with
+MCLs in DataHub's schema and Confluent's framing."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from gms.service import Gms
 from gms.store.sqlite import SqliteAspectStore
 from ingest.eventlog import EventLog
 from ingest.eventlog.kafka import KafkaEventLog
-from ingest.subscribe import subscribe
+from ingest.subscribe import MCL_TOPICS, subscribe
 from lodestar.assembly import open_event_log
 from lodestar.config import Config
 from tests.contracts.subscription import ACTOR, ORDERS, TAG, WAIT, SubscriptionContract, take
@@ -44,6 +45,25 @@ class TestSubscriptionOnKafka(SubscriptionContract):
     def cli_env(self) -> dict[str, str]:
         return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": self.bootstrap,
                 "LODESTAR_KAFKA_PREFIX": self.prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}
+
+
+class TestSubscriptionOnKafkaInConfluentFormat(TestSubscriptionOnKafka):
+    """The same on MCLs in DataHub's schema and Confluent's framing (kafka.wire_format: confluent)."""
+
+    def open_gms(self, data_dir: Path) -> Gms:
+        """On a new data directory, the MCLs of the schema's registration are dropped (as retention
+        would), so the contract's counts of changes from the earliest record hold."""
+        fresh = not (data_dir / "lodestar.db").exists()
+        data_dir.mkdir(parents=True, exist_ok=True)
+        log_: EventLog = KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT)
+        gms = Gms(SqliteAspectStore(data_dir / "lodestar.db"), log_, wire_format="confluent")
+        for topic in MCL_TOPICS if fresh else ():
+            for part in range(log_.partitions(topic)):
+                log_.delete_before(topic, part, log_.end_offset(topic, part))
+        return gms
+
+    def cli_env(self) -> dict[str, str]:
+        return {**super().cli_env(), "LODESTAR_KAFKA_WIRE_FORMAT": "confluent"}
 
 
 def test_a_subscription_on_the_log_a_data_directory_is_configured_with(tmp_path: Path):
