@@ -89,7 +89,7 @@ def test_the_schema_as_a_tree_with_a_filter_markers_and_lineage(page: Page, serv
     expect(schema.locator("tr[data-path='total'] code")).to_have_text("decimal(10,2)")
     marker = email.get_by_role("link", name="Lineage of field customer.email")
     expect(marker).to_have_attribute("href", f"#/field/{encoded(EMAIL)}")  # fineGrainedLineages: has lineage
-    expect(schema.locator(".lineage-marker")).to_have_count(1)
+    expect(page.locator(".schema-card[data-lineage=checked] .lineage-marker")).to_have_count(1)  # only that one
     schema.get_by_label("Filter fields").fill("receipts")
     expect(rows.locator("visible=true")).to_have_count(2)  # the match and its parent
     expect(schema.locator("tr[data-path='customer']")).to_be_visible()
@@ -334,9 +334,24 @@ def test_the_page_fits_a_narrow_window(browser: Browser, server: ServeProcess, o
     page, errors = signed_in(browser, server, TOKEN, width=420)
     page.goto(entity_url(server, orders))
     expect(page.locator(".timeline-entry").first).to_be_visible()
-    expect(page.locator(".lineage-marker")).to_have_count(1)
-    page.wait_for_load_state("networkidle")
+    expect(page.locator(".schema-card[data-lineage=checked] .lineage-marker")).to_have_count(1)
     assert_fits(page, 420, "a DataHub dataset's page")
     shot(page, "entity-narrow")
     page.context.close()
     assert errors == []
+
+
+def test_cdap_field_lineage_marks_fields_and_the_container_is_a_breadcrumb(page: Page, server: ServeProcess) -> None:
+    store = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.Store,PROD)"
+    page.goto(entity_url(server, store))
+    markers = page.locator("table.schema .lineage-marker")
+    expect(markers).to_have_count(5)  # every Store field is written by the pipeline's field operations
+    crumbs = page.get_by_label("Breadcrumbs").locator("li")
+    expect(crumbs).to_have_text(["cdap", "namespace default"])  # the container chain
+    markers.first.click()
+    expect(page).to_have_url(re.compile(r"#/field/urn%3Ali%3AschemaField"))
+    page.goto(entity_url(server, "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchases,PROD)"))
+    expect(page.locator(".schema-card[data-lineage=checked]")).to_be_visible()
+    expect(page.locator("table.schema .lineage-marker")).to_have_count(0)  # purchases' fields have none
+    page.get_by_label("Breadcrumbs").get_by_role("link", name="default").click()
+    expect(page.locator(".entity-head .badge").first).to_have_text("namespace")

@@ -3,7 +3,7 @@
 // key and nullable markers, and a "lineage" marker on the fields that have field lineage.
 
 import { api, call } from "./api.js";
-import { errorBox, h, replace } from "./dom.js";
+import { append, h, replace } from "./dom.js";
 import { explain, setFieldDescription, setFieldTag } from "./edits.js";
 import { scoped } from "./metadata.js";
 import { fieldUrn } from "./urns.js";
@@ -122,8 +122,12 @@ export function schemaSection(ctx, only = null) {
     });
     if (r.toggle) r.toggle.setAttribute("aria-expanded", "true");
   }
-  fieldsWithLineage(ctx.urn, ctx.entity, fields).then((found) => rows.forEach((r) => found.has(r.field.fieldPath)
-    && r.lineage.append(h("a", { class: "lineage-marker", href: ctx.fieldHref(r.urn), "aria-label": `Lineage of field ${r.field.path}` }, "has lineage"))));
+  const card = h("section", { class: "card schema-card", "aria-labelledby": "schema-title" });
+  fieldsWithLineage(ctx.urn, ctx.entity, fields).then((found) => {
+    rows.forEach((r) => found.has(r.field.fieldPath) && r.lineage.append(h("a", { class: "lineage-marker",
+      href: ctx.fieldHref(r.urn), "aria-label": `Lineage of field ${r.field.path}` }, "has lineage")));
+    card.dataset.lineage = "checked"; // every field's lineage is known now
+  });
   // Field entities carry their own USER/SYSTEM tags: filled in as they arrive.
   rows.slice(0, MAX_PROBED).forEach(async (r) => {
     try {
@@ -134,13 +138,13 @@ export function schemaSection(ctx, only = null) {
       // the row keeps the schema's tags
     }
   });
-  return h("section", { class: "card schema-card", "aria-labelledby": "schema-title" },
+  return append(card, [
     h("div", { class: "card-head" }, h("h2", { id: "schema-title" }, only ? "Field in the dataset's schema" : `Schema (${fields.length} fields)`),
       !only && [filter, count]),
     status,
     h("div", { class: "scroll" }, h("table", { class: "schema" },
       h("thead", {}, h("tr", {}, ["Field", "Type", "Description", "Tags and terms", "Lineage"].map((t) => h("th", { scope: "col" }, t)))),
-      h("tbody", {}, rows.map((r) => r.row)))));
+      h("tbody", {}, rows.map((r) => r.row))))]);
 }
 
 function fieldRow(ctx, f, status) {
