@@ -45,13 +45,13 @@ export async function lineagePage(main, urn, query) {
   };
   const status = h("p", { class: "hint", id: "lineage-status", role: "status" }, "Loading…");
   const canvas = h("div", { class: "graph explorer", id: "lineage-graph", role: "img", "aria-label": `Lineage graph of ${shortName(urn)}` });
-  const panel = h("aside", { class: "panel card", "aria-live": "polite" },
-    h("p", { class: "hint" }, "Click a dataset for its columns, a program for its runs in the window, a column for its column lineage."));
+  const toolbar = h("div", { class: "graph-tools", role: "toolbar", "aria-label": "Graph view" });
+  const panel = h("aside", { class: "panel card", "aria-live": "polite", hidden: true }); // opens beside the graph on a click
+  const layout = h("div", { class: "lineage-layout closed" }, h("div", { class: "graph-frame" }, toolbar, canvas), panel);
   const edgeTable = h("div", { class: "scroll" });
   const columnTable = h("div", { class: "scroll" });
   const findInput = h("input", { type: "search", id: "find-node", placeholder: "Find a node", list: "lineage-nodes", "aria-label": "Find a node" });
   const nodeList = h("datalist", { id: "lineage-nodes" });
-  const toolbar = h("div", { class: "graph-tools", role: "toolbar", "aria-label": "Graph view" });
   replace(main,
     h("header", { class: "entity-head" }, h("h1", {}, "Lineage of ", entityLink(urn, shortName(urn))),
       h("div", { class: "explorer-controls" },
@@ -59,9 +59,10 @@ export async function lineagePage(main, urn, query) {
         h("form", { class: "inline find", onsubmit: (e) => { e.preventDefault(); find(); } }, findInput, nodeList,
           h("button", { type: "submit", class: "secondary" }, "Find"))),
       windowForm(query, (params) => (location.hash = pageLink(urn, params))),
-      h("p", { class: "hint" }, "The time window filters the edges made by runs (dashed); declared lineage (solid) always shows.")),
+      h("p", { class: "hint" }, "The time window filters the edges made by runs (dashed); declared lineage (solid) always shows."
+        + " Click a dataset for its columns, a column for its column lineage, a program for its runs in the window.")),
     status,
-    h("div", { class: "lineage-layout" }, h("div", { class: "graph-frame" }, toolbar, canvas), panel),
+    layout,
     h("section", { class: "card" }, h("h2", {}, "Edges"), edgeTable),
     h("section", { class: "card", id: "column-edges" }, h("h2", {}, "Column edges"), columnTable));
 
@@ -93,7 +94,17 @@ export async function lineagePage(main, urn, query) {
   replace(edgeTable, edgesTable(data.edges, (id) => nodeCell(id)));
   for (const b of main.querySelectorAll("button[data-more]")) b.disabled = !data.more[b.dataset.more];
 
-  const program = (id, focus = false) => showProgram(panel, id, data.relations, focus);
+  // The panel takes its place beside the graph the first time it shows something.
+  const openPanel = () => {
+    if (!panel.hidden) return;
+    panel.hidden = false;
+    layout.classList.remove("closed");
+    graph.cy.resize();
+  };
+  const program = (id, focus = false) => {
+    openPanel();
+    return showProgram(panel, id, data.relations, focus);
+  };
 
   function nodeCell(id) {
     if (JOBS.has(entityType(id))) return h("button", { class: "link", onclick: () => program(id, true) }, shortName(id));
@@ -160,7 +171,7 @@ export async function lineagePage(main, urn, query) {
     showNode(dataset);
   }
 
-  async function pickColumn(field, view = () => graph.reveal(field)) {
+  async function pickColumn(field) {
     const lineage = await columnLineage(field);
     for (const e of lineage.edges) state.fieldEdges.set(`${e.source}\n${e.target}`, e);
     const related = new Set([...lineage.upstream, ...lineage.downstream]);
@@ -168,11 +179,12 @@ export async function lineagePage(main, urn, query) {
     Object.assign(state, { picked: field, related });
     redrawColumns();
     graph.layout();
-    view();
+    graph.show([field, ...related]);
     showColumn(field, lineage);
   }
 
   function showNode(id) {
+    openPanel();
     const type = entityType(id);
     const open = state.columns.has(id);
     const list = open ? columnsOf(id) : [];
@@ -187,6 +199,7 @@ export async function lineagePage(main, urn, query) {
   }
 
   function showColumn(field, lineage) {
+    openPanel();
     const item = (f) => h("li", {}, nodeIds.has(fieldDataset(f))
       ? h("button", { type: "button", class: "link", onclick: () => pickColumn(f) }, `${shortName(fieldDataset(f))}.${columnName(f)}`)
       : h("a", { href: pageLink(fieldDataset(f), new URLSearchParams({ column: f })) }, `${shortName(fieldDataset(f))}.${columnName(f)}`));
@@ -204,7 +217,7 @@ export async function lineagePage(main, urn, query) {
 
   const asked = query.getAll("columns").filter(isUrn);
   const column = query.get("column");
-  if (column && isUrn(column) && entityType(column) === "schemaField") await pickColumn(column, () => graph.focusView());
+  if (column && isUrn(column) && entityType(column) === "schemaField") await pickColumn(column);
   if (asked.length && await openColumns(asked)) {
     redrawColumns();
     graph.layout();

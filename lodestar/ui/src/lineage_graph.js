@@ -100,7 +100,7 @@ export function explorerGraph(container, root, onTap) {
       });
     },
     layout() {
-      cy.elements().filter(MAIN).layout({ name: "dagre", rankDir: "LR", ranker: "tight-tree", nodeSep: 24, rankSep: 90, edgeSep: 12, fit: false }).run();
+      cy.elements().filter(MAIN).layout({ name: "dagre", rankDir: "LR", ranker: "tight-tree", nodeSep: 24, rankSep: 70, edgeSep: 12, fit: false }).run();
       placeColumns();
     },
     // The focused node and its neighbours fitted, but never below a readable zoom (then centred on the focus).
@@ -117,6 +117,15 @@ export function explorerGraph(container, root, onTap) {
     fitAll: () => cy.fit(cy.elements(), 30),
     zoomBy(factor) {
       cy.zoom({ level: cy.zoom() * factor, renderedPosition: { x: cy.width() / 2, y: cy.height() / 2 } });
+    },
+    // Fit these nodes (ids) in view, at a readable zoom or closer (then centred on them).
+    show(ids) {
+      const eles = cy.collection(ids.map((id) => cy.getElementById(id)).filter((n) => n.nonempty()));
+      cy.fit(eles, 40);
+      if (cy.zoom() < READABLE_ZOOM) {
+        cy.zoom(READABLE_ZOOM);
+        cy.center(eles);
+      }
     },
     // Bring a node into view at a readable zoom and select it.
     reveal(id) {
