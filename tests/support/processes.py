@@ -13,6 +13,9 @@ from tests.support.server import free_port
 
 LODESTAR = [sys.executable, "-m", "lodestar"]
 TOKEN = "process-admin-token"
+# A deadline, not a delay: a start on a machine whose cores are all busy can take many times
+# its usual second or two, and a server that did not start is stopped before the test fails.
+START_TIMEOUT_S = 180
 
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -43,17 +46,26 @@ class ServeProcess:
                  "--admin-token", TOKEN, *self.extra],
                 env=self.env, stdout=out, stderr=subprocess.STDOUT,
             )
+        try:
+            self._await_health()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _await_health(self) -> None:
         client = RestClient(self.url)
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + START_TIMEOUT_S
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"lodestar {self.command} exited {self.proc.returncode}: {self.output()}")
             try:
                 if client.request("GET", "/health")[0] == 200:
-                    return self
+                    return
             except LodestarError:
                 pass
-            assert time.monotonic() < deadline, f"lodestar {self.command} did not become healthy"
+            assert time.monotonic() < deadline, (
+                f"lodestar {self.command} did not become healthy within {START_TIMEOUT_S:g}s")
             time.sleep(0.05)
 
     def output(self) -> str:

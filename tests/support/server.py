@@ -76,5 +76,5 @@ def start_server(gms: Gms, read_models: SqliteReadModels, processor: MclProcesso
     port = free_port()
     thread = ServerThread(create_app(gms, auth, read_models, processor), port)
     thread.start()
-    assert thread.ready.wait(10), "server did not start"
+    assert thread.ready.wait(60), "server did not start"
     return LiveServer(f"http://127.0.0.1:{port}", TOKEN, gms), thread
