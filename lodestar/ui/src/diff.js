@@ -1,4 +1,7 @@
-// A structural diff of two JSON values: the paths added, removed and changed.
+// A structural diff of two JSON values: the paths added, removed and changed; and a schema's
+// diff field by field.
+
+import { fieldType } from "./schema.js";
 
 function isObject(v) {
   return v !== null && typeof v === "object" && !Array.isArray(v);
@@ -30,17 +33,16 @@ export function schemaDiff(before, after) {
   const index = (schema) => new Map((schema?.fields || []).map((f) => [f.fieldPath, f]));
   const a = index(before);
   const b = index(after);
-  const type = (f) => f.nativeDataType || Object.keys(f.type?.type || {})[0]?.split(".").pop() || "";
   const out = [];
   for (const [path, f] of b) {
     const old = a.get(path);
-    if (!old) out.push({ field: path, kind: "added", after: type(f) });
+    if (!old) out.push({ field: path, kind: "added", after: fieldType(f) });
     else {
-      if (type(old) !== type(f)) out.push({ field: path, kind: "type changed", before: type(old), after: type(f) });
+      if (fieldType(old) !== fieldType(f)) out.push({ field: path, kind: "type changed", before: fieldType(old), after: fieldType(f) });
       if (Boolean(old.nullable) !== Boolean(f.nullable)) out.push({ field: path, kind: "nullable changed", before: Boolean(old.nullable), after: Boolean(f.nullable) });
       if ((old.description || "") !== (f.description || "")) out.push({ field: path, kind: "description changed", before: old.description || "", after: f.description || "" });
     }
   }
-  for (const [path, f] of a) if (!b.has(path)) out.push({ field: path, kind: "removed", before: type(f) });
+  for (const [path, f] of a) if (!b.has(path)) out.push({ field: path, kind: "removed", before: fieldType(f) });
   return out;
 }

@@ -3,6 +3,7 @@
 // by someone else is refused rather than overwritten. A refusal is explained in words.
 
 import { api } from "./api.js";
+import { h, replace } from "./dom.js";
 
 const TAG = "urn:li:tag:";
 const TERM = "urn:li:glossaryTerm:";
@@ -76,9 +77,20 @@ export function setFieldTag(datasetUrn, dataset, fieldPath, tag, add, actor) {
 }
 
 // What to tell the user when an edit is refused.
-export function explain(err, what) {
+function explain(err, what) {
   if (err.status === 403) return `Your token may not change ${what} here (403: ${err.message}). Ask an admin for WRITE on this entity.`;
   if (err.status === 412) return `Someone changed ${what} since this page loaded; reload and try again (${err.message}).`;
   if (err.status === 400 || err.status === 422) return `Not saved: ${err.message}`;
   return err.message || String(err);
+}
+
+// Runs one edit, then `reload`s the page to show the new version; a refusal of `what` (e.g.
+// "the tags") is explained in `status`, next to the control.
+export async function applyEdit(status, what, request, reload) {
+  try {
+    await request();
+    await reload();
+  } catch (err) {
+    replace(status, h("p", { class: "error", role: "alert" }, explain(err, what)));
+  }
 }

@@ -5,7 +5,7 @@
 
 import { api, ApiError } from "./api.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
-import { explain, setDescription, setOwner, setTag, setTerm } from "./edits.js";
+import { applyEdit, setDescription, setOwner, setTag, setTerm } from "./edits.js";
 import { scoped, userMetadata } from "./metadata.js";
 import { privileges } from "./permissions.js";
 import { platformIcon } from "./platforms.js";
@@ -133,14 +133,7 @@ function addForm(label, onAdd, choices) {
 function header(ctx, type, dataset, field) {
   const { urn, entity, rights } = ctx;
   const status = h("div", { role: "status", class: "status" });
-  const edit = (what, request) => async (...args) => {
-    try {
-      await request(...args);
-      await ctx.reload();
-    } catch (err) {
-      replace(status, h("p", { class: "error", role: "alert" }, explain(err, what)));
-    }
-  };
+  const edit = (what, request) => (...args) => applyEdit(status, what, () => request(...args), ctx.reload);
   const tags = (aspectValue(entity, "globalTags")?.tags || []).map((t) => [t.tag.replace(/^urn:li:tag:/, ""), t.tag]);
   const terms = (aspectValue(entity, "glossaryTerms")?.terms || []).map((t) => [t.urn.replace(/^urn:li:glossaryTerm:/, ""), t.urn]);
   const owners = (aspectValue(entity, "ownership")?.owners || []).map((o) => [
@@ -196,14 +189,7 @@ function header(ctx, type, dataset, field) {
 function metadataSections(ctx, md) {
   const { urn, rights } = ctx;
   const status = h("p", { role: "status", class: "status" });
-  async function write(request, what) {
-    try {
-      await request();
-      await ctx.reload();
-    } catch (err) {
-      replace(status, h("p", { class: "error", role: "alert" }, explain(err, what)));
-    }
-  }
+  const write = (request, what) => applyEdit(status, what, request, ctx.reload);
   const global = (aspectValue(ctx.entity, "globalTags")?.tags || []).map((t) => t.tag.replace(/^urn:li:tag:/, ""));
   const userTags = h("ul", { class: "chips", "aria-label": "USER tags" },
     md.USER.tags.map((tag) => h("li", { class: "tag user" }, tag,

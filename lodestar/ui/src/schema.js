@@ -4,7 +4,7 @@
 
 import { api, call } from "./api.js";
 import { append, h, replace } from "./dom.js";
-import { explain, setFieldDescription, setFieldTag } from "./edits.js";
+import { applyEdit, setFieldDescription, setFieldTag } from "./edits.js";
 import { scoped } from "./metadata.js";
 import { fieldUrn } from "./urns.js";
 
@@ -149,14 +149,7 @@ export function schemaSection(ctx, only = null) {
 
 function fieldRow(ctx, f, status) {
   const urn = fieldUrn(ctx.urn, f.fieldPath);
-  const write = async (request, what) => {
-    try {
-      await request();
-      await ctx.reload();
-    } catch (err) {
-      replace(status, h("p", { class: "error", role: "alert" }, explain(err, what)));
-    }
-  };
+  const write = (request, what) => applyEdit(status, what, request, ctx.reload);
   const toggle = f.childCount ? h("button", { class: "toggle", "aria-label": `Expand or collapse ${f.path}` }, "▾") : null;
   const tags = h("span", { class: "tags" },
     f.tags.map((t) => chip(t, "user", "DataHub tag")),
