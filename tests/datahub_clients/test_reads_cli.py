@@ -9,10 +9,9 @@ through Lodestar's own API too."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import pytest
@@ -30,9 +29,9 @@ from datahub.metadata.schema_classes import (
 )
 
 from tests.support.builders import dataset_urn
+from tests.support.datahub_clients import datahub_cli, entity
 from tests.support.processes import TOKEN, ServeProcess
 
-DATAHUB = str(Path(sys.executable).with_name("datahub"))
 ORDERS = dataset_urn("shop.orders")
 INVOICES = dataset_urn("shop.invoices")
 MISSING = dataset_urn("shop.nothing_here")
@@ -62,17 +61,21 @@ def serve(tmp_path_factory):
         yield running
 
 
-def datahub(serve: ServeProcess, home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HOME": str(home), "DATAHUB_GMS_URL": serve.url, "DATAHUB_GMS_TOKEN": TOKEN,
-           "DATAHUB_TELEMETRY_ENABLED": "false"}
-    env.pop("DATAHUB_GMS_HOST", None)
-    return subprocess.run([DATAHUB, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=home)
+def datahub(serve: ServeProcess, home: Path, *args: str) -> subprocess.CompletedProcess:
+    return datahub_cli(serve.url, home)(*args)
+
+
+def stored(serve: ServeProcess, urn: str) -> dict[str, Any] | None:
+    """The entity's latest aspect values through Lodestar's own API (None: not found)."""
+    aspects = entity(serve.client(), urn)
+    return None if aspects is None else {name: aspect["value"] for name, aspect in aspects.items()}
 
 
 def test_datahub_get_prints_the_latest_aspects(serve, tmp_path):
     done = datahub(serve, tmp_path, "get", "--urn", ORDERS)
     assert done.returncode == 0, done.stdout + done.stderr
     printed = json.loads(done.stdout)
+    assert printed == stored(serve, ORDERS)
     assert printed["globalTags"] == {"tags": [{"tag": "urn:li:tag:sales"}, {"tag": "urn:li:tag:gold"}]}
     assert printed["datasetProperties"]["description"] == "All orders"
     assert printed["datasetKey"] == {"platform": "urn:li:dataPlatform:hive", "name": "shop.orders", "origin": "PROD"}
@@ -105,6 +108,7 @@ def test_datahub_get_of_a_missing_entity_says_not_found(serve, tmp_path):
 def test_datahub_exists(serve, tmp_path):
     assert datahub(serve, tmp_path, "exists", "--urn", ORDERS).stdout.strip() == "true"
     assert datahub(serve, tmp_path, "exists", "--urn", MISSING).stdout.strip() == "false"
+    assert stored(serve, ORDERS) is not None and stored(serve, MISSING) is None
 
 
 def test_datahub_timeline_lists_the_tag_changes(serve, tmp_path):
@@ -116,6 +120,9 @@ def test_datahub_timeline_lists_the_tag_changes(serve, tmp_path):
     assert events == [("ADD", "TAG", "urn:li:tag:sales"), ("ADD", "TAG", "urn:li:tag:gold"),
                       ("ADD", "OWNERSHIP", "urn:li:corpuser:jdoe")]
     assert [t["semVer"] for t in answer] == ["0.1.0-computed", "0.2.0-computed", "0.3.0-computed"]
+    versions = serve.client().call("GET", f"/v1/entities/{quote(ORDERS, safe='')}/aspects/globalTags/versions")
+    assert [[t["tag"] for t in v["value"]["tags"]] for v in versions["versions"]] == [
+        ["urn:li:tag:sales"], ["urn:li:tag:sales", "urn:li:tag:gold"]]  # the changes the timeline lists
     shown = datahub(serve, tmp_path, "timeline", "--urn", ORDERS, "--category", "TAG")
     assert shown.returncode == 0, shown.stdout + shown.stderr
     assert shown.stdout.count("ADD TAG") == 2 and "Tag 'urn:li:tag:gold' added to" in shown.stdout

@@ -65,14 +65,20 @@ class DatahubCli:
         return done.stdout + done.stderr
 
 
+def datahub_cli(url: str, home: Path, cwd: Path | None = None, token: str = TOKEN) -> DatahubCli:
+    """`datahub` pointed at the server at `url` with `token`, `home` as its HOME (so no user's
+    `~/.datahubenv` is read)."""
+    env = {**os.environ, "HOME": str(home), "DATAHUB_GMS_URL": url, "DATAHUB_GMS_TOKEN": token,
+           "DATAHUB_TELEMETRY_ENABLED": "false"}
+    env.pop("DATAHUB_GMS_HOST", None)
+    return DatahubCli(env, cwd or home)
+
+
 @pytest.fixture
 def datahub(lodestar: ServeProcess, tmp_path: Path) -> DatahubCli:
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "DATAHUB_GMS_URL": lodestar.url, "DATAHUB_GMS_TOKEN": TOKEN,
-           "DATAHUB_TELEMETRY_ENABLED": "false"}
-    env.pop("DATAHUB_GMS_HOST", None)
-    return DatahubCli(env, tmp_path)
+    return datahub_cli(lodestar.url, home, tmp_path)
 
 
 def path_of(urn: str) -> str:

@@ -4,9 +4,7 @@ what was written is searchable."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -21,9 +19,8 @@ from datahub.ingestion.graph.client import DatahubClientConfig, DataHubGraph
 from gms.service import Gms, Limits
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
+from tests.support import datahub_clients
 from tests.support.server import TOKEN, LiveServer, start_server
-
-DATAHUB = str(Path(sys.executable).with_name("datahub"))
 
 
 @contextmanager
@@ -92,7 +89,4 @@ def native_lineage(server: LiveServer, urn: str, direction: str, hops: int, toke
 
 def datahub_cli(server: LiveServer, home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """DataHub's `datahub` CLI against the server, with a home of its own."""
-    env = {**os.environ, "HOME": str(home), "DATAHUB_GMS_URL": server.url, "DATAHUB_GMS_TOKEN": TOKEN,
-           "DATAHUB_TELEMETRY_ENABLED": "false"}
-    env.pop("DATAHUB_GMS_HOST", None)
-    return subprocess.run([DATAHUB, *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=home)
+    return datahub_clients.datahub_cli(server.url, home, token=TOKEN)(*args, timeout=timeout)
