@@ -85,5 +85,10 @@ def render(log: EventLog, groups: dict[str, tuple[str, ...]]) -> bytes:
     return generate_latest(counted) + generate_latest(offsets)
 
 
-def default_groups() -> dict[str, tuple[str, ...]]:
-    return {topics.MCP_GROUP: topics.PROPOSAL_TOPICS, topics.MCL_GROUP: topics.MCL_TOPICS}
+def default_groups(platform_events: bool = False) -> dict[str, tuple[str, ...]]:
+    """The consumer groups whose offsets /metrics shows; `platform_events`: with the platform-event
+    publisher's (on Kafka)."""
+    groups = {topics.MCP_GROUP: topics.PROPOSAL_TOPICS, topics.MCL_GROUP: topics.MCL_TOPICS}
+    if platform_events:
+        groups[topics.PLATFORM_EVENT_GROUP] = (topics.MCL_VERSIONED,)
+    return groups

@@ -8,6 +8,7 @@ from typing import Any
 from aiohttp import hdrs, web
 
 from gms import tracing
+from ingest.eventlog.sqlite import SqliteEventLog
 from lodestar import metrics
 from lodestar.api.context import Handler, api_of
 
@@ -34,7 +35,9 @@ def _method_label(method: str) -> str:
 
 
 async def prometheus(request: web.Request) -> web.Response:
-    body = await asyncio.to_thread(metrics.render, api_of(request).gms.log, metrics.default_groups())
+    log_ = api_of(request).gms.log
+    groups = metrics.default_groups(platform_events=not isinstance(log_, SqliteEventLog))  # (published on Kafka)
+    body = await asyncio.to_thread(metrics.render, log_, groups)
     return web.Response(body=body, headers={"Content-Type": metrics.CONTENT_TYPE})
 
 

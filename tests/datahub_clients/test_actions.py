@@ -205,5 +205,8 @@ def test_datahub_actions_receives_the_entity_change_events_of_rest_writes(lodest
     registered = json.load(urlopen(f"{lodestar.registry}subjects"))
     assert f"{prefix}{topics.PLATFORM_EVENT}-value" in registered
     assert any(name.endswith(f"{topics.MCL_VERSIONED}-value") for name in registered) == confluent
+    lag = [line for line in urlopen(f"{serve.url}/metrics").read().decode().splitlines()
+           if line.startswith('lodestar_consumer_lag{group="platform-events"')]
+    assert lag and all(topics.MCL_VERSIONED in line for line in lag)  # the publisher's lag is watched too
     if lodestar.external:  # nothing in the server's own
         assert serve.client().call("GET", "/schema-registry/api/subjects") == []
