@@ -14,7 +14,9 @@ role, but apart from it: neither waits for the other, and each commits its own o
 - **Exactly once**: the events of one MCL partition are appended as producer
   `platform-events.<topic>.<partition>`, event i of the MCL at offset o with sequence
   `o * PER_MCL + i`; the log drops what it stored already (EventLog.append), so a batch
-  handled again after a crash or a rebalance adds only what was missing.
+  handled again after a crash or a rebalance adds only what was missing. (So the sequences
+  follow the MCL topic's offsets: an MCL topic deleted and made again, its offsets starting
+  over, needs the producers' sequences dropped too, else its events count as published.)
 - **In order per entity**: an event is keyed by its MCL's entity URN (a schema field's event
   by its dataset's), so all of an entity's events share a partition, appended in the order
   of its MCLs (which a partition of the MCL topic holds in version order).
