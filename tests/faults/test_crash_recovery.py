@@ -1,4 +1,5 @@
-"""A committed version always gets exactly one MCL, even if the process dies right after the commit."""
+"""A committed version always gets exactly one MCL, even if the process dies right after the commit;
+in both MCL wire formats."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
 from ingest.eventlog.sqlite import SqliteEventLog
 from ingest.rest import LodestarError
-from schemas.events import default_codec
+from schemas.mcl_wire import WIRE_FORMATS, MclReader
 from tests.support.builders import dataset_urn, mcp, properties
 from tests.support.processes import ServeProcess
 
@@ -23,23 +24,30 @@ EXPECTED = Counter({(URN, "datasetKey", "1"): 1, (URN, "datasetProperties", "1")
                     (URN, "datasetProperties", "2"): 1})
 
 
+pytestmark = pytest.mark.parametrize("wire_format", WIRE_FORMATS)
+
+
 def mcl_versions(log: SqliteEventLog) -> Counter:
-    codec = default_codec()
+    """MCLs of URN on the versioned topic, in either wire format, by (urn, aspect, version)."""
+    reader = MclReader()
     seen: Counter = Counter()
     for record in log.read(topics.MCL_VERSIONED, limit=100_000):
-        mcl = codec.decode(record.value)[1]
-        seen[(mcl["entityUrn"], mcl["aspectName"], mcl["systemMetadata"]["version"])] += 1
+        mcl = reader.decode(record.value)
+        if mcl["entityUrn"] == URN:
+            seen[(mcl["entityUrn"], mcl["aspectName"], mcl["systemMetadata"]["version"])] += 1
     return seen
 
 
 @pytest.mark.slow
-def test_embedded_server_killed_right_after_a_commit_loses_and_doubles_nothing(tmp_path):
-    dying = ServeProcess(tmp_path, {"LODESTAR_CRASH_AT": "after-commit"}).start()
+def test_embedded_server_killed_right_after_a_commit_loses_and_doubles_nothing(tmp_path, wire_format):
+    env = {"LODESTAR_KAFKA_WIRE_FORMAT": wire_format}
+    Gms.embedded(tmp_path, wire_format=wire_format).close()  # the first start (a confluent one registers)
+    dying = ServeProcess(tmp_path, {**env, "LODESTAR_CRASH_AT": "after-commit"}).start()
     with pytest.raises(LodestarError):
         dying.client().propose([mcp(URN, "datasetProperties", properties("committed"))])
     assert dying.wait() == 137
 
-    with ServeProcess(tmp_path) as restarted:
+    with ServeProcess(tmp_path, env) as restarted:
         stored = restarted.client().aspect(URN, "datasetProperties")
         assert (stored["version"], stored["value"]["description"]) == (1, "committed")
         restarted.client().propose([mcp(URN, "datasetProperties", properties("after restart"))])
@@ -57,24 +65,25 @@ from gms.store.sqlite import SqliteAspectStore
 from ingest.eventlog.sqlite import SqliteEventLog
 from tests.support.builders import proposal
 data = Path(sys.argv[1])
-gms = Gms(SqliteAspectStore(data / "aspects.db"), SqliteEventLog(data / "log.db"))
+gms = Gms(SqliteAspectStore(data / "aspects.db"), SqliteEventLog(data / "log.db"), wire_format=sys.argv[3])
 gms.apply([proposal(sys.argv[2], "datasetProperties", {"description": "committed"})], "urn:li:corpuser:a")
 """
 
 
-def outbox_gms(data: Path) -> Gms:
+def outbox_gms(data: Path, wire_format: str) -> Gms:
     """GMS with the aspect store and the log in separate databases: MCLs go through the outbox and relay,
     as they do with Cassandra and Kafka."""
-    return Gms(SqliteAspectStore(data / "aspects.db"), SqliteEventLog(data / "log.db"))
+    return Gms(SqliteAspectStore(data / "aspects.db"), SqliteEventLog(data / "log.db"), wire_format=wire_format)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("crash_at", ["after-commit", "before-publish", "after-publish"])
-def test_outbox_relay_killed_around_publication_publishes_each_mcl_once(tmp_path, crash_at):
-    died = subprocess.run([sys.executable, "-c", _OUTBOX_WRITER, str(tmp_path), URN],
+def test_outbox_relay_killed_around_publication_publishes_each_mcl_once(tmp_path, crash_at, wire_format):
+    outbox_gms(tmp_path, wire_format).close()  # the first start (a confluent one registers)
+    died = subprocess.run([sys.executable, "-c", _OUTBOX_WRITER, str(tmp_path), URN, wire_format],
                           env={"LODESTAR_CRASH_AT": crash_at, "PYTHONPATH": str(Path.cwd())}, capture_output=True)
     assert died.returncode == 137, died.stderr
-    restarted = outbox_gms(tmp_path)  # publishes what the dead process committed
+    restarted = outbox_gms(tmp_path, wire_format)  # publishes what the dead process committed
     assert restarted.store.get(URN, "datasetProperties").value == {"description": "committed"}
     restarted.apply([mcp_proposal("after restart")], "urn:li:corpuser:a")
     assert restarted.store.pending_outbox() == []

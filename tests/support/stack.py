@@ -18,6 +18,7 @@ import pytest
 from confluent_kafka import ConsumerGroupState
 from confluent_kafka.admin import AdminClient
 
+from gms.schema_registry import schema_lookup
 from gms.service import ACTOR_HEADER, MCP_GROUP
 from gms.store.cassandra import CassandraAspectStore
 from ingest import topics
@@ -29,7 +30,9 @@ from ingest.rest import LodestarError, RestClient
 from mcl_processor.distributed import DistributedReadModels
 from mcl_processor.processor import GROUP as MCL_GROUP
 from mcl_processor.processor import TOPICS as MCL_TOPICS
+from schemas import mcl_wire
 from schemas.events import MCP, default_codec
+from schemas.mcl_wire import MclReader
 from schemas.registry import default_registry
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.builders import proposal
@@ -177,7 +180,7 @@ class Stack:
     """Names of its own on the shared servers (topic prefix, keyspace, index prefix), the
     `lodestar` processes on them, and direct access to the log, the store and the read models."""
 
-    def __init__(self, root: Path, endpoints: Endpoints):
+    def __init__(self, root: Path, endpoints: Endpoints, wire_format: str = mcl_wire.LODESTAR):
         self.root = root
         self.run = unique_name("e2e")
         self.prefix = f"{self.run}."
@@ -188,7 +191,8 @@ class Stack:
                     "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS),
                     "LODESTAR_KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
                     "LODESTAR_CASSANDRA_HOSTS": ",".join(endpoints.cassandra_hosts),
-                    "LODESTAR_OPENSEARCH_URL": endpoints.opensearch_url}
+                    "LODESTAR_OPENSEARCH_URL": endpoints.opensearch_url,
+                    "LODESTAR_KAFKA_WIRE_FORMAT": wire_format}
         self.processes: list[Lodestar] = []
         self.started = time.monotonic()
         self.codec = default_codec()
@@ -326,9 +330,11 @@ class Stack:
                 for record in self.log.read(topic, p, 0, 1_000_000)]
 
     def mcl_counts(self) -> Counter[tuple[str, str, int]]:
-        """How many MCLs the MCL topic holds of each (urn, aspect, version)."""
+        """How many MCLs the MCL topic holds of each (urn, aspect, version), in either wire format."""
+        reader = MclReader(self.codec, schema_lookup(self.aspects))
         return Counter((mcl["entityUrn"], mcl["aspectName"], int(mcl["systemMetadata"]["version"]))
-                       for mcl in self.records(topics.MCL_VERSIONED))
+                       for mcl in (reader.decode(record.value) for p in range(self.log.partitions(topics.MCL_VERSIONED))
+                                   for record in self.log.read(topics.MCL_VERSIONED, p, 0, 1_000_000)))
 
     def close(self) -> None:
         """Stop the processes, print their output (shown when the test failed), delete every
@@ -353,9 +359,15 @@ class Stack:
 
 
 @pytest.fixture
+def wire_format() -> str:
+    """The MCLs' wire format of the `stack` (a test parametrizes it to run on both)."""
+    return mcl_wire.LODESTAR
+
+
+@pytest.fixture
 def stack(tmp_path: Path, endpoints: Endpoints, kafka_bootstrap: str, cassandra_endpoints: Endpoints,
-          opensearch_url: str) -> Iterator[Stack]:
-    built = Stack(tmp_path, endpoints)
+          opensearch_url: str, wire_format: str) -> Iterator[Stack]:
+    built = Stack(tmp_path, endpoints, wire_format)
     try:
         yield built
     finally:
