@@ -11,7 +11,8 @@ Rule = Callable[[Any], None]  # raises ValueError naming the problem
 
 
 def _field_operations(value: Any) -> None:
-    field_operations.validate(field_operations.operations_from_json(value))
+    operations = field_operations.validate(field_operations.operations_from_json(value))
+    field_operations.per_destination(operations, field_operations.destinations_from_json(value))
 
 
 RULES: Mapping[str, Rule] = {"fieldOperations": _field_operations}

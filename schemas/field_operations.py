@@ -1,5 +1,6 @@
 """Field operations of a run (the `fieldOperations` aspect): parsing, CDAP's validation rules,
-the order-independent checksum and the topological order.
+the operations accumulated per destination, the order-independent checksum and the topological
+order.
 
 The rules and messages are CDAP's (FieldLineageInfo): at least one READ and one WRITE, unique
 operation names, inputs whose origins exist, and no cycle among the operations.
@@ -8,7 +9,7 @@ operation names, inputs whose origins exist, and no cycle among the operations.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,6 +59,66 @@ def operations_from_json(value: Mapping[str, Any]) -> tuple[FieldOperation, ...]
         )
         for op in value["operations"]
     )
+
+
+def destinations_from_json(value: Mapping[str, Any]) -> dict[str, tuple[str, ...]]:
+    """The operation names recorded per destination (empty when the value names none)."""
+    return {group["destination"]: tuple(group["operations"]) for group in value.get("destinations") or ()}
+
+
+def leading_to(operations: Sequence[FieldOperation], destination: str,
+               may_drop: Callable[[FieldOperation], bool] = lambda op: True) -> tuple[str, ...]:
+    """The names of the operations accumulated for `destination` (in the given order): its
+    WRITEs, every operation that produced one of their inputs, and the drops (a TRANSFORM
+    without outputs that `may_drop` admits) of fields those operations made."""
+    by_name = {op.name: op for op in operations}
+    wanted: set[str] = set()
+    stack = [op.name for op in operations if op.type == WRITE and op.destination == destination]
+    while stack:
+        current = stack.pop()
+        if current not in wanted:
+            wanted.add(current)
+            stack.extend(i.origin for i in by_name[current].inputs if i.origin in by_name)
+    for op in operations:
+        if op.type == TRANSFORM and not op.outputs and op.inputs and may_drop(op) \
+                and all(i.origin in wanted for i in op.inputs):
+            wanted.add(op.name)
+    return tuple(op.name for op in operations if op.name in wanted)
+
+
+def accumulated(operations: Sequence[FieldOperation],
+                may_drop: Callable[[str, FieldOperation], bool] = lambda destination, op: True
+                ) -> dict[str, tuple[str, ...]]:
+    """`leading_to` of every destination the operations write (`may_drop(destination, op)`
+    admits drops), leaving out a destination no READ leads to."""
+    by_name = {op.name: op for op in operations}
+    out: dict[str, tuple[str, ...]] = {}
+    for destination in sorted({op.destination for op in operations if op.type == WRITE and op.destination}):
+        names = leading_to(operations, destination, lambda op, d=destination: may_drop(d, op))
+        if any(by_name[n].type == READ for n in names):
+            out[destination] = names
+    return out
+
+
+def per_destination(operations: Sequence[FieldOperation], destinations: Mapping[str, Sequence[str]]
+                    ) -> dict[str, tuple[FieldOperation, ...]]:
+    """Each destination's operations, checked: the names are the run's operations, they write
+    the destination, and they keep CDAP's rules on their own (FieldOperationsError otherwise)."""
+    by_name = {op.name: op for op in operations}
+    out: dict[str, tuple[FieldOperation, ...]] = {}
+    for destination, names in destinations.items():
+        unknown = sorted(set(names) - by_name.keys())
+        if unknown:
+            raise FieldOperationsError(f"The operations for destination '{destination}' name operations the run "
+                                       f"does not have: {unknown}.")
+        ops = tuple(by_name[name] for name in dict.fromkeys(names))
+        if not any(op.type == WRITE and op.destination == destination for op in ops):
+            raise FieldOperationsError(f"The operations for destination '{destination}' do not write it.")
+        try:
+            out[destination] = validate(ops)
+        except FieldOperationsError as err:
+            raise FieldOperationsError(f"The operations for destination '{destination}': {err}") from None
+    return out
 
 
 def validate(operations: Iterable[FieldOperation]) -> tuple[FieldOperation, ...]:

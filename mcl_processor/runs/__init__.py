@@ -6,7 +6,8 @@ annotations) are stored per (run, aspect) with the version rule, run events as t
 after each write the touched runs are derived again (`model.derive`) and their index rows
 replaced: accesses by dataset and by program (ordered by the run's start), field-operation
 references per destination (backward) and per source (forward), each naming a checksum whose
-operations are stored once. Adapters store and scan rows; everything else is here.
+operations are stored once (a run that recorded its operations per destination references each
+destination's own set). Adapters store and scan rows; everything else is here.
 """
 
 from __future__ import annotations
@@ -92,8 +93,7 @@ class RunLineageStore(ABC):
         for urn in runs:
             run = derive(urn, facts.get(urn, ()), events.get(urn, ()))
             wanted[urn] = {_encoded(row) for row in (*run.access_rows(), *run.field_refs())}
-            if run.checksum:
-                operations[run.checksum] = operations_json(run.operations)
+            operations.update((c, operations_json(ops)) for c, ops in run.operation_sets().items())
             derived[urn] = orjson.dumps(run.to_json()).decode()
         stale = [(urn, row) for urn in runs for row in listed.get(urn, set()) - wanted[urn]]
         self._write_operations(operations)

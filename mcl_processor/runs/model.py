@@ -68,6 +68,9 @@ class Run:
     checksum: str = ""
     sources: tuple[str, ...] = ()  # the datasets its field operations read
     destinations: tuple[str, ...] = ()  # and write
+    # the operations recorded per destination: (destination, checksum, operations); empty when
+    # the run recorded none, and then every destination has all of the operations
+    by_destination: tuple[tuple[str, str, tuple[fo.FieldOperation, ...]], ...] = field(default=(), compare=False)
 
     def access_rows(self) -> list[Access]:
         if self.start_ms is None:
@@ -75,12 +78,23 @@ class Run:
         return [Access(d, self.urn, self.program, a, c, self.start_ms, self.end_ms)
                 for d, a, c in sorted(self.accesses)]
 
+    def operation_sets(self) -> dict[str, tuple[fo.FieldOperation, ...]]:
+        """The operation sets its references name, by checksum."""
+        if not self.checksum:
+            return {}
+        return {checksum: ops for _, checksum, ops in self.by_destination} or {self.checksum: self.operations}
+
     def field_refs(self) -> list[FieldRef]:
+        """Per destination (backward) a reference to its operations; per source (forward) one to
+        each set of operations that reads it."""
         if self.start_ms is None or not self.checksum:
             return []
-        return [FieldRef(endpoint, direction, self.start_ms, self.urn, self.checksum, self.program)
-                for direction, endpoints in ((BACKWARD, self.destinations), (FORWARD, self.sources))
-                for endpoint in endpoints]
+        sets = [(d, c, ops) for d, c, ops in self.by_destination] \
+            or [(d, self.checksum, self.operations) for d in self.destinations]
+        keys = {(BACKWARD, d, c) for d, c, _ in sets}
+        keys |= {(FORWARD, op.source, c) for _, c, ops in sets for op in ops if op.source}
+        return [FieldRef(endpoint, direction, self.start_ms, self.urn, checksum, self.program)
+                for direction, endpoint, checksum in sorted(keys)]
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.urn, "program": self.program or None, "parent": self.parent or None,
@@ -111,13 +125,17 @@ def derive(urn: str, facts: Iterable[Facts], events: Sequence[Facts]) -> Run:
     status = ((end.get("result") or {}).get("type") or "COMPLETE") if end else ("RUNNING" if start_ms else "UNKNOWN")
     operations: tuple[fo.FieldOperation, ...] = ()
     checksum = ""
+    by_destination: tuple[tuple[str, str, tuple[fo.FieldOperation, ...]], ...] = ()
     if merged.get("fieldOperations"):
         operations = fo.operations_from_json({"operations": merged["fieldOperations"]})
         checksum = fo.checksum(operations)
+        groups = fo.per_destination(operations, fo.destinations_from_json(
+            {"destinations": merged.get("fieldOperationsByDestination")}))
+        by_destination = tuple((d, fo.checksum(ops), ops) for d, ops in sorted(groups.items()))
     return Run(urn, merged.get("program") or "", merged.get("parent") or "", start_ms,
                end["eventTime"] if end else None, status, frozenset(accesses), operations, checksum,
                tuple(sorted({op.source for op in operations if op.source})),
-               tuple(sorted({op.destination for op in operations if op.destination})))
+               tuple(sorted({op.destination for op in operations if op.destination})), by_destination)
 
 
 def operations_json(operations: Sequence[fo.FieldOperation]) -> str:

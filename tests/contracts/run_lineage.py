@@ -14,7 +14,7 @@ from mcl_processor.runs import RunLineageStore, _encoded
 from mcl_processor.runs.model import BACKWARD, FORWARD, Access, Window
 from tests.support.backends import unique_name
 from tests.support.builders import mcp, proposal
-from tests.support.field_lineage_examples import FILE, STORE, pipeline_operations
+from tests.support.field_lineage_examples import FILE, STORE, pipeline_operations, read, transform, write
 from tests.support.indexed import Indexed
 from tests.support.lineage_fixtures import cdap, example, program, run
 
@@ -113,6 +113,22 @@ class RunLineageContract:
         stored = harness.runs.operations([refs[0].checksum])[refs[0].checksum]
         assert {op.name for op in stored} == {op["name"] for op in operations}
         assert harness.runs.field_refs(FILE, BACKWARD, EVERYTHING) == []
+
+    def test_operations_recorded_per_destination_are_referenced_per_destination(self, harness):
+        other = cdap("Other")
+        operations = [read("r", FILE, "a", "b"), transform("t", [("r", "a")], "c"), transform("drop", [("r", "b")]),
+                      write("w1", STORE, [("r", "a")]), write("w2", other, [("t", "c")])]
+        destinations = [{"destination": STORE, "operations": ["r", "w1"]},
+                        {"destination": other, "operations": ["r", "t", "drop", "w2"]}]
+        value = {"operations": operations, "destinations": destinations}
+        harness.send(run("r1", program("Pipe"), 100, 150)
+                     + [mcp("urn:li:dataProcessInstance:r1", "fieldOperations", value)])
+        [to_store], [to_other] = (harness.runs.field_refs(d, BACKWARD, EVERYTHING) for d in (STORE, other))
+        stored = harness.runs.operations([to_store.checksum, to_other.checksum])
+        assert [op.name for op in stored[to_store.checksum]] == ["r", "w1"]
+        assert [op.name for op in stored[to_other.checksum]] == ["r", "t", "drop", "w2"]
+        assert sorted(r.checksum for r in harness.runs.field_refs(FILE, FORWARD, EVERYTHING)) == sorted(
+            [to_store.checksum, to_other.checksum])
 
     def test_a_deleted_run_leaves_nothing(self, harness):
         harness.send(run("r1", program("P"), 100, 200, reads=(PURCHASES,), operations=pipeline_operations()))

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from schemas.field_operations import FieldOperationsError, checksum, operations_from_json, validate
+from schemas.field_operations import (
+    FieldOperationsError,
+    accumulated,
+    checksum,
+    operations_from_json,
+    per_destination,
+    validate,
+)
 from tests.support.builders import mcp
 from tests.support.field_lineage_examples import FILE, STORE, pipeline_operations, read, transform, write
 
@@ -51,6 +58,44 @@ def test_cdap_rules_and_messages(operations, message):
     with pytest.raises(FieldOperationsError) as caught:
         validate(ops(*operations))
     assert str(caught.value) == message
+
+
+OTHER = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.Other,PROD)"
+TWO_DESTINATIONS = [read("r", FILE, "a", "b"), transform("t", [("r", "a")], "c"), transform("drop b", [("r", "b")]),
+                    write("w1", STORE, [("r", "a")]), write("w2", OTHER, [("t", "c")]),
+                    transform("unused", [("r", "a")], "x")]
+
+
+def test_operations_accumulated_per_destination_are_those_that_lead_there_with_their_drops():
+    operations = ops(*TWO_DESTINATIONS)
+    assert accumulated(operations) == {STORE: ("r", "drop b", "w1"), OTHER: ("r", "t", "drop b", "w2")}
+    assert accumulated(operations, lambda destination, op: destination == OTHER) == {
+        STORE: ("r", "w1"), OTHER: ("r", "t", "drop b", "w2")}
+    no_read = ops(*TWO_DESTINATIONS, transform("made", [], "k"), write("w3", FILE, [("made", "k")]))
+    assert FILE not in accumulated(no_read)  # nothing read leads there
+
+
+@pytest.mark.parametrize(("destinations", "message"), [
+    ({STORE: ["r", "w9"]}, f"The operations for destination '{STORE}' name operations the run does not have: "
+                           "['w9']."),
+    ({STORE: ["r", "w2"]}, f"The operations for destination '{STORE}' do not write it."),
+    ({OTHER: ["r", "w2"]}, f"The operations for destination '{OTHER}': No operation is associated with the "
+                           "origins '['t']'."),
+])
+def test_operations_per_destination_keep_cdaps_rules_on_their_own(destinations, message):
+    with pytest.raises(FieldOperationsError) as caught:
+        per_destination(ops(*TWO_DESTINATIONS), destinations)
+    assert str(caught.value) == message
+
+
+def test_gms_rejects_operations_per_destination_that_break_the_rules(server):
+    client = server.client()
+    value = {"operations": TWO_DESTINATIONS, "destinations": [{"destination": OTHER, "operations": ["r", "w2"]}]}
+    status, body = client.request("POST", "/v1/proposals", {"proposals": [mcp(RUN, "fieldOperations", value)]})
+    assert status == 400
+    assert body["results"][0]["message"] == (f"aspect fieldOperations: The operations for destination '{OTHER}': "
+                                             "No operation is associated with the origins '['t']'.")
+    assert server.gms.store.entity(RUN) == []
 
 
 def test_gms_rejects_a_bad_aspect_with_400_naming_the_problem_and_stores_nothing(server):
