@@ -2,10 +2,12 @@
 `lodestar gms` and a `lodestar mcl-processor` on Kafka, Cassandra and OpenSearch (names of this
 test's own). Aspects, versions, existence and timelines come from the Cassandra aspect store;
 timeseries values, search, listings and incoming relationships from the OpenSearch indices and
-the Cassandra lineage tables the MCL processor writes."""
+the Cassandra lineage tables the MCL processor writes. `datahub ingest list-runs | show |
+rollback` scan the Cassandra aspect store for a run's rows."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import quote
 
 import pytest
@@ -17,12 +19,14 @@ from datahub.metadata.schema_classes import (
     DatasetProfileClass,
     DatasetPropertiesClass,
     GlobalTagsClass,
+    SystemMetadataClass,
     TagAssociationClass,
     UpstreamClass,
     UpstreamLineageClass,
 )
 
 from tests.support.builders import dataset_urn
+from tests.support.datahub_clients import datahub_cli, entity
 from tests.support.processes import TOKEN
 from tests.support.stack import Stack
 
@@ -35,7 +39,7 @@ def tags(*names: str) -> GlobalTagsClass:
     return GlobalTagsClass(tags=[TagAssociationClass(tag=f"urn:li:tag:{name}") for name in names])
 
 
-def test_datahub_reads_on_kafka_cassandra_and_opensearch(stack: Stack):  # noqa: F811  (the fixture)
+def test_datahub_reads_on_kafka_cassandra_and_opensearch(stack: Stack, tmp_path: Path):
     gms = stack.gms("gms")
     stack.mcl_processor("mcl")
     stack.await_healthy(gms)
@@ -72,5 +76,21 @@ def test_datahub_reads_on_kafka_cassandra_and_opensearch(stack: Stack):  # noqa:
         assert graph.get_search_results(0, 10, "dataset")["value"]["numEntities"] == 3
         assert graph.get_domain_urn_by_name("nothing") is None
         assert graph.delete_references_to_urn("urn:li:tag:gold", dry_run=True)[0] == 2
+
+        # ingestion runs: the aspect store scanned for the run's rows
+        loaded, client = dataset_urn("dh.loaded"), gms.client()
+        before = entity(client, SPARE)["datasetProperties"]["value"]
+        run = SystemMetadataClass(runId="dh-run")
+        graph.emit_mcps([MetadataChangeProposalWrapper(entityUrn=SPARE, aspect=DatasetPropertiesClass(
+            name="spare", description="by the run"), systemMetadata=run), MetadataChangeProposalWrapper(
+            entityUrn=loaded, aspect=DatasetPropertiesClass(name="loaded"), systemMetadata=run)])
+        datahub = datahub_cli(f"http://127.0.0.1:{gms.port}", tmp_path)
+        assert "dh-run" in datahub.ok("ingest", "list-runs")
+        shown = datahub.ok("ingest", "show", "--run-id", "dh-run")
+        assert shown.count("dh.loaded") == 2 and shown.count("dh.spare") == 1  # key and properties; properties
+        out = datahub.ok("ingest", "rollback", "--run-id", "dh-run", "-f", "--report-dir", str(tmp_path / "reports"))
+        assert "deleted 1 entities and rolled back 3 aspects" in out, out
+        assert entity(client, loaded) is None
+        assert entity(client, SPARE)["datasetProperties"]["value"] == before
     finally:
         graph.close()
