@@ -438,6 +438,9 @@ def test_sdk_client_reads_and_updates_an_entity(server, graph):
     dataset.add_tag("urn:li:tag:gold")
     client.entities.update(dataset)
     assert graph.get_tags(ORDERS) == tags("sales", "gold")  # read, then written back with both
+    stored = server.client().call("GET", f"/v1/entities/{quote(ORDERS, safe='')}")["aspects"]
+    assert [t["tag"] for t in stored["globalTags"]["value"]["tags"]] == ["urn:li:tag:sales", "urn:li:tag:gold"]
+    assert stored["datasetProperties"]["value"]["customProperties"] == {"team": "sales"}  # kept
 
 
 def test_timeline_of_schema_documentation_and_time_windows(server, graph):
