@@ -19,7 +19,7 @@ async function runsOf(program, datasets) {
   return [...found];
 }
 
-export function duration(start, end) {
+function duration(start, end) {
   if (!start || !end) return "";
   const seconds = Math.round((end - start) / 1000);
   const parts = [[Math.floor(seconds / 3600), "h"], [Math.floor(seconds / 60) % 60, "min"], [seconds % 60, "s"]];
