@@ -32,6 +32,13 @@ export function drawGraph(container, nodes, edges, onTap) {
     maxZoom: 1.25,
   });
   if (onTap) cy.on("tap", "node", (event) => onTap(event.target.data()));
-  window.lodestarGraph = cy; // what the page drew, for people and tests alike (cy.nodes(), cy.edges())
+  return showing(cy);
+}
+
+// The graph now on the page: the one before is destroyed (its renderer and listeners would
+// otherwise live on), and it is window.lodestarGraph, for people and tests alike (cy.nodes()).
+export function showing(cy) {
+  if (window.lodestarGraph && window.lodestarGraph !== cy) window.lodestarGraph.destroy();
+  window.lodestarGraph = cy;
   return cy;
 }

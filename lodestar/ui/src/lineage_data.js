@@ -16,7 +16,7 @@ const MAX_HOPS = 100; // what /v1/lineage allows
 
 // Relations between datasets and programs in [start, end) (seconds), each with its runs:
 // [{data, program, access, runs: [run urn]}], data and program as URNs.
-export async function datasetLineage(urn, start, end, levels) {
+async function datasetLineage(urn, start, end, levels) {
   const data = await call("GET", `/v3/namespaces/default/datasets/${encodeURIComponent(urn)}/lineage`,
     { query: { start, end, levels, collapse: "run" } });
   const relations = [];

@@ -3,12 +3,10 @@
 // box, zoom that never starts below a readable size.
 
 import cytoscape from "cytoscape";
-import dagre from "cytoscape-dagre";
-
-cytoscape.use(dagre);
+import { showing } from "./graph.js"; // registers the dagre layout too
 
 const FONT = 13; // px, a node's label at zoom 1
-export const READABLE_ZOOM = 0.85; // labels render at 11 px or more from here
+const READABLE_ZOOM = 0.85; // labels render at 11 px or more from here
 const NODE_W = 210;
 const HEAD_H = 54;
 const ROW_H = 24;
@@ -47,7 +45,7 @@ const MAIN = (el) => (el.isNode() ? el.data("kind") !== "column" : !el.data("col
 export function explorerGraph(container, root, onTap) {
   const cy = cytoscape({ container, style: STYLE, minZoom: 0.05, maxZoom: 2, autoungrabify: true });
   cy.on("tap", "node", (event) => onTap(event.target.data()));
-  window.lodestarGraph = cy; // what the page drew, for people and tests alike (cy.nodes(), cy.edges())
+  showing(cy);
   const columns = new Map(); // dataset -> [{id, label}] while expanded
 
   function setSize(node) {
@@ -90,7 +88,6 @@ export function explorerGraph(container, root, onTap) {
         setSize(node);
       });
     },
-    hasColumns: (dataset) => columns.has(dataset),
     // Column edges between the columns drawn: [{source, target, label}].
     setColumnEdges(edges) {
       cy.batch(() => {
