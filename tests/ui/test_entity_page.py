@@ -14,6 +14,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 
 from ingest.rest import RestClient
 from tests.support.access_fixtures import principal_with_grants
+from tests.support.builders import mcp
 from tests.support.processes import TOKEN, ServeProcess
 from tests.support.shop_orders import EMAIL, ORDERS, emit_shop_orders
 from tests.support.ui import assert_fits, shot, signed_in
@@ -355,3 +356,14 @@ def test_cdap_field_lineage_marks_fields_and_the_container_is_a_breadcrumb(page:
     expect(page.locator("table.schema .lineage-marker")).to_have_count(0)  # purchases' fields have none
     page.get_by_label("Breadcrumbs").get_by_role("link", name="default").click()
     expect(page.locator(".entity-head .badge").first).to_have_text("namespace")
+
+
+def test_an_edit_made_meanwhile_is_not_overwritten(page: Page, server: ServeProcess, orders: str) -> None:
+    page.goto(entity_url(server, orders))
+    expect(page.locator(".entity-head").get_by_label("DataHub tag", exact=True)).to_be_visible()
+    meanwhile = {"tags": [{"tag": "urn:li:tag:meanwhile"}]}
+    assert server.client().propose([mcp(orders, "globalTags", meanwhile)])[0]["status"] == "applied"
+    add_in(page, "DataHub tag", "mine")
+    expect(page.locator(".entity-head").get_by_role("alert")).to_contain_text(
+        "Someone changed the tags since this page loaded; reload and try again")
+    assert stored(server, orders, "globalTags") == meanwhile
