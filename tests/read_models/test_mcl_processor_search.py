@@ -35,7 +35,7 @@ from tests.contracts.search_index import (
 )
 from tests.support.backends import unique_name
 from tests.support.builders import dataset_urn, proposal
-from tests.support.indexed import Indexed
+from tests.support.indexed import Indexed, schema
 from tests.support.readmodels import OnOpenSearch, OnSqlite, sqlite_models
 
 
@@ -172,6 +172,18 @@ class TestSqliteSearchInternals(OnSqlite):
         monkeypatch.setattr(sqlite_query, "EXPAND_WORDS", 0)  # every prefix as FTS5's own prefix query
         assert {query: urns(catalog, query) for query in queries} == expanded
         assert len(expanded["bulk*"]) == 25 and {ORDERS, ARCHIVE, ITEMS} <= set(expanded["orde*"])
+
+    def test_schema_word_pairs_are_found_as_the_index_folds_their_letters(self, tmp_path):
+        harness = Indexed(tmp_path / "data")
+        cafe, plain = dataset_urn("shop.cafe"), dataset_urn("shop.plain")
+        harness.write(proposal(cafe, "schemaMetadata", schema("cafe", "Café_Crème.prix", "über_id")),
+                      proposal(plain, "schemaMetadata", schema("plain", "cafe_id")))
+        assert urns(harness, "schema:cafe_creme") == [cafe]  # diacritics dropped on both sides
+        assert urns(harness, "schema:CAFÉ_crème_prix") == [cafe]
+        assert urns(harness, "schema:uber_id") == [cafe]
+        assert urns(harness, "schema:cafe_id") == [plain]
+        assert urns(harness, "schema:creme_cafe") == []
+        harness.close()
 
     def test_an_index_made_before_the_lexicon_gets_its_words_and_no_pair_lookups(self, tmp_path):
         harness = build_catalog(tmp_path / "data", sqlite_models)
