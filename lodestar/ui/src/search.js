@@ -139,9 +139,10 @@ export function searchPage(main, query) {
     const cards = data.results.map((hit) => resultCard(hit));
     list.append(...cards.map((c) => c.item));
     const last = Math.min(state.start + PAGE, data.total);
+    const about = data.totalEstimated ? "about " : ""; // past 10,000 hits the index may estimate the total
     replace(
       results,
-      h("p", { class: "count" }, data.total ? `${state.start + 1}–${last} of ${data.total}` : "No results"),
+      h("p", { class: "count" }, data.total ? `${state.start + 1}–${last} of ${about}${data.total}` : "No results"),
       list,
       h(
         "nav",
