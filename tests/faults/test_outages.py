@@ -1,7 +1,7 @@
 """Backend outages on the real stack: while Cassandra or OpenSearch is unreachable, GMS answers 503
 (with Retry-After) instead of failing or dropping work, /health/ready says which backend is down,
 the MCP consumer and the MCL processor pause; once the backend is back, everything resumes and
-nothing is lost (versions contiguous, one MCL each, every proposal indexed).
+nothing is lost (versions contiguous, one MCL each, every proposal indexed); in both MCL wire formats.
 
 Why a TCP proxy and not a stopped server: Kafka, Cassandra and OpenSearch on this machine are
 shared by every test and every developer running at the same time; stopping one would fail
@@ -17,12 +17,13 @@ from urllib.parse import quote, urlencode, urlparse
 
 import pytest
 
+from schemas.mcl_wire import WIRE_FORMATS
 from tests.support.builders import dataset_urn
 from tests.support.outages import mcls_of, start_ready, step, versions
 from tests.support.stack import Stack
 from tests.support.tcp_proxy import TcpProxy
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.parametrize("wire_format", WIRE_FORMATS)]  # of the MCLs (`stack`)
 
 
 def test_cassandra_outage_gives_503_and_unready_then_everything_resumes_without_loss(stack: Stack):  # noqa: F811

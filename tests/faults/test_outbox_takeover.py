@@ -23,6 +23,7 @@ from ingest.backends import Endpoints
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.rest import LodestarError
 from lodestar.assembly import INSTANCE_FILE
+from schemas.mcl_wire import WIRE_FORMATS
 from tests.contracts.aspect_store import TOPIC, event, insert, row
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.builders import dataset_urn, mcp
@@ -127,14 +128,18 @@ def test_events_appended_without_a_version_are_taken_over_too(keyspace: ScratchK
     taker.close()
 
 
+@pytest.mark.parametrize("wire_format", WIRE_FORMATS)  # of the MCLs (`stack`)
 def test_a_killed_gms_pending_mcls_are_published_by_another_gms_once_its_lease_expired(stack: Stack):  # noqa: F811
     """gms-a dies (as abruptly as SIGKILL: no cleanup, its lease not released) between committing
     versions and publishing their MCLs; gms-b, running, takes its outbox over once its lease has
     expired, without gms-a coming back. Each version then has exactly one MCL; gms-a restarted
-    on its data directory adds none."""
+    on its data directory adds none. (gms-b starts first: a Confluent-format GMS registers the MCL
+    schema on its first start, which gms-a's crash point would otherwise hit.)"""
     stack.env["LODESTAR_CASSANDRA_LEASE_TTL"] = str(TTL)
-    survivor, victim = stack.gms("gms-b"), stack.gms("gms-a", crash_at="after-commit")
-    stack.await_healthy(survivor, victim)
+    survivor = stack.gms("gms-b")
+    stack.await_healthy(survivor)
+    victim = stack.gms("gms-a", crash_at="after-commit")
+    stack.await_healthy(victim)
     urns = [dataset_urn(unique_name("orphan")) for _ in range(5)]
     with pytest.raises(LodestarError):
         victim.client().propose([mcp(urn, "status", {"removed": False}) for urn in urns])
