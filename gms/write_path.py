@@ -154,10 +154,13 @@ class WritePath:
         def apply_in_order(items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
             return [(i, self._apply_with_retries(batch, item, actor, keyed)) for i, item in items]
 
-        def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
+        def prefetch(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> None:
             versions = sum(not item.aspect.is_timeseries for _, item in items)
             if versions > 1:
                 batch.prefetch(urn, versions)
+
+        def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
+            prefetch(urn, items)
             return apply_in_order(items)
 
         by_entity: dict[str, list[tuple[int, ValidProposal]]] = {}
@@ -166,6 +169,8 @@ class WritePath:
         if len(by_entity) == 1:
             return apply_entity(*next(iter(by_entity.items())))
         if self.store.entity_concurrency <= 1:
+            for urn, items in by_entity.items():
+                prefetch(urn, items)
             return apply_in_order(valid)
         with self._pool_lock:
             if self._pool is None:

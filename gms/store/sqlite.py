@@ -75,9 +75,11 @@ class _Reads:
 
     def _newest(self, urn: str) -> list[StoredAspect]:
         """The newest version of each aspect of the entity, deletions too, by aspect name."""
-        # SQLite returns the other columns of the row holding max(version).
+        # The newest version numbers from the index alone, then only those rows.
         rows = self.conn.execute(
-            "SELECT urn, aspect, max(version), value, system_metadata FROM aspects WHERE urn = ? GROUP BY aspect",
+            "SELECT a.urn, a.aspect, a.version, a.value, a.system_metadata"
+            " FROM (SELECT aspect, max(version) AS newest FROM aspects WHERE urn = ?1 GROUP BY aspect) AS n"
+            " JOIN aspects AS a ON a.urn = ?1 AND a.aspect = n.aspect AND a.version = n.newest ORDER BY a.aspect",
             (urn,),
         ).fetchall()
         return [_row(row) for row in rows]

@@ -106,10 +106,16 @@ def principal_of(request: web.Request) -> str:
 async def read_json(request: web.Request) -> Any:
     """The decoded JSON body. Decoding runs on the writer thread: in a process whose writer
     holds the store's write lock, the event loop must not compete with it for the GIL."""
-    return await api_of(request).run(_decode, await request.read())
+    return await api_of(request).run(decode_json, await request.read())
 
 
-def _decode(raw: bytes) -> Any:
+def json_text(value: Any) -> str:
+    """JSON of an answer (`web.json_response(..., dumps=json_text)`), by orjson."""
+    return orjson.dumps(value).decode()
+
+
+def decode_json(raw: bytes) -> Any:
+    """A request body's JSON; a 400 naming the problem when it is not JSON."""
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:

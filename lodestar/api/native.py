@@ -13,7 +13,7 @@ from gms.store import StoredAspect
 from gms.write_path import Result
 from ingest.proposal import ProposalError, parse_proposal
 from lodestar.api.access import require
-from lodestar.api.context import api_of, error, principal_of, read_json
+from lodestar.api.context import Api, api_of, decode_json, error, json_text, principal_of
 from lodestar.api.limits import MAX_VERSION, bool_param, int_param
 from lodestar.api.openapi import ASPECT, ERROR_OR_RESULTS, OBJECT, RESULTS, URN, query_param, response
 
@@ -44,7 +44,23 @@ def parse_all(items: list[Any]) -> list:
 
 async def post_proposals(request: web.Request) -> web.Response:
     api = api_of(request)
-    body = await read_json(request)
+    answer = await api.run(_answer_proposals, api, await request.read(), principal_of(request),
+                           conditional_headers(request))
+    if isinstance(answer, web.Response):
+        return answer
+    status, body, wait = answer
+    if wait:
+        body["indexed"] = await api.wait_for_index()
+    return web.json_response(body, status=status, dumps=json_text)
+
+
+def _answer_proposals(api: Api, raw: bytes, actor: str, headers: dict[str, str]
+                      ) -> web.Response | tuple[int, dict[str, Any], bool]:
+    """The request decoded, applied (or queued) and answered in one call on the writer thread:
+    the request's objects (some 100,000 for 1,000 proposals) are freed before the cyclic garbage
+    collector runs again, which otherwise scans them all once after every batch. The status,
+    the answer and whether to wait for the index, or an error response."""
+    body = decode_json(raw)
     if not isinstance(body, dict) or not isinstance(body.get("proposals"), list):
         return error(400, "invalid_request", 'body must be {"proposals": [MCP, ...], "async": false}')
     items = body["proposals"]
@@ -53,22 +69,17 @@ async def post_proposals(request: web.Request) -> web.Response:
         return error(400, "invalid_request", f"{flags[0]}: must be true or false")
     if len(items) > api.gms.limits.max_batch:
         return error(413, "too_large", f"{len(items)} proposals, over the limit of {api.gms.limits.max_batch}")
-    parsed = await api.run(parse_all, items)
+    parsed = parse_all(items)
     if body.get("async") is True:
-        return await enqueue(request, parsed)
-    results = await api.apply(parsed, principal_of(request), conditional_headers(request))
-    answer: dict[str, Any] = {"results": [r.to_json() for r in results]}
-    if body.get("waitForIndex") is True:
-        answer["indexed"] = await api.wait_for_index()
-    return web.json_response(answer, status=batch_status(results))
+        return enqueue(api, parsed, actor, headers)
+    results = api.gms.apply(parsed, actor, headers, authorize=True)
+    return batch_status(results), {"results": [r.to_json() for r in results]}, body.get("waitForIndex") is True
 
 
-async def enqueue(request: web.Request, parsed: list) -> web.Response:
+def enqueue(api: Api, parsed: list, actor: str, headers: dict[str, str]) -> tuple[int, dict[str, Any], bool]:
     """Check what can be checked without the stored state, then queue the rest on the MCP topic."""
-    api = api_of(request)
     results: list[dict[str, Any]] = []
     queued = []
-    headers = conditional_headers(request)
     for proposal in parsed:
         try:
             api.gms.writes.validator.validate(proposal, headers)
@@ -79,8 +90,8 @@ async def enqueue(request: web.Request, parsed: list) -> web.Response:
         queued.append(proposal)
         results.append({"status": "queued"})
     if queued:
-        await api.run(api.gms.enqueue, queued, principal_of(request))
-    return web.json_response({"results": results}, status=202 if queued else 400)
+        api.gms.enqueue(queued, actor)
+    return 202 if queued else 400, {"results": results}, False
 
 
 def aspect_json(row: StoredAspect) -> dict[str, Any]:
