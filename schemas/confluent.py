@@ -78,7 +78,7 @@ class ConfluentDecoder:
         if text is None:
             raise ConfluentDecodeError(f"schema id {schema_id} is not in the schema registry")
         try:
-            parsed = parse_schema(json.loads(text), _write_hint=False)
+            parsed = parse_schema(json.loads(text))
         except Exception as err:  # json and fastavro raise several types
             raise ConfluentDecodeError(f"schema id {schema_id} is not a usable Avro schema: {err}") from None
         name = parsed.get("name", parsed.get("type")) if isinstance(parsed, dict) else str(parsed)

@@ -81,7 +81,7 @@ class DataHubMclSchema:
 def datahub_mcl_schema(directory: Path | None = None) -> DataHubMclSchema:
     """DataHub's MCL schema from the installed acryl-datahub (DataHubModelError if it is missing)."""
     raw = json.loads(((directory or schema_directory()) / DATAHUB_MCL_FILE).read_text())
-    parsed = parse_schema(raw, _write_hint=False)
+    parsed = parse_schema(raw)
     return DataHubMclSchema(compact(raw), raw, named_types(raw), parsed, _canonical_fingerprint(parsed))
 
 
@@ -164,7 +164,7 @@ class MclReader:
         if text is None:
             raise EventDecodeError(f"schema id {schema_id} is not in the schema registry")
         try:
-            parsed = parse_schema(json.loads(text), _write_hint=False)
+            parsed = parse_schema(json.loads(text))
         except Exception as err:  # json and fastavro raise several types
             raise EventDecodeError(f"schema id {schema_id} is not a usable Avro schema: {err}") from None
         name = str(parsed.get("name", "")) if isinstance(parsed, dict) else ""

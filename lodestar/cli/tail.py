@@ -69,17 +69,20 @@ def open_log(args: argparse.Namespace) -> EventLog:
 
 def schema_lookup(args: argparse.Namespace) -> tuple[Callable[[int], str | None], Callable[[], None]]:
     """Where Confluent-framed MCLs' writer schemas are found: --schema-registry's URL, else the
-    registry kept in the configured aspect store; and what closes it."""
+    configured external registry (`kafka.schema_registry_url`), else the registry kept in the
+    configured aspect store; and what closes it."""
     from gms.schema_registry import schema_lookup as stored_schemas
     from ingest.backends.errors import BackendError
     from ingest.schema_lookup import registry_lookup
     from lodestar.assembly import open_store
     from lodestar.cli.common import CliError, config_of
 
-    if args.schema_registry:
-        return registry_lookup(args.schema_registry), lambda: None
+    config = config_of(args)
+    url = args.schema_registry or config.schema_registry_url
+    if url:
+        return registry_lookup(url), lambda: None
     try:
-        store = open_store(config_of(args), Path(args.data_dir), "tail")
+        store = open_store(config, Path(args.data_dir), "tail")
     except BackendError as err:
         raise CliError(str(err)) from None
     return stored_schemas(store), store.close
@@ -156,7 +159,7 @@ def register(sub: Any) -> None:
                       help="with --group: commit what was printed this often, and on exit (default 1)")
     tail.add_argument("--schema-registry", metavar="URL",
                       help="where the writer schemas of Confluent-framed MCLs are (a schema registry's URL;"
-                           " default: the registry kept in the configured aspect store)")
+                           " default: the configured one, else the registry kept in the aspect store)")
     tail.add_argument("--data-dir", default=str(default_data_dir()))
     tail.add_argument("--config", help="lodestar.yml choosing adapters and endpoints")
     tail.set_defaults(func=cmd_tail)
