@@ -14,10 +14,12 @@ operations) and adds metadata during its run.
 The run is one `dataProcessInstance` of the program (`urn:li:dataJob:(urn:li:dataFlow:(cdap,
 <app>,<namespace>),<program>)`): STARTED when the block starts, COMPLETE with SUCCESS when it
 ends, FAILURE (and the error) when it raises. The recorded operations (checked with CDAP's rules
-when recorded) become the run's `fieldOperations`, and their sources and destinations its inputs
-and outputs. When the Lodestar listener is attached to the same session, the program's
-operations replace the listener's for every destination the program recorded (nothing is
-recorded twice). Metadata is written when added, so what a failed run added is retained.
+when recorded) become the run's `fieldOperations`, recorded per destination as CDAP's
+`record(destination, operations)` does (for each destination the operations that lead to it),
+and their sources and destinations its inputs and outputs. When the Lodestar listener is
+attached to the same session, the program's operations replace the listener's for every
+destination the program recorded (nothing is recorded twice). Metadata is written when added,
+so what a failed run added is retained.
 """
 
 from __future__ import annotations
@@ -32,7 +34,16 @@ from urllib.parse import quote
 from ingest.emitters import Emitter
 from ingest.proposal import Proposal
 from ingest.rest import RestClient
-from schemas.field_operations import READ, TRANSFORM, WRITE, FieldOperation, FieldOperationsError, validate
+from schemas.field_operations import (
+    READ,
+    TRANSFORM,
+    WRITE,
+    FieldOperation,
+    FieldOperationsError,
+    accumulated,
+    per_destination,
+    validate,
+)
 from schemas.field_operations import InputField as _SchemaInput
 from spark_emitter.mcps import upsert
 from spark_emitter.urns import Naming, dataset_urn
@@ -116,6 +127,8 @@ class LineageRecorder:
 
     def __init__(self) -> None:
         self.operations: list[FieldOperation] = []
+        # operation names per destination; None: each destination's are worked out (`accumulated`)
+        self.by_destination: dict[str, tuple[str, ...]] | None = None
 
     def record(self, operations: Iterable[Operation | FieldOperation]) -> None:
         ops = [op if isinstance(op, FieldOperation) else op.to_operation() for op in operations]
@@ -134,9 +147,13 @@ class LineageRecorder:
     def sources(self) -> list[str]:
         return sorted({op.source for op in self.operations if op.type == READ and op.source})
 
-    def checked(self) -> tuple[FieldOperation, ...]:
-        """The operations checked with CDAP's rules (FieldOperationsError otherwise)."""
-        return validate(self.operations)
+    def checked(self) -> tuple[tuple[FieldOperation, ...], dict[str, tuple[str, ...]]]:
+        """The operations checked with CDAP's rules, and the names of those accumulated for each
+        destination, checked the same way (FieldOperationsError otherwise)."""
+        operations = validate(self.operations)
+        destinations = accumulated(self.operations) if self.by_destination is None else self.by_destination
+        per_destination(operations, destinations)
+        return operations, destinations
 
 
 class MetadataContext:
@@ -231,15 +248,17 @@ class ProgramRun:
             self.listener.claim(self)
         return self
 
-    def finish(self, error: BaseException | None = None) -> None:
-        """Record the operations (on success) and the run's end."""
-        out: list[Proposal] = []
+    def finish(self, error: BaseException | None = None, also: Sequence[Proposal] = ()) -> None:
+        """Record the operations and `also` (on success) and the run's end, in one request."""
+        out: list[Proposal] = [] if error is not None else list(also)
         invalid: FieldOperationsError | None = None
+        operations: tuple[FieldOperation, ...] = ()
+        destinations: dict[str, tuple[str, ...]] = {}
         try:
-            operations = self.lineage.checked() if error is None and self.lineage.operations else ()
+            if error is None and self.lineage.operations:
+                operations, destinations = self.lineage.checked()
         except FieldOperationsError as err:  # the run fails, and the program learns why
             error = invalid = err
-            operations = ()
         if self.listener is not None:  # the listener's operations for the program's destinations go
             for action_run in self.listener.release(self, replaced_by_program=bool(operations)):
                 out.append(Proposal("dataProcessInstance", action_run, "DELETE", "fieldOperations"))
@@ -251,7 +270,10 @@ class ProgramRun:
         if writes and error is None:
             out.append(upsert(self.urn, "dataProcessInstanceOutput", {"outputs": writes}))
         if operations:
-            out.append(upsert(self.urn, "fieldOperations", {"operations": [op.to_json() for op in operations]}))
+            out.append(upsert(self.urn, "fieldOperations", {
+                "operations": [op.to_json() for op in operations],
+                "destinations": [{"destination": d, "operations": list(names)}
+                                 for d, names in sorted(destinations.items())]}))
         result: dict[str, Any] = {"type": "SUCCESS", "nativeResultType": self.program_type}
         if error is not None:
             self.error = f"{type(error).__name__}: {error}"

@@ -12,6 +12,7 @@ class IdGenerator:
     types = ("transform",)
     required = ("field",)
     optional = ("output",)
+    keeps_rows = True  # one record out per record in (lets the runner carry row counts across it)
     properties: dict[str, Any]  # set by the runner, with the stage
 
     def configure(self, input_fields: list[str] | None) -> list[str] | None:

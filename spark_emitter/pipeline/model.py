@@ -77,6 +77,16 @@ class Pipeline:
     def outputs_of(self, name: str) -> list[str]:
         return [b for a, b in self.connections if a == name]
 
+    def upstream_of(self, name: str) -> set[str]:
+        """The stage and every stage whose records reach it."""
+        found, stack = set(), [name]
+        while stack:
+            current = stack.pop()
+            if current not in found:
+                found.add(current)
+                stack.extend(self.inputs_of(current))
+        return found
+
     def order(self) -> list[str]:
         """The stages so that each comes after its inputs; PipelineError naming a cycle's stages."""
         names = [s.name for s in self.stages]

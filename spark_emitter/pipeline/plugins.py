@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from spark_emitter.pipeline.counts import Scan
 from spark_emitter.pipeline.model import FieldMutation, Stage
 from spark_emitter.urns import Naming, dataset_urn
 
@@ -217,6 +218,11 @@ class File(Plugin):
             fields = self.read(context.spark).columns
         return fields
 
+    def scanned(self, scan: Scan) -> bool:
+        """Whether Spark's scan read this path (its location names it)."""
+        path = re.escape(str(self.prop("path")).rstrip("/"))
+        return re.search(rf"[\[,:]{path}[\],/ ]", scan.description) is not None
+
     def read(self, spark: Any) -> Any:
         fmt, path = self._format(), str(self.prop("path"))
         if fmt == "text":
@@ -269,6 +275,11 @@ class Table(Plugin):
             context.reads[urn] = name
             fields = self.configure(None) or context.spark.table(str(self.prop("name"))).columns
             context.record([FieldRead("read", f"read from table {self.prop('name')}", urn, fields)])
+
+    def scanned(self, scan: Scan) -> bool:
+        """Whether Spark's scan read this table (it ends the scan's name)."""
+        table = str(self.prop("name")).lower()
+        return scan.name.strip().lower().rsplit(" ", 1)[-1].endswith(f".{table}")
 
     def read(self, spark: Any) -> Any:
         return spark.table(str(self.prop("name")))

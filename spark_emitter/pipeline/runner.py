@@ -5,25 +5,27 @@ One pipeline run is one `dataProcessInstance` of the pipeline's program
 then COMPLETE with SUCCESS, or FAILURE and the error. Its properties are the runtime arguments
 (each under its own name) and `pipeline-checksum` (SHA-256 of the pipeline file). The stages
 record their field operations with field names only; the runner, knowing the DAG, gives each
-input field the operation that produced it (operation names are `<stage>.<operation>`) and
-records on the run the operations that lead to the destinations its sinks wrote (CDAP's rules,
-checked by GMS), with the datasets read and written. A pipeline that fails validation records
-nothing. With the listener attached to the session, the pipeline's operations replace the
-listener's for the datasets it writes.
+input field the operation that produced it (operation names are `<stage>.<operation>`), works
+out which stages lead to each dataset its sinks wrote and records on the run, per destination,
+the operations accumulated for it (CDAP's rules, checked by GMS), with the datasets read and
+written. A pipeline that fails validation records nothing. With the listener attached to the
+session, the pipeline's operations replace the listener's for the datasets it writes. Rows per
+stage come from the metrics Spark keeps of the sinks' writes (`counts`).
 """
 
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from ingest.emitters import RestEmitter
 from ingest.rest import RestClient
-from schemas.field_operations import READ, TRANSFORM, WRITE, FieldOperation, InputField
+from schemas.field_operations import READ, TRANSFORM, WRITE, FieldOperation, InputField, accumulated
 from spark_emitter.mcps import upsert
+from spark_emitter.pipeline.counts import infer, labelled, last_execution, merged, scan_rows, write_metrics
 from spark_emitter.pipeline.model import Pipeline, resolve
 from spark_emitter.pipeline.plugins import JOINER, SINK, SOURCE, FieldRead, FieldTransform, FieldWrite, StageContext
 from spark_emitter.pipeline.validate import instantiate, validated
@@ -64,8 +66,7 @@ Listener = Callable[[StageResult], None]
 
 def run_pipeline(pipeline: Pipeline, spark: Any, arguments: Mapping[str, str] | None = None, *, server: str,
                  token: str | None = None, namespace: str = "default", env: str = "PROD",
-                 catalog_platform: str = "hive", on_stage: Listener | None = None,
-                 count_rows: bool = True) -> RunResult:
+                 catalog_platform: str = "hive", on_stage: Listener | None = None) -> RunResult:
     """Validate (PipelineError: nothing recorded), run and record the pipeline. A failure of a stage
     ends the run FAILED (recorded) and is in the result; it is not raised."""
     from spark_emitter.listener import listener_of
@@ -80,16 +81,16 @@ def run_pipeline(pipeline: Pipeline, spark: Any, arguments: Mapping[str, str] | 
     stages = {s.name: StageResult(s.name, s.plugin.name, s.plugin.type) for s in pipeline.stages}
     result = RunResult(run.urn, run.program_urn, "FAILED", [stages[n] for n in pipeline.order()])
     names: dict[str, str] = {}  # dataset URN -> display name (referenceName)
-    run.start()
+    background = ThreadPoolExecutor(1, thread_name_prefix="lodestar-pipeline")
+    starting = background.submit(run.start)  # recorded while Spark works; awaited before a sink writes
     error: BaseException | None = None
     try:
-        executed = _Execution(pipeline, spark, arguments, naming, run, stages, on_stage, count_rows)
+        executed = _Execution(pipeline, spark, arguments, naming, run, stages, on_stage, starting.result)
         executed.run()
-        result.operations = executed.operations()
+        result.operations, run.lineage.by_destination = executed.operations()
         result.reads, result.writes = sorted(executed.reads), sorted(executed.writes)
         names = {**executed.reads, **executed.writes}
-        if count_rows:
-            executed.count_rows()
+        executed.count_rows()
         if result.operations:
             run.lineage.record(result.operations)
         run.accessed = (result.reads, result.writes)
@@ -101,12 +102,12 @@ def run_pipeline(pipeline: Pipeline, spark: Any, arguments: Mapping[str, str] | 
                 if on_stage:
                     on_stage(stage)
     try:
-        run.finish(error)
+        starting.exception()  # the run's start is recorded before its end
+        background.shutdown()
+        run.finish(error, [upsert(urn, "datasetProperties", {"name": name, "qualifiedName": urn.split(",")[1],
+                                                            "customProperties": {"referenceName": name}})
+                           for urn, name in sorted(names.items())])
         result.status = "SUCCEEDED" if error is None else "FAILED"
-        if names and error is None:
-            run.emitter.emit([upsert(urn, "datasetProperties", {"name": name, "qualifiedName": urn.split(",")[1],
-                                                                "customProperties": {"referenceName": name}})
-                              for urn, name in sorted(names.items())])
     except Exception as err:
         error = error or err
         result.status = "FAILED"
@@ -120,15 +121,18 @@ def run_pipeline(pipeline: Pipeline, spark: Any, arguments: Mapping[str, str] | 
 
 class _Execution:
     def __init__(self, pipeline: Pipeline, spark: Any, arguments: Mapping[str, str], naming: Naming,
-                 run: ProgramRun, stages: dict[str, StageResult], on_stage: Listener | None, observe: bool = True):
+                 run: ProgramRun, stages: dict[str, StageResult], on_stage: Listener | None,
+                 started: Callable[[], Any]):
         self.pipeline, self.spark, self.arguments, self.naming = pipeline, spark, arguments, naming
         self.run_ = run
         self.stages, self.on_stage = stages, on_stage
         self.frames: dict[str, Any] = {}
         self.fields: dict[str, FieldMap] = {}
         self.ops: list[FieldOperation] = []
-        self.observations: dict[str, Any] = {}
-        self.observe = observe
+        self.stage_of: dict[str, str] = {}  # operation name -> its stage
+        self.labels: dict[str, str] = {}  # sink -> the job description its write ran under
+        self.started = started  # waits for the run's start to be recorded (raises if it was not)
+        self.first_execution = last_execution(spark)  # the runs' own SQL executions come after it
         self.plugins: dict[str, Any] = {}
         self.reads: dict[str, str] = {}
         self.writes: dict[str, str] = {}
@@ -178,19 +182,15 @@ class _Execution:
             if stage.plugin.type == SOURCE:
                 out = plugin.read(self.spark)
             elif stage.plugin.type == SINK:
-                plugin.write(df)
+                self.started()
+                self.labels[name] = f"lodestar pipeline {self.pipeline.name} run {self.run_.run_id} stage {name}"
+                with labelled(self.spark, self.labels[name]):
+                    plugin.write(df)
                 out = None
             elif joiner:
                 out = plugin.transform(frames)
             else:
                 out = plugin.transform(df)
-            if out is not None and self.observe:
-                from pyspark.sql import Observation
-                from pyspark.sql import functions as F
-
-                observation = Observation(f"lodestar-{uuid.uuid4().hex[:12]}-{name}")
-                out = out.observe(observation, F.count(F.lit(1)).alias("rows"))
-                self.observations[name] = observation
             if out is not None:
                 self.frames[name] = out
                 self.fields[name] = {c: fmap[c] for c in out.columns if c in fmap}
@@ -203,6 +203,7 @@ class _Execution:
         fmap = {k: list(v) for k, v in fmap.items()}
         for op in operations:
             qualified = f"{stage}.{op.name}"
+            self.stage_of[qualified] = stage
             if isinstance(op, FieldRead):
                 self.ops.append(FieldOperation(qualified, READ, op.description, source=op.source,
                                                outputs=tuple(op.outputs)))
@@ -224,59 +225,37 @@ class _Execution:
                 fmap[f] = [InputField(qualified, f)]
         return fmap
 
-    def operations(self) -> list[FieldOperation]:
-        """The operations leading to the destinations written (none when there is no READ and WRITE)."""
-        by_name = {op.name: op for op in self.ops}
-        wanted: set[str] = set()
-        stack = [op.name for op in self.ops if op.type == WRITE]
-        while stack:
-            current = stack.pop()
-            if current not in wanted:
-                wanted.add(current)
-                stack.extend(i.origin for i in by_name[current].inputs if i.origin in by_name)
-        for op in self.ops:  # drops of fields that lead there are part of it (a TRANSFORM without outputs)
-            if op.type == TRANSFORM and not op.outputs and op.inputs and all(i.origin in wanted for i in op.inputs):
-                wanted.add(op.name)
-        used = [op for op in self.ops if op.name in wanted]
-        if not any(op.type == READ for op in used) or not any(op.type == WRITE for op in used):
-            return []
-        return used
+    def operations(self) -> tuple[list[FieldOperation], dict[str, tuple[str, ...]]]:
+        """The operations accumulated for each destination written (CDAP's record(destination,
+        operations)): the operations its fields come from, and the drops by stages that lead to
+        one of its sinks; their union is the run's operations. A destination no READ leads to
+        has none."""
+        leading: dict[str, set[str]] = {}  # destination -> the stages that lead to a sink writing it
+        for op in self.ops:
+            if op.type == WRITE and op.destination:
+                leading.setdefault(op.destination, set()).update(self.pipeline.upstream_of(self.stage_of[op.name]))
+        destinations = accumulated(self.ops, lambda d, op: self.stage_of[op.name] in leading[d])
+        used = {name for names in destinations.values() for name in names}
+        return [op for op in self.ops if op.name in used], destinations
 
     def count_rows(self) -> None:
-        """Rows out of each stage, observed while the sinks ran (an observation is only complete when
-        Spark ran the observed plan as a query: not through an RDD, as PythonEvaluator does; its
-        input rows are counted by the plugin); rows in: the sum of the inputs' rows out."""
-        self.spark.sparkContext._jsc.sc().listenerBus().waitUntilEmpty(30_000)  # observations complete there
-        for name, observation in self.observations.items():
-            if observation._jo.future().isCompleted():
-                self.stages[name].rows_out = int(observation.get.get("rows", 0))
+        """Rows in and out of each stage, from the metrics of the sinks' writes (`counts`), the
+        rows a plugin counted itself (PythonEvaluator's input, which Spark's plan does not
+        show), and what they imply along the DAG; None where nothing says."""
+        metrics = write_metrics(self.spark, list(self.labels.values()), self.first_execution)
+        scans = merged(metrics)
+        rows_in: dict[str, int | None] = {name: None for name in self.stages}
+        rows_out: dict[str, int | None] = {name: None for name in self.stages}
+        for sink, label in self.labels.items():
+            rows_in[sink] = metrics[label].written
         for name, plugin in self.plugins.items():
+            if self.pipeline.stage(name).plugin.type == SOURCE and hasattr(plugin, "scanned"):
+                rows_out[name] = scan_rows(scans, plugin.scanned)
             counted = getattr(plugin, "rows_in", None)
-            inputs = self.pipeline.inputs_of(name)
             if counted is not None:
-                self.stages[name].rows_in = int(counted.value)
-                if len(inputs) == 1 and self.stages[inputs[0]].rows_out is None \
-                        and len(self.pipeline.outputs_of(inputs[0])) == 1:
-                    self.stages[inputs[0]].rows_out = int(counted.value)
-        for name in reversed(self.pipeline.order()):  # a stage that keeps rows: its input's rows out are its own
-            inputs, stage = self.pipeline.inputs_of(name), self.stages[name]
-            if getattr(self.plugins.get(name), "keeps_rows", False) and len(inputs) == 1 \
-                    and stage.rows_out is not None and self.stages[inputs[0]].rows_out is None \
-                    and len(self.pipeline.outputs_of(inputs[0])) == 1:
-                self.stages[inputs[0]].rows_out = stage.rows_out
+                rows_in[name] = int(counted.value)
+        infer(self.pipeline.order(), self.pipeline.inputs_of, self.pipeline.outputs_of,
+              lambda name: getattr(self.plugins.get(name), "keeps_rows", False), rows_in, rows_out)
         for name, stage in self.stages.items():
-            counts = [self.stages[a].rows_out for a in self.pipeline.inputs_of(name)]
-            if stage.rows_in is None and counts and all(c is not None for c in counts):
-                stage.rows_in = sum(counts)
-
-    def _reaches_sink(self, name: str) -> bool:
-        stack, seen = [name], set()
-        while stack:
-            current = stack.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            if self.pipeline.stage(current).plugin.type == SINK:
-                return True
-            stack.extend(self.pipeline.outputs_of(current))
-        return False
+            stage.rows_in = None if self.pipeline.stage(name).plugin.type == SOURCE else rows_in[name]
+            stage.rows_out = None if self.pipeline.stage(name).plugin.type == SINK else rows_out[name]

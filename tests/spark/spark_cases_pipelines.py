@@ -163,6 +163,11 @@ def run(env: Env, pipeline: Any, arguments: dict[str, str] | None = None) -> Any
     return run_pipeline(pipeline, env.spark, arguments or {}, server=env.url, token=TOKEN)
 
 
+def stage(label: str, plugin: str, kind: str, **properties: str) -> dict[str, Any]:
+    """A stage of a pipeline config (`label` is its name: a plugin may have a `name` property)."""
+    return {"name": label, "plugin": {"name": plugin, "type": kind, "properties": properties}}
+
+
 def shape(operations: list[dict[str, Any]]) -> set[tuple]:
     """Operations as comparable tuples (name, type, source/destination, inputs, outputs)."""
     return {(op["name"], op["type"], op.get("source") or op.get("destination"),
@@ -225,9 +230,6 @@ def test_each_built_in_records_exactly_its_own_operations(env: Env) -> None:
     orders.write_text("1,c1,10.5,x\n2,c1,4.5,y\n3,c2,7,z\n")
     customers.write_text('{"cid": "c1", "city": "Oslo"}\n{"cid": "c2", "city": "Rome"}\n')
 
-    def stage(name: str, plugin: str, kind: str, **properties: str) -> dict[str, Any]:
-        return {"name": name, "plugin": {"name": plugin, "type": kind, "properties": properties}}
-
     pipeline = parse({"name": "BuiltIns", "stages": [
         stage("Orders", "File", "batchsource", referenceName="orders", path=str(orders), format="csv",
               schema="id string, customer string, amount string, note string"),
@@ -267,6 +269,52 @@ def test_each_built_in_records_exactly_its_own_operations(env: Env) -> None:
     assert incoming(env, target, "customer") == {read_customers: ["cid"], read_orders: ["customer"]}
     assert sorted(env.recorded.aspect(result.run_urn, "dataProcessInstanceInput")["inputs"]) == sorted(
         [read_orders, read_customers])
+
+
+def test_a_union_and_two_sinks_each_destination_gets_the_operations_that_lead_to_it(env: Env) -> None:
+    from spark_emitter.pipeline import parse
+
+    source, more, out = env.root / "multi.csv", env.root / "multi-more.csv", env.root / "multi-a"
+    source.write_text("a,1,x\nb,2,y\n")
+    more.write_text("c,3,z\n")
+
+    pipeline = parse({"name": "TwoSinks", "stages": [
+        stage("In", "File", "batchsource", referenceName="multi", path=str(source), format="csv",
+              schema="k string, v int, note string"),
+        stage("More", "File", "batchsource", referenceName="multi-more", path=str(more), format="csv",
+              schema="k string, v int, note string"),
+        stage("Clean", "Projection", "transform", drop="note"),
+        stage("A", "File", "batchsink", referenceName="multi-a", path=str(out), format="parquet"),
+        stage("Rename", "Projection", "transform", keep="v", rename="v:value"),
+        stage("B", "Table", "batchsink", name="multi_b")],
+        "connections": [{"from": a, "to": b} for a, b in (("In", "Clean"), ("More", "Clean"), ("Clean", "A"),
+                                                          ("Clean", "Rename"), ("Rename", "B"))]})
+    result = run(env, pipeline)
+    assert result.status == "SUCCEEDED", result.error
+    assert sorted(r["value"] for r in env.spark.table("multi_b").collect()) == [1, 2, 3]  # the inputs' union
+    read, read_more, to_a, to_b = files(source), files(more), files(out), table("multi_b")
+    recorded = env.recorded.aspect(result.run_urn, "fieldOperations")
+    shared = {"In.read", "More.read", "Clean.drop note"}
+    assert {d["destination"]: set(d["operations"]) for d in recorded["destinations"]} == {
+        to_a: shared | {"A.write"},  # Rename's drop leads to B only
+        to_b: shared | {"Rename.drop k", "Rename.rename v", "B.write"}}
+    assert ("Clean.drop note", "TRANSFORM", None, (("In.read", "note"), ("More.read", "note")), ()) in shape(
+        recorded["operations"])
+    assert {op["name"] for op in recorded["operations"]} == shared | {"A.write", "Rename.drop k", "Rename.rename v",
+                                                                      "B.write"}
+    assert [(s.name, s.rows_in, s.rows_out) for s in result.stages] == [
+        ("In", None, 2), ("More", None, 1), ("Clean", 3, 3), ("A", 3, None), ("Rename", 3, 3), ("B", 3, None)]
+    # through CDAP's v3 routes: each destination answers with its own operations
+    assert incoming(env, to_b, "value") == {read: ["v"], read_more: ["v"]}
+    assert incoming(env, to_a, "v") == {read: ["v"], read_more: ["v"]}
+    assert outgoing(env, read, "v") == {to_a: ["v"], to_b: ["value"]}
+    body = env.v3(f"/datasets/{ds(read)}/lineage/fields/k/operations?direction=outgoing&start=0&end=now%2B1h")
+    assert sorted(sorted(op["name"] for op in group["operations"]) for group in body["outgoing"]) == [
+        ["A.write", "In.read"], ["In.read", "Rename.drop k"]]
+    body = env.v3(f"/datasets/{ds(to_a)}/lineage/fields/v/operations?direction=incoming&start=0&end=now%2B1h")
+    assert [sorted(op["name"] for op in group["operations"]) for group in body["incoming"]] == [
+        ["A.write", "In.read", "More.read"]]
+    assert [p["urn"] for group in body["incoming"] for p in group["programs"]] == [result.program_urn]
 
 
 class Tagger:

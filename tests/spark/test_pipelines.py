@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = 12
+CASES = 13
 
 
 @pytest.mark.timeout(1800)
