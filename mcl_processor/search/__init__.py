@@ -56,10 +56,11 @@ class SearchHit:
     name: str | None
     description: str | None
     matches: list[dict[str, str]] = field(default_factory=list)
+    tags: list[dict[str, str]] = field(default_factory=list)  # {field, value, scope}: what a result card shows
 
     def to_json(self) -> dict[str, Any]:
         return {"urn": self.urn, "entityType": self.entity_type, "name": self.name,
-                "description": self.description, "matches": self.matches}
+                "description": self.description, "matches": self.matches, "tags": self.tags}
 
 
 @dataclass(frozen=True, slots=True)

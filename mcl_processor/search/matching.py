@@ -1,11 +1,13 @@
-"""Which values of a document a query matched (a hit's `matches`), shared by every adapter."""
+"""Which values of a document a query matched (a hit's `matches`) and the tags it carries (a hit's
+`tags`), shared by every adapter."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from mcl_processor.query_syntax import Query, tokens
-from mcl_processor.search.document import SCHEMA, TAGS_KEY, Fragment, line_fields
+from mcl_processor.search import TAG_FIELDS, USER_SCOPE_FIELDS
+from mcl_processor.search.document import KEYWORDS, SCHEMA, TAGS_KEY, Fragment, line_fields
 
 MAX_MATCHES = 5
 
@@ -39,3 +41,13 @@ def has_tokens(value: str, wanted: list[str]) -> bool:
     n = len(wanted)
     return any(have[i:i + n - 1] == wanted[:-1] and have[i + n - 1].startswith(wanted[-1])
                for i in range(len(have) - n + 1))
+
+
+def hit_tags(parts: Sequence[Fragment]) -> list[dict[str, str]]:
+    """The entity's tags as the document holds them (CDAP's USER and SYSTEM tags, DataHub's tags
+    by name), each once per index field, with the field and its scope."""
+    lines = [line for p in parts if p.texts[KEYWORDS] for line in p.texts[KEYWORDS].split("\n")]
+    found = dict.fromkeys((field, line) for field, line in zip(line_fields(parts, KEYWORDS), lines, strict=True)
+                          if field in TAG_FIELDS)
+    return [{"field": field, "value": value, "scope": "USER" if field in USER_SCOPE_FIELDS else "SYSTEM"}
+            for field, value in found]

@@ -48,7 +48,7 @@ from mcl_processor.search.document import (
     tags_of,
     upstream_tags_part,
 )
-from mcl_processor.search.matching import has_tokens, hit_matches
+from mcl_processor.search.matching import has_tokens, hit_matches, hit_tags
 from mcl_processor.search.opensearch_mapping import (
     decode_analysis,
     encode_analysis,
@@ -302,7 +302,7 @@ class OpenSearchSearchIndex(SearchIndex):
         parts = [analysis.fragment for analysis in (decode_analysis(entry["analysis"])
                  for _, entry in sorted(source["aspects"].items()) if entry.get("analysis"))]
         return SearchHit(source["urn"], source["entityType"], source.get("title"), source.get("description"),
-                         hit_matches(parts, parsed))
+                         hit_matches(parts, parsed), hit_tags(parts))
 
     def autocomplete(self, prefix: str, limit: int = 10) -> list[Suggestion]:
         wanted = tokens(prefix)

@@ -33,7 +33,7 @@ from mcl_processor.search.document import (
     type_token,
 )
 from mcl_processor.search.matching import has_tokens as _has_tokens
-from mcl_processor.search.matching import hit_matches
+from mcl_processor.search.matching import hit_matches, hit_tags
 from mcl_processor.staging import staging_name
 
 TEXT_COLUMNS = "{name schema text keywords}"
@@ -147,8 +147,8 @@ class SqliteSearchQueries:
         out = []
         for doc_id in page:
             urn, entity_type, name, description = docs[doc_id]
-            matches = hit_matches([fragment for _, fragment in fragments.get(doc_id, [])], parsed)
-            out.append(SearchHit(urn, entity_type, name, description, matches))
+            parts = [fragment for _, fragment in fragments.get(doc_id, [])]
+            out.append(SearchHit(urn, entity_type, name, description, hit_matches(parts, parsed), hit_tags(parts)))
         return out
 
     @consistent_read

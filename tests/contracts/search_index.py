@@ -144,6 +144,14 @@ class SearchIndexContract:
         with pytest.raises(ValueError):
             catalog.search.query("x", scope="OTHER")
 
+    def test_hits_carry_their_entitys_tags_with_scopes(self, catalog):
+        hit = next(h for h in catalog.search.query("orders").hits if h.urn == ORDERS)
+        assert sorted((t["field"], t["value"], t["scope"]) for t in hit.tags) == [
+            ("systemTags", "batch", "SYSTEM"), ("tags", "pii", "USER"), ("userTags", "Finance", "USER")]
+        assert hit.to_json()["tags"] == hit.tags
+        notes = catalog.search.query("fieldTags:sensitive").hits[0]
+        assert "sensitive" not in {t["value"] for t in notes.tags}  # a column's tag is no tag of its dataset
+
     def test_tags_match_entity_tags_but_not_column_tags(self, catalog):
         assert urns(catalog, "tags:pii") == [ORDERS]
         assert urns(catalog, "tags:FINANCE") == [ORDERS]  # a USER scope tag
