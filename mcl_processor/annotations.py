@@ -408,8 +408,8 @@ class _Walker:
 
     def _resolve(self, schema: Any, namespace: str | None,
                  segments: tuple[str, ...]) -> tuple[tuple[Step, ...], str | None, Any] | None:
-        """Steps from a field's value along a DataHub annotation path (`*` an array's items or a
-        map's values, `$key` a map's keys, a name a record's field), then to its scalar values;
+        """Steps from a field's value along a DataHub annotation path (`*` an array's items, a
+        map's values or a lone scalar itself, `$key` a map's keys, a name a record's field), then to its scalar values;
         the last field name on the way, and the schema reached. None: the path leads nowhere."""
         steps: list[Step] = []
         last_name = None
@@ -425,6 +425,8 @@ class _Walker:
                 elif kind == "map":
                     steps.append(("m",) if segment == "*" else ("k",))
                     schema = schema["values"] if segment == "*" else "string"
+                elif segment == "*" and isinstance(schema, str) and schema in PRIMITIVES:
+                    pass  # DataHub's "/*" on a single URN or string (a run's `parentTemplate`): the value itself
                 else:
                     return None
                 continue

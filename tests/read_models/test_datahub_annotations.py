@@ -18,6 +18,7 @@ from datahub.metadata.schema_classes import (
     ChartInfoClass,
     CorpGroupInfoClass,
     DataJobInputOutputClass,
+    DataProcessInstanceRelationshipsClass,
     DatasetUsageStatisticsClass,
     EdgeClass,
     GlossaryTermInfoClass,
@@ -131,6 +132,19 @@ def test_datahubs_annotation_shapes_become_search_fields(registry):
     assert not editable["editedFieldTags"].facet and "tags" not in editable
     key = {s.name: s for s in annotations_of(registry)["schemaFieldKey"].searchable}
     assert key["fieldPath"].field_type == "TEXT_PARTIAL" and key["fieldPath"].boost > 1  # Lodestar's addition
+
+
+def test_a_path_annotation_on_a_single_urn_applies_to_the_urn(tmp_path, registry):
+    specs = {s.name: s for s in annotations_of(registry)["dataProcessInstanceRelationships"].searchable}
+    assert specs["parentTemplate"].field_type == "URN" and specs["parentInstance"].field_type == "URN"  # "/*"
+    run, other = "urn:li:dataProcessInstance:r1", "urn:li:dataProcessInstance:r2"
+    harness = Indexed(tmp_path / "data")
+    harness.write(*(parse_proposal(m) for m in (
+        sdk(run, DataProcessInstanceRelationshipsClass(upstreamInstances=[], parentTemplate=JOB)),
+        sdk(other, DataProcessInstanceRelationshipsClass(upstreamInstances=[], parentTemplate=f"{JOB[:-1]}2)")),
+    )))
+    assert [h.urn for h in harness.search.query(f'parentTemplate:"{JOB}"').hits] == [run]
+    harness.close()
 
 
 def test_edges_from_datahubs_path_relationships(registry):
