@@ -1,6 +1,7 @@
 """End-to-end MCP/s on the real stack (Kafka + Cassandra + OpenSearch) next to each backend's raw limit.
 
     .venv/bin/python -m bench.real_stack [--datasets 2500] [--setups serve,split] [--workers 2]
+                                         [--wire-formats lodestar,confluent]
 
 Lodestar: 4 MCPs per realistic dataset (`bench/datasets.py`) sent to GMS over HTTP (batches of
 1000, one connection per GMS worker), timed from the first request until everything is
@@ -10,6 +11,10 @@ runs on names of its own (Kafka prefix, keyspace, index prefix) against the runn
 * `serve`: `lodestar serve --workers W` (W request workers + one background process: MCP
   consumer, MCL processor and its decode workers, outbox relay);
 * `split`: `lodestar gms --workers W` and `lodestar mcl-processor` as separate processes.
+
+Each setup runs once per MCL wire format (`kafka.wire_format`: Lodestar's own, then DataHub's
+schema in Confluent's framing), one right after the other, printed side by side with the
+Confluent run's extra time (target: under 10% more per MCL).
 
 Then each backend alone, on the same machine, doing the writes Lodestar made for those MCPs
 (read back from the first setup's run), as a well-written client would:
@@ -65,6 +70,7 @@ from ingest.backends import Endpoints
 from ingest.eventlog import partition_for
 from ingest.rest import LodestarError, RestClient
 from mcl_processor.workers import default_workers
+from schemas.mcl_wire import WIRE_FORMATS
 from tests.support.processes import LODESTAR, TOKEN
 from tests.support.server import free_port
 
@@ -86,8 +92,9 @@ class Names:
     def kafka_prefix(self) -> str:
         return f"{self.run}-"
 
-    def env(self, endpoints: Endpoints) -> dict[str, str]:
-        return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_ASPECT_STORE": "cassandra",
+    def env(self, endpoints: Endpoints, wire_format: str) -> dict[str, str]:
+        return {"LODESTAR_KAFKA_WIRE_FORMAT": wire_format,
+                "LODESTAR_EVENT_LOG": "kafka", "LODESTAR_ASPECT_STORE": "cassandra",
                 "LODESTAR_READ_MODELS": "distributed", "LODESTAR_KAFKA_PREFIX": self.kafka_prefix,
                 "LODESTAR_CASSANDRA_KEYSPACE": self.run, "LODESTAR_OPENSEARCH_PREFIX": self.run,
                 "LODESTAR_KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
@@ -235,23 +242,24 @@ def ingest(url: str, mcps: Sequence[dict[str, Any]], connections: int) -> tuple[
 @dataclass
 class LodestarRun:
     setup: Setup
+    wire_format: str
     names: Names
     accepted: float
     elapsed: float
 
 
-def lodestar_run(setup: Setup, mcps: Sequence[dict[str, Any]], endpoints: Endpoints, names: Names,
+def lodestar_run(setup: Setup, wire_format: str, mcps: Sequence[dict[str, Any]], endpoints: Endpoints, names: Names,
                  workdir: Path) -> LodestarRun:
-    data_dir = workdir / setup.name / "data"
+    data_dir = workdir / setup.name / wire_format / "data"
     data_dir.mkdir(parents=True)
     try:
-        with running(setup, data_dir, names.env(endpoints)) as url:
+        with running(setup, data_dir, names.env(endpoints, wire_format)) as url:
             accepted, elapsed = ingest(url, mcps, setup.connections)
     except BaseException:
-        for log in sorted((workdir / setup.name).glob("*-logs/*.log")):
+        for log in sorted((workdir / setup.name / wire_format).glob("*-logs/*.log")):
             print(f"--- {log.name}:\n{log.read_text()[-3000:]}", file=sys.stderr)
         raise
-    return LodestarRun(setup, names, accepted, elapsed)
+    return LodestarRun(setup, wire_format, names, accepted, elapsed)
 
 
 # -- what Lodestar wrote, read back for the raw runs ----------------------------------------
@@ -418,7 +426,10 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=2500)
     parser.add_argument("--workers", type=int, default=2, help="GMS request workers (and client connections)")
     parser.add_argument("--setups", default="serve,split", help="comma-separated: serve, split")
+    parser.add_argument("--wire-formats", default=",".join(WIRE_FORMATS),
+                        help="comma-separated MCL wire formats, each setup run in each (the first is the base)")
     args = parser.parse_args()
+    formats = args.wire_formats.split(",")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the cleanup below runs
     endpoints = Endpoints.from_env()
     mcps = generate(args.datasets * 4)
@@ -434,12 +445,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as cleanup:
         runs: list[LodestarRun] = []
         for setup in chosen:
-            names = Names()
-            cleanup.callback(drop_everything, endpoints, names)
-            run = lodestar_run(setup, mcps, endpoints, names, Path(tmp))
-            runs.append(run)
-            print(f"lodestar {setup.name:<5} end-to-end         {len(mcps):>7} MCPs  {run.elapsed:7.1f} s"
-                  f"  {rate(len(mcps), run.elapsed)} MCP/s   (all accepted after {run.accepted:.1f} s)", flush=True)
+            for wire_format in formats:
+                names = Names()
+                cleanup.callback(drop_everything, endpoints, names)
+                run = lodestar_run(setup, wire_format, mcps, endpoints, names, Path(tmp))
+                base = next(r for r in runs + [run] if r.setup is setup)
+                versus = "" if run is base else f"; {run.elapsed / base.elapsed - 1:+.1%} time vs {base.wire_format}"
+                runs.append(run)
+                print(f"lodestar {setup.name:<5} {wire_format:<9} end-to-end {len(mcps):>7} MCPs  {run.elapsed:7.1f} s"
+                      f"  {rate(len(mcps), run.elapsed)} MCP/s   (all accepted after {run.accepted:.1f} s{versus})",
+                      flush=True)
         best = min(runs, key=lambda r: r.elapsed)
         source = runs[0].names
         cluster = cassandra_session(endpoints)
@@ -480,13 +495,15 @@ def main() -> None:
               f"   (the run's {len(docs)} search documents x {n}; {BULK_DOCS} a request, then one refresh)",
               flush=True)
 
-        lodestar = len(mcps) / best.elapsed
         for backend, limit in figures.items():
-            print(f"ratio      lodestar / raw {backend:<10} = {100 * lodestar / limit:5.1f}%")
+            print(f"ratio      lodestar / raw {backend:<10} = {100 * len(mcps) / best.elapsed / limit:5.1f}%")
         slowest = min(figures, key=figures.__getitem__)
-        print(f"lodestar / slowest raw backend = {100 * lodestar / figures[slowest]:.1f}% (target >= 70%)"
-              f"   (lodestar: {lodestar:,.0f} MCP/s, setup {best.setup.name}; slowest raw backend: {slowest},"
-              f" {figures[slowest]:,.0f} MCP/s)")
+        for wire_format in formats:
+            fastest = min((r for r in runs if r.wire_format == wire_format), key=lambda r: r.elapsed)
+            lodestar = len(mcps) / fastest.elapsed
+            print(f"lodestar ({wire_format}) / slowest raw backend = {100 * lodestar / figures[slowest]:.1f}%"
+                  f" (target >= 70%)   (lodestar: {lodestar:,.0f} MCP/s, setup {fastest.setup.name};"
+                  f" slowest raw backend: {slowest}, {figures[slowest]:,.0f} MCP/s)")
 
 if __name__ == "__main__":
     main()
