@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Page, Route, expect
 from ingest.rest import RestClient
 from tests.support.access_fixtures import principal_with_grants
 from tests.support.builders import mcp
+from tests.support.lineage_fixtures import program, propose_and_index, run
 from tests.support.processes import TOKEN, ServeProcess
 from tests.support.shop_orders import EMAIL, ORDERS, emit_shop_orders
 from tests.support.ui import assert_fits, shot, signed_in
@@ -148,6 +149,16 @@ def test_a_program_lists_its_runs_and_links_to_its_lineage(page: Page, server: S
     expect(page.locator("h1")).to_have_text("283-99sd032-adsf90")
 
 
+def test_a_program_whose_runs_touch_no_dataset_lists_them(page: Page, server: ServeProcess) -> None:
+    job = program("Cleaner", app="Housekeeping")
+    propose_and_index(server.client(), [mcp(job, "dataJobInfo", {"name": "Cleaner", "type": {"string": "worker"},
+                                                                  "customProperties": {}}),
+                                        *run("cleaner-1", job, 1_700_000_000, 1_700_000_090)])
+    page.goto(entity_url(server, job))
+    runs = page.locator("section.runs-card tbody tr")
+    expect(runs).to_have_text([re.compile(r"cleaner-1\s*SUCCESS\s*2023-11-14 22:13:20 UTC\s*1 min 30 s")])
+
+
 def test_the_timeline_and_the_schema_diff(page: Page, server: ServeProcess, orders: str) -> None:
     page.goto(entity_url(server, orders))
     timeline = page.locator("section", has=page.get_by_role("heading", name="Timeline"))
@@ -182,6 +193,23 @@ def test_datahub_tags_are_user_scope_on_the_page_the_facet_and_the_cards(page: P
     page.locator(".result-link").click()
     expect(page.locator(".scope-user")).to_contain_text("gold")
     expect(page.locator(".scope-system")).not_to_contain_text("gold")
+
+
+def test_a_page_of_results_is_one_request_and_logs_no_error(page: Page, server: ServeProcess, orders: str) -> None:
+    requests: list[str] = []
+    console: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.on("console", lambda message: message.type == "error" and console.append(message.text))
+    page.goto(f"{server.url}/#/search?q=*")  # most results carry no tags
+    expect(page.locator(".result-link")).to_have_count(10)
+    with page.expect_response(lambda response: "/v1/search" in response.url):  # after what the first page asked
+        page.get_by_role("button", name="Next →").click()
+    expect(page.locator(".result-link")).to_have_count(10)
+    page.goto(f"{server.url}/#/search?q=tags:gold")
+    expect(page.locator(".result .tag")).to_have_text(["gold"])  # the tags come with the results
+    asked = [re.sub(r"\?.*", "", url.removeprefix(server.url)) for url in requests if "/v" in url]
+    assert set(asked) == {"/v1/search"}, asked  # the pages, and the scope facet's counts of `tags:gold`
+    assert console == []
 
 
 def add_in(page: Page, label: str, value: str, choice: str | None = None) -> None:

@@ -268,12 +268,11 @@ function runSection(urn, entity) {
 function jobSection(ctx) {
   const io = aspectValue(ctx.entity, "dataJobInputOutput") || {};
   const info = aspectValue(ctx.entity, "dataJobInfo") || {};
-  const datasets = [...new Set([...(io.inputDatasets || []), ...(io.outputDatasets || [])])];
   return [h("section", { class: "card" }, h("div", { class: "card-head" }, h("h2", {}, "Program"),
     h("a", { class: "button secondary", href: lineageHref(ctx.urn) }, "Open lineage")),
   h("p", {}, "Type: ", typeof info.type === "object" ? Object.values(info.type)[0] : info.type || ""),
   urnList("Reads", io.inputDatasets), urnList("Writes", io.outputDatasets)),
-  runsSection(ctx.urn, datasets, (run) => entityLink(run))];
+  runsSection(ctx.urn, (run) => entityLink(run))];
 }
 
 function programsSection(urn) {

@@ -1,22 +1,15 @@
-// A program's runs for its page: found through the run lineage of the datasets it reads and
-// writes (CDAP's v3 dataset lineage, all time), each run's status and times from `/v1/runs`.
+// A program's runs for its page: the runs whose `parentTemplate` is the program (found by
+// search), each run's status and times from `/v1/runs`.
 
-import { call } from "./api.js";
+import { api, call } from "./api.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
 
-const runUrn = (id) => `urn:li:dataProcessInstance:${id}`;
+const SHOWN = 100;
 
-// The run URNs of `program` seen on the lineage of `datasets`.
-async function runsOf(program, datasets) {
-  const found = new Set();
-  await Promise.all(datasets.map(async (dataset) => {
-    const data = await call("GET", `/v3/namespaces/default/datasets/${encodeURIComponent(dataset)}/lineage`,
-      { query: { start: 0, end: "now", levels: 1 } });
-    for (const r of data.relations) {
-      if (data.programs[r.program]?.urn === program) r.runs.forEach((id) => found.add(runUrn(id)));
-    }
-  }));
-  return [...found];
+// Up to SHOWN of the runs of `program`, and how many it has.
+async function runsOf(program) {
+  const data = await api.search(`parentTemplate:"${program}"`, { types: "dataProcessInstance", start: 0, count: SHOWN });
+  return { urns: data.results.map((hit) => hit.urn), total: data.total };
 }
 
 function duration(start, end) {
@@ -27,14 +20,20 @@ function duration(start, end) {
 }
 
 // The "Runs" card of a program: newest first, each linking to the run's page.
-export function runsSection(program, datasets, runLink) {
+export function runsSection(program, runLink) {
   const body = h("tbody", {}, h("tr", {}, h("td", { colspan: 4, class: "hint" }, "Loading…")));
+  const more = h("p", { class: "hint", hidden: true });
   const card = h("section", { class: "card runs-card", "aria-labelledby": "runs-title" },
     h("h2", { id: "runs-title" }, "Runs"),
     h("div", { class: "scroll" }, h("table", { class: "runs-table" },
-      h("thead", {}, h("tr", {}, ["Run", "Status", "Start", "Duration"].map((t) => h("th", { scope: "col" }, t)))), body)));
-  runsOf(program, datasets)
-    .then((urns) => Promise.all(urns.map((urn) => call("GET", `/v1/runs/${encodeURIComponent(urn)}`))))
+      h("thead", {}, h("tr", {}, ["Run", "Status", "Start", "Duration"].map((t) => h("th", { scope: "col" }, t)))), body)),
+    more);
+  runsOf(program)
+    .then(({ urns, total }) => {
+      replace(more, `${urns.length} of ${total} runs shown`);
+      more.hidden = total <= urns.length;
+      return Promise.all(urns.map((urn) => call("GET", `/v1/runs/${encodeURIComponent(urn)}`)));
+    })
     .then((runs) => replace(body, runs.length ? runs.sort((a, b) => (b.start || 0) - (a.start || 0)).map((run) =>
       h("tr", {}, h("td", {}, runLink(run.run)), h("td", {}, h("span", { class: `status status-${(run.status || "").toLowerCase()}` }, run.status || "")),
         h("td", {}, formatTime(run.start)), h("td", {}, run.end ? duration(run.start, run.end) : "running")))

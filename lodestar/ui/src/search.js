@@ -3,7 +3,6 @@
 
 import { api, call } from "./api.js";
 import { debounce, errorBox, h, replace } from "./dom.js";
-import { scoped } from "./metadata.js";
 import { platform, typeLabel } from "./urns.js";
 
 const PAGE = 10;
@@ -47,15 +46,14 @@ function toggleTerm(query, term) {
   return (rest.length === terms.length ? [...terms, quoted] : rest).join(" ");
 }
 
-// An entity's DataHub tags (globalTags), [] when it has none.
-async function dataHubTags(urn, signal) {
-  try {
-    const stored = await call("GET", `/v1/entities/${encodeURIComponent(urn)}/aspects/globalTags`, { signal });
-    return stored.deleted ? [] : (stored.value.tags || []).map((t) => t.tag.replace(/^urn:li:tag:/, ""));
-  } catch (err) {
-    if (err.status === 404) return [];
-    throw err;
-  }
+// A result's tags as the search response carries them: USER (CDAP's USER tags, then DataHub's
+// tags not among them, which search counts in the USER scope), then SYSTEM.
+function tagChips(tags) {
+  const of = (field) => tags.filter((t) => t.field === field).map((t) => t.value);
+  const user = of("userTags");
+  return h("span", { class: "tags" }, user.map((t) => h("span", { class: "tag user", title: "USER" }, t)),
+    of("tags").filter((t) => !user.includes(t)).map((t) => h("span", { class: "tag user datahub", title: "USER (DataHub tag)" }, t)),
+    of("systemTags").map((t) => h("span", { class: "tag system", title: "SYSTEM" }, t)));
 }
 
 // Tells listeners (the UI benchmark) that results or suggestions for `query` are on screen.
@@ -136,8 +134,7 @@ export function searchPage(main, query) {
 
   function render(data, text, signal) {
     const list = h("ol", { class: "result-list", start: state.start + 1 });
-    const cards = data.results.map((hit) => resultCard(hit));
-    list.append(...cards.map((c) => c.item));
+    list.append(...data.results.map((hit) => resultCard(hit)));
     const last = Math.min(state.start + PAGE, data.total);
     const about = data.totalEstimated ? "about " : ""; // past 10,000 hits the index may estimate the total
     replace(
@@ -152,38 +149,20 @@ export function searchPage(main, query) {
       ),
     );
     renderFacets({ ...data.facets, scope: scopeCounts(text, data.total, signal) }, data.facetsSampled);
-    fillTags(cards, signal);
   }
 
   function resultCard(hit) {
-    const tags = h("span", { class: "tags" });
     const link = h("a", { class: "result-link", href: `#/entity/${encodeURIComponent(hit.urn)}` }, hit.name || hit.urn);
     const why = (hit.matches || []).slice(0, 3).map((m) => h("span", { class: "match" }, h("b", {}, m.field), ": ", m.value));
-    const item = h(
+    return h(
       "li",
       { class: "result" },
       h("div", { class: "result-head" }, link, h("span", { class: "badge" }, typeLabel(hit.entityType)),
-        platform(hit.urn) && h("span", { class: "badge platform" }, platform(hit.urn)), tags),
+        platform(hit.urn) && h("span", { class: "badge platform" }, platform(hit.urn)), tagChips(hit.tags || [])),
       hit.description && h("p", { class: "description" }, hit.description),
       why.length > 0 && h("p", { class: "why" }, "matched ", why),
       h("p", { class: "urn" }, hit.urn),
     );
-    return { item, tags, urn: hit.urn };
-  }
-
-  // Each result's tags, fetched after the page shows (abandoned by the next search): USER (CDAP's
-  // USER tags and DataHub's tags, which search counts in the USER scope) and SYSTEM.
-  async function fillTags(cards, signal) {
-    await Promise.all(cards.map(async (card) => {
-      try {
-        const [{ USER, SYSTEM }, global] = await Promise.all([scoped(card.urn, signal), dataHubTags(card.urn, signal)]);
-        replace(card.tags, USER.tags.map((t) => h("span", { class: "tag user", title: "USER" }, t)),
-          global.filter((t) => !USER.tags.includes(t)).map((t) => h("span", { class: "tag user datahub", title: "USER (DataHub tag)" }, t)),
-          SYSTEM.tags.map((t) => h("span", { class: "tag system", title: "SYSTEM" }, t)));
-      } catch {
-        // the result stays without its tags
-      }
-    }));
   }
 
   // How many results the query has in each scope: the total when it has no filter the scope
