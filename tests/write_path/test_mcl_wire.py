@@ -14,7 +14,10 @@ from fastavro.schema import parse_schema
 
 from gms.service import Gms
 from ingest import topics
-from ingest.eventlog import LogRecord
+from ingest.backends.errors import BackendUnavailable
+from ingest.eventlog import LogMessage, LogRecord
+from ingest.schema_lookup import registry_lookup
+from ingest.subscribe import subscribe
 from mcl_processor.changes import AspectChange, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.embedded import SqliteReadModels
@@ -23,7 +26,9 @@ from schemas.confluent import frame
 from schemas.events import MCL, EventDecodeError, default_codec
 from schemas.mcl_wire import ConfluentMclEncoder, MclReader, UnresolvedSchema, datahub_mcl_schema, subject
 from schemas.registry import default_registry
+from tests.contracts.subscription import take
 from tests.support.builders import dataset_urn, properties, proposal
+from tests.support.server import free_port, start_server
 
 URN = dataset_urn("wire.orders")
 ACTOR = "urn:li:corpuser:wire"
@@ -155,3 +160,37 @@ def test_a_record_a_forked_decoder_cannot_resolve_is_read_by_the_processor_itsel
     assert isinstance(MclDecoder(gms.registry, gms.mcl_reader).decode(record.value), TimeseriesPoint)
     models.close()
     gms.close()
+
+
+def test_a_subscription_reads_writer_schemas_from_a_registrys_url(tmp_path: Path, caplog):
+    """A subscriber that names a registry (here a Lodestar server's /schema-registry/api, over
+    HTTP) reads each record with the schema the registry holds under its id: records of an id
+    it does not hold, or of a schema that is no MCL, are skipped saying so."""
+    gms = Gms.embedded(tmp_path / "data")
+    models = SqliteReadModels.in_data_dir(tmp_path / "data", gms.registry)
+    server, thread = start_server(gms, models)
+    url = f"{server.url}/schema-registry/api"
+    try:
+        schema_id = gms.schema_registry.register(ACTOR, "elsewhere-value", datahub_mcl_schema().text)
+        other_id = gms.schema_registry.register(ACTOR, "other-value", '{"type": "record", "name": "X", "fields": []}')
+        mcl = {"entityType": "dataset", "entityUrn": URN, "changeType": "UPSERT", "aspectName": "status",
+               "aspect": {"value": b'{"removed": true}', "contentType": "application/json"},
+               "systemMetadata": {"version": "9"}}
+        gms.log.append(topics.MCL_VERSIONED, [LogMessage(URN, frame(other_id, b"")),
+                                              LogMessage(URN, ConfluentMclEncoder(schema_id + 1).encode(mcl)),
+                                              LogMessage(URN, ConfluentMclEncoder(schema_id).encode(mcl))])
+        assert registry_lookup(url)(schema_id) == datahub_mcl_schema().text
+        with caplog.at_level("WARNING", logger="ingest.subscribe"), \
+                subscribe(gms.log, "remote", start="earliest", aspects=["status"], handle_signals=False,
+                          poll_timeout=0.2, schema_registry=url) as changes:
+            (change,) = take(changes, 1)
+        assert (change.urn, change.version, change.value) == (URN, 9, {"removed": True})
+        skipped = [r.getMessage().split(": ", 1)[1] for r in caplog.records]
+        assert skipped == [f"schema id {other_id} is a X schema, not a MetadataChangeLog",
+                           f"schema id {schema_id + 1} is not in the schema registry"]
+    finally:
+        thread.stop()
+        models.close()
+        gms.close()
+    with pytest.raises(BackendUnavailable, match="did not answer"):
+        registry_lookup(f"http://127.0.0.1:{free_port()}/schema-registry/api")(schema_id)
