@@ -11,18 +11,14 @@ Exit status: 0 when every run passed.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import subprocess
 import sys
 import time
 
+from bench.burners import cpu_burners
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _burn() -> None:
-    while True:
-        pass
 
 
 def main() -> int:
@@ -31,11 +27,8 @@ def main() -> int:
     parser.add_argument("--burners", type=int, default=os.cpu_count() or 1)
     parser.add_argument("pytest_args", nargs="*", default=["-q", "-p", "no:cacheprovider"])
     args = parser.parse_args()
-    burners = [multiprocessing.Process(target=_burn, daemon=True) for _ in range(args.burners)]
-    for burner in burners:
-        burner.start()
     outcomes = []
-    try:
+    with cpu_burners(args.burners):
         for run in range(1, args.runs + 1):
             started = time.monotonic()
             done = subprocess.run([sys.executable, "-m", "pytest", *args.pytest_args], cwd=ROOT)
@@ -43,9 +36,6 @@ def main() -> int:
             outcomes.append(done.returncode)
             print(f"run {run}/{args.runs}: pytest exit {done.returncode} in {seconds:.0f} s"
                   f" beside {args.burners} CPU burner(s)", flush=True)
-    finally:
-        for burner in burners:
-            burner.terminate()
     print(f"{outcomes.count(0)} of {args.runs} runs passed")
     return 0 if all(code == 0 for code in outcomes) else 1
 
