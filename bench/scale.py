@@ -12,7 +12,7 @@ search shapes and of 5-hop upstream lineage over HTTP (target p99 < 50 ms); the 
 of each process (serve's parent, its workers, the background process that indexes); and the
 rate of `lodestar restore-indices` run as its own process on a consistent copy of the aspect
 store (at the last checkpoint, once serve has stopped, on the data directory itself; target >=
-10,000 aspects/s, its start-up included), with its peak resident memory.
+10,000 aspects/s, its start-up included), with its peak resident memory (its workers included).
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def restore_rate(data: Path, work: Path, in_place: bool) -> tuple[int, float, in
     """Restore the read models with `lodestar restore-indices` in its own process, from a
     consistent copy of the aspect store, or `in_place` (serve stopped: the data directory's own
     read models are deleted first, so a million datasets need no second copy on disk): (aspects
-    restored, seconds, peak resident bytes of that process)."""
+    restored, seconds, peak resident bytes of that process and its workers together)."""
     target = data if in_place else work / "restore"
     if in_place:
         for path in data.glob("readmodels.db*"):
@@ -90,10 +90,10 @@ def restore_rate(data: Path, work: Path, in_place: bool) -> tuple[int, float, in
                             text=True)
     watched, peak = psutil.Process(proc.pid), 0
     while proc.poll() is None:
-        try:
-            peak = max(peak, watched.memory_info().rss)
+        try:  # the process and its decode workers together
+            peak = max(peak, sum(p.memory_info().rss for p in [watched, *watched.children(recursive=True)]))
         except psutil.NoSuchProcess:
-            break
+            continue  # a worker exited as it was read: sample again
         time.sleep(0.2)
     elapsed = time.perf_counter() - start
     out = proc.stdout.read() if proc.stdout else ""
