@@ -3,7 +3,7 @@
 Every version of every aspect is a row keyed by (urn, aspect, version). Inserting a
 version that already exists fails, which is the compare-and-set that conditional writes
 rest on: of N writers that read version 3, exactly one can write version 4 (SQLite:
-primary key inside one write transaction; Cassandra: a lightweight transaction).
+a unique key on (urn, aspect, version) inside one write transaction; Cassandra: a lightweight transaction).
 A deleted aspect is a version whose value is None (a tombstone), so history survives.
 
 Atomicity: a version and its events always commit together. Whether a whole batch does

@@ -96,7 +96,7 @@ class SqliteBatch(AspectBatch, _Reads):
     Inserting the version after a remembered newest one cannot conflict, so such inserts (and
     refreshes) wait and go to SQLite together (`executemany`) before a query reads that
     entity's rows and when the batch commits; any other insert is made at once, and SQLite's
-    primary key answers whether the version already existed."""
+    unique key answers whether the version already existed."""
 
     def __init__(self, conn: sqlite3.Connection):
         self.conn = conn
