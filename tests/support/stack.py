@@ -347,6 +347,8 @@ class Stack:
             print(self.outputs(150))
         finally:
             try:
+                if self.store is not None:
+                    self.store.close()  # its lease's renewal thread, which would outlive the session
                 if self.models is not None:
                     self.models.search.drop()
                     self.models.timeseries.drop()
