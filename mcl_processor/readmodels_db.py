@@ -123,6 +123,18 @@ def consistent_read(
     return run
 
 
+def run_script(conn: sqlite3.Connection, script: str) -> None:
+    """Run a SQL script's statements one by one on `conn`, inside its current transaction
+    (`executescript` would commit that transaction first)."""
+    pending = ""
+    for part in script.split(";"):
+        pending += part + ";"
+        if sqlite3.complete_statement(pending):  # a trigger's body keeps its own semicolons
+            if pending.strip(" \n;"):
+                conn.execute(pending)
+            pending = ""
+
+
 def table_exists(conn: sqlite3.Connection, table: str) -> bool:
     """Whether a table (or virtual table) of this name exists."""
     found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone()

@@ -31,7 +31,7 @@ import orjson
 from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
-from mcl_processor.readmodels_db import Database, model_errors, table_exists, versions_of
+from mcl_processor.readmodels_db import Database, model_errors, run_script, table_exists, versions_of
 from mcl_processor.search import SearchIndex
 from mcl_processor.search.document import (
     COLUMNS,
@@ -98,19 +98,22 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         self.t = Tables(staging)
         self._owns_aside = aside is None  # a staging index shares the live one's threads
         self._aside = aside or ThreadPoolExecutor(4, thread_name_prefix="search-count")  # SQLite runs without the GIL
-        lexicon_missing = not table_exists(db.writer, self.t.lexicon)
-        db.writer.executescript(_SCHEMA.format(t=self.t))
-        if lexicon_missing and db.writer.execute(f"SELECT 1 FROM {self.t.fts} LIMIT 1").fetchone():
-            # an index made before the lexicon (and the word pairs): its words so far
-            words = " || char(10) || ".join(WORD_COLUMNS)
-            db.writer.execute(f"INSERT INTO {self.t.lexicon} (words) SELECT group_concat({words}, char(10))"
-                              f" FROM {self.t.fts} GROUP BY rowid >> 10")  # a row per 1024 documents
-        elif lexicon_missing:  # a new index: every document will have its word pairs
-            self._mark_pairs(db.writer)
-        configured = dict(db.writer.execute(f"SELECT k, v FROM {self.t.fts}_config"))
-        for option, value in FTS_OPTIONS:
-            if configured.get(option) != value:  # only the first opening writes
-                db.writer.execute(f"INSERT INTO {self.t.fts} ({self.t.fts}, rank) VALUES (?, ?)", (option, value))
+        # One write transaction: processes opening a new database at once (`--workers`) take
+        # turns, instead of one meeting the other's half-made FTS tables ("vtable constructor failed").
+        with db.transaction() as conn:
+            lexicon_missing = not table_exists(conn, self.t.lexicon)
+            run_script(conn, _SCHEMA.format(t=self.t))
+            if lexicon_missing and conn.execute(f"SELECT 1 FROM {self.t.fts} LIMIT 1").fetchone():
+                # an index made before the lexicon (and the word pairs): its words so far
+                words = " || char(10) || ".join(WORD_COLUMNS)
+                conn.execute(f"INSERT INTO {self.t.lexicon} (words) SELECT group_concat({words}, char(10))"
+                             f" FROM {self.t.fts} GROUP BY rowid >> 10")  # a row per 1024 documents
+            elif lexicon_missing:  # a new index: every document will have its word pairs
+                self._mark_pairs(conn)
+            configured = dict(conn.execute(f"SELECT k, v FROM {self.t.fts}_config"))
+            for option, value in FTS_OPTIONS:
+                if configured.get(option) != value:  # only the first opening writes
+                    conn.execute(f"INSERT INTO {self.t.fts} ({self.t.fts}, rank) VALUES (?, ?)", (option, value))
 
     # -- writes ---------------------------------------------------------------------------
 
