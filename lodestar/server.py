@@ -184,12 +184,14 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     channels: list[socket.socket] = []
     background = roles & ~Roles.WEBHOOKS
     niceness = WORKER_NICENESS if Roles.MCL_PROCESSOR in background else 0
-    stopping, asked_to_stop = threading.Event(), threading.Event()
+    # Plain flags, not threading.Events: a signal handler may run inside another one (SIGCHLD
+    # while SIGTERM's handler runs), and an Event's lock taken twice by one thread never opens.
+    flags = {"stopping": False, "asked": False}
 
     def stop(signum: int, _frame: object) -> None:
         if signum != signal.SIGCHLD:
-            asked_to_stop.set()
-        stopping.set()
+            flags["asked"] = True
+        flags["stopping"] = True
         listener.close()  # wakes accept()
 
     signal.signal(signal.SIGCHLD, stop)  # a child that exits, failing to start or later, stops them all
@@ -206,7 +208,7 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     turn = 0
-    while not stopping.is_set():
+    while not flags["stopping"]:
         try:
             conn, _ = listener.accept()
         except OSError:
@@ -217,7 +219,7 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
             except OSError:  # a worker died: stop serving rather than drop connections silently
                 break
         turn += 1
-    return _stop_children(children, asked_to_stop.is_set())
+    return _stop_children(children, flags["asked"])
 
 
 def _stop_children(children: dict[int, str], asked: bool) -> int:
