@@ -15,17 +15,13 @@ A registry that does not answer (or answers 5xx) raises BackendUnavailable, one 
 from __future__ import annotations
 
 import base64
-import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 from urllib.parse import quote
 
 from gms.schema_registry import RegisteredSchema
-from ingest.backends.errors import BackendFailure, BackendUnavailable
-
-CONTENT_TYPE = "application/vnd.schemaregistry.v1+json"
+from ingest.backends.errors import BackendFailure
+from ingest.schema_lookup import CONTENT_TYPE, registry_request
 
 
 class ExternalSchemaRegistry:
@@ -69,31 +65,5 @@ class ExternalSchemaRegistry:
         return body["id"]
 
     def _call(self, method: str, path: str, payload: Any = None, missing_ok: bool = False) -> dict[str, Any] | None:
-        where = f"{self.url}{path}"
-        data = None if payload is None else json.dumps(payload).encode()
-        headers = self._headers if data is None else {**self._headers, "Content-Type": CONTENT_TYPE}
-        request = urllib.request.Request(where, data, headers, method=method)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:  # noqa: S310 (the configured URL)
-                body = json.load(response)
-        except urllib.error.HTTPError as err:
-            if err.code == 404 and missing_ok:
-                return None
-            raise (BackendUnavailable if err.code >= 500 else BackendFailure)(
-                f"schema registry {method} {where}: HTTP {err.code}: {_message(err)}") from None
-        except (urllib.error.URLError, OSError) as err:
-            raise BackendUnavailable(f"schema registry {where} did not answer: {err}") from None
-        except ValueError as err:
-            raise BackendFailure(f"schema registry {where}: not a JSON answer: {err}") from None
-        if not isinstance(body, dict):
-            raise BackendFailure(f"schema registry {where}: expected a JSON object, got {type(body).__name__}")
-        return body
+        return registry_request(method, f"{self.url}{path}", self._headers, self.timeout, payload, missing_ok)
 
-
-def _message(err: urllib.error.HTTPError) -> str:
-    """Confluent's error answer `{"error_code", "message"}`, else the reason."""
-    try:
-        body = json.loads(err.read() or b"{}")
-    except ValueError:
-        body = {}
-    return str(body.get("message") or err.reason) if isinstance(body, dict) else str(err.reason)
