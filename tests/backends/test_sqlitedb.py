@@ -4,12 +4,12 @@ the write-ahead logs stay bounded under writes that never pause."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from pathlib import Path
 
 from ingest.backends.sqlite import WalLimit, connect
 from mcl_processor.readmodels_db import FILE_NAME, PAGE_SIZE, Database
+from tests.support.racing import race
 
 LIMIT = 1 << 18
 COMMITS = 800  # of 8 KiB each: 25 times the limit
@@ -64,21 +64,14 @@ def test_the_log_starts_over_past_its_limit_and_is_cut_back(tmp_path: Path):
     assert max(sizes[half + 2:]) <= LIMIT  # from the first commit that finds no reader in: cut back, and kept so
 
 
-def _connect_at_once(path: Path, start: multiprocessing.synchronize.Barrier) -> None:
-    start.wait()
+def _connect(path: Path) -> None:
     connect(path).close()  # raises, so the process exits with 1, if the switch to WAL fails
 
 
 def test_processes_opening_a_new_database_at_once_all_connect_in_wal_mode(tmp_path: Path):
-    forked = multiprocessing.get_context("fork")
     for round_ in range(20):  # a round of the race lost a process about one time in three
-        path, start = tmp_path / f"new{round_}.db", forked.Barrier(4)
-        processes = [forked.Process(target=_connect_at_once, args=(path, start)) for _ in range(4)]
-        for process in processes:
-            process.start()
-        for process in processes:
-            process.join()
-        assert [process.exitcode for process in processes] == [0] * 4, f"round {round_}"
+        path = tmp_path / f"new{round_}.db"
+        assert race(_connect, path) == [0] * 4, f"round {round_}"
         check = connect(path)
         assert check.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         check.close()

@@ -3,28 +3,19 @@ on an empty data directory) each get every read model, whichever creates the tab
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.synchronize
 from pathlib import Path
 
 from mcl_processor.embedded import SqliteReadModels
+from tests.support.racing import race
 
 
-def _open_at_once(path: Path, start: multiprocessing.synchronize.Barrier) -> None:
-    start.wait()
+def _open(path: Path) -> None:
     SqliteReadModels(path).close()  # raises, so the process exits with 1, if a read model fails to open
 
 
 def test_processes_opening_a_new_read_models_database_at_once_all_open_it(tmp_path: Path):
-    forked = multiprocessing.get_context("fork")
     for round_ in range(12):  # "vtable constructor failed" lost a process about one start in twelve
-        path, start = tmp_path / f"readmodels{round_}.db", forked.Barrier(4)
-        processes = [forked.Process(target=_open_at_once, args=(path, start)) for _ in range(4)]
-        for process in processes:
-            process.start()
-        for process in processes:
-            process.join()
-        assert [process.exitcode for process in processes] == [0] * 4, f"round {round_}"
+        assert race(_open, tmp_path / f"readmodels{round_}.db") == [0] * 4, f"round {round_}"
     models = SqliteReadModels(tmp_path / "readmodels0.db")
     assert models.search.query("anything").total == 0  # every table there, and usable
     models.close()
