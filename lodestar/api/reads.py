@@ -23,7 +23,7 @@ def _bad_request(err: ValueError) -> web.Response:
     return error(400, "invalid_request", str(err))
 
 
-def _within(request: web.Request) -> Expr | None:
+def readable_within(request: web.Request) -> Expr | None:
     """The index condition of what the caller may read (None: everything), so hits, totals,
     facets and suggestions count nothing else."""
     resources = readable(request)
@@ -40,7 +40,7 @@ async def search(request: web.Request) -> web.Response:
             query, types, int_param(request, "start", 0, maximum=MAX_START),
             int_param(request, "count", 10, 1, MAX_COUNT) or 10,
             include_removed, request.query.get("sort", "relevance"), scope.upper() if scope else None,
-            _within(request))
+            readable_within(request))
     except ValueError as err:
         return _bad_request(err)
     return web.json_response(result.to_json())
@@ -48,7 +48,7 @@ async def search(request: web.Request) -> web.Response:
 
 async def autocomplete(request: web.Request) -> web.Response:
     prefix, limit = request.query.get("query", ""), int_param(request, "limit", 10, 1, MAX_COUNT) or 10
-    within, index = _within(request), api_of(request).read_models.search
+    within, index = readable_within(request), api_of(request).read_models.search
     # a caller who may not read everything gets the names of what it may read, from a prefix search among them
     suggestions = index.autocomplete(prefix, limit) if within is None else _names_starting(index, prefix, limit, within)
     return web.json_response({"suggestions": [s.to_json() for s in suggestions]})

@@ -3,6 +3,8 @@
 GET  /v3/namespaces/{ns}/datasets/{ds}/lineage?start=&end=&levels=&collapse=&rollup=
 GET  /v3/namespaces/{ns}/streams/{stream}/lineage?...
 POST /v3/namespaces/{ns}/streams/{stream}[/batch|/async]?source=<source>
+GET  /v1/lineage/runs?urn=&start=&end=&levels=   the same walk in URNs, from a dataset or a program (dataJob)
+GET  /v1/runs?program=&count=   a program's runs (found by parentTemplate), as the tables derive them
 GET  /v1/runs/{urn}      a run as the run-lineage tables derive it (program, times, status, accesses)
 """
 
@@ -19,12 +21,15 @@ from gms.access import READ, WRITE, can_read
 from lodestar.api import cdap_names, proposals
 from lodestar.api.access import readable, require
 from lodestar.api.context import api_of, error, principal_of
-from lodestar.api.limits import MAX_HOPS
+from lodestar.api.limits import MAX_COUNT, MAX_HOPS, int_param
 from lodestar.api.openapi import OBJECT, URN, query_param, read_operation, response
+from lodestar.api.reads import readable_within
 from lodestar.api.timerange import WINDOW_PARAMETERS, ParameterError, parse_levels, parse_window
-from mcl_processor.runs.dataset_lineage import COLLAPSE, dataset_lineage
+from mcl_processor.runs.dataset_lineage import COLLAPSE, Relation, dataset_lineage
 
 DEFAULT_LEVELS = 10
+DEFAULT_RUNS = 100
+PROGRAM = "urn:li:dataJob:"
 DAY_MS = 86_400_000
 _SOURCE = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
@@ -50,10 +55,8 @@ async def lineage(request: web.Request) -> web.Response:
     api = api_of(request)
     root = cdap_names.dataset_urn(request.match_info["ns"], request.match_info["name"])
     require(request, READ, root)
-    relations = dataset_lineage(api.read_models.runs, root, window, levels, {c.lower() for c in collapse},
-                                rollup == "workflow")
-    visible = readable(request)  # relations with data or programs the caller may not read are left out
-    relations = [r for r in relations if can_read(visible, r.data) and (not r.program or can_read(visible, r.program))]
+    relations = _visible(request, dataset_lineage(api.read_models.runs, root, window, levels,
+                                                  {c.lower() for c in collapse}, rollup == "workflow"))
     programs, data, out = {}, {}, []
     for relation in relations:
         data_key, data_entry = cdap_names.data_entry(api.gms, relation.data)
@@ -67,6 +70,49 @@ async def lineage(request: web.Request) -> web.Response:
                     "components": sorted(relation.components)})
     return web.json_response({"start": start_s, "end": end_s, "relations": out,
                               "programs": programs, "data": data})
+
+
+def _visible(request: web.Request, relations: list[Relation]) -> list[Relation]:
+    """The relations without data or programs the caller may not read."""
+    visible = readable(request)
+    return [r for r in relations if can_read(visible, r.data) and (not r.program or can_read(visible, r.program))]
+
+
+async def urn_lineage(request: web.Request) -> web.Response:
+    """The run-lineage walk from a dataset or a program, in URNs: each relation is a program's
+    reads or writes of a dataset in the window (access by access), with the runs that made them."""
+    query = request.query
+    urn = query.get("urn", "")
+    if not urn.startswith(("urn:li:dataset:", PROGRAM)):
+        return _bad(f"urn: {urn!r} is not a dataset or dataJob URN" if urn else "urn: is required")
+    try:
+        start_s, end_s, window = parse_window(query.get("start"), query.get("end"))
+        levels = parse_levels("levels", query.get("levels"), DEFAULT_LEVELS)
+    except ParameterError as err:
+        return _bad(str(err))
+    require(request, READ, urn)
+    relations = _visible(request, dataset_lineage(api_of(request).read_models.runs, urn, window, levels,
+                                                  ("run", "component"), from_program=urn.startswith(PROGRAM)))
+    return web.json_response({"urn": urn, "start": start_s, "end": end_s, "relations": [
+        {"data": r.data, "program": r.program or None, "accesses": sorted(r.accesses), "runs": sorted(r.runs)}
+        for r in relations]})
+
+
+async def program_runs(request: web.Request) -> web.Response:
+    """Up to `count` runs of a program, newest first: the runs whose parentTemplate is the
+    program (from the search index, so runs that touched no dataset are there too), as the
+    run-lineage tables derive them, and how many the program has."""
+    program = request.query.get("program", "")
+    if not program.startswith(PROGRAM) or '"' in program:
+        return _bad(f"program: {program!r} is not a dataJob URN" if program else "program: is required")
+    count = int_param(request, "count", DEFAULT_RUNS, 1, MAX_COUNT) or DEFAULT_RUNS
+    require(request, READ, program)
+    api = api_of(request)
+    found = api.read_models.search.query(f'parentTemplate:"{program}"', ["dataProcessInstance"], 0, count,
+                                         within=readable_within(request))
+    runs = api.read_models.runs.runs([hit.urn for hit in found.hits]).values()
+    newest = sorted(runs, key=lambda r: (r.start_ms or 0, r.urn), reverse=True)
+    return web.json_response({"program": program, "total": found.total, "runs": [r.to_json() for r in newest]})
 
 
 async def stream_write(request: web.Request) -> web.Response:
@@ -126,6 +172,18 @@ _DATASET_LINEAGE = read_operation("CDAP dataset or stream lineage over a time wi
 OPENAPI_PATHS: dict[str, Any] = {
     "/v3/namespaces/{ns}/datasets/{name}/lineage": _DATASET_LINEAGE,
     "/v3/namespaces/{ns}/streams/{name}/lineage": _DATASET_LINEAGE,
+    "/v1/lineage/runs": {"get": {
+        "summary": "Run lineage over a time window from a dataset or a program, in URNs",
+        "parameters": [query_param("urn", "A dataset or dataJob URN", required=True), *WINDOW_PARAMETERS,
+                       query_param("levels", kind="integer", minimum=1, maximum=MAX_HOPS)],
+        "responses": {"200": response("Relations: data, program, accesses, runs", OBJECT),
+                      "400": response("Invalid parameter"), "403": response("The caller may not read it")}}},
+    "/v1/runs": {"get": {
+        "summary": "A program's runs, newest first, as the run-lineage tables derive them",
+        "parameters": [query_param("program", "A dataJob URN", required=True),
+                       query_param("count", kind="integer", minimum=1, maximum=MAX_COUNT)],
+        "responses": {"200": response("The runs and how many the program has", OBJECT),
+                      "400": response("Invalid parameter"), "403": response("The caller may not read it")}}},
     "/v1/runs/{urn}": {"get": {"summary": "A run as the run-lineage tables derive it", "parameters": [URN],
                                "responses": {"200": response("The run", OBJECT), "400": response("Not a run URN"),
                                              "403": response("The caller may not read it"),
@@ -134,6 +192,8 @@ OPENAPI_PATHS: dict[str, Any] = {
 
 
 def add_routes(app: web.Application) -> None:
+    app.router.add_get("/v1/lineage/runs", urn_lineage)
+    app.router.add_get("/v1/runs", program_runs)
     app.router.add_get("/v1/runs/{urn}", run)
     for kind in ("datasets", "streams"):
         app.router.add_get(f"/v3/namespaces/{{ns}}/{kind}/{{name}}/lineage", lineage)

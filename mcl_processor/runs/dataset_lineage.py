@@ -1,9 +1,9 @@
 """Dataset lineage over time, as CDAP computes it: a breadth-first search over the access rows
-of the runs that ran during a window, from a dataset to the programs that accessed it and on
-to the datasets those programs accessed, `levels` times. UNKNOWN accesses are dropped where
-the same data, program and run has a known one; `rollup` puts workflow runs in place of the
-program runs they enclosed; `collapse` merges relations that differ only in access, run or
-component."""
+of the runs that ran during a window, from a dataset (or a program) to the programs that
+accessed it and on to the datasets those programs accessed, `levels` times. UNKNOWN accesses
+are dropped where the same data, program and run has a known one; `rollup` puts workflow runs
+in place of the program runs they enclosed; `collapse` merges relations that differ only in
+access, run or component."""
 
 from __future__ import annotations
 
@@ -28,21 +28,24 @@ class Relation:
 
 
 def dataset_lineage(store: RunLineageStore, root: str, window: Window, levels: int = 10,
-                    collapse: Collection[str] = (), rollup: bool = False) -> list[Relation]:
-    """The relations reached from `root` within `levels` hops, sorted."""
+                    collapse: Collection[str] = (), rollup: bool = False, from_program: bool = False) -> list[Relation]:
+    """The relations reached from `root` within `levels` hops, sorted. With `from_program` the
+    root is a program: its runs' accesses are the first hop, and the walk goes on from their data."""
     rows: set[Access] = set()
-    seen_data, seen_programs = {root}, set()
-    frontier = {root}
+    seen_data: set[str] = set()
+    seen_programs: set[str] = set()
+    data, programs = (set(), {root}) if from_program else ({root}, set())
     for _ in range(levels):
-        found = store.accesses(frontier, "dataset", window)
-        rows.update(found)
-        programs = {a.program for a in found if a.program} - seen_programs
+        if data:
+            seen_data |= data
+            found = store.accesses(data, "dataset", window)
+            rows.update(found)
+            programs = {a.program for a in found if a.program} - seen_programs
         seen_programs |= programs
         found = store.accesses(programs, "program", window) if programs else []
         rows.update(found)
-        frontier = {a.dataset for a in found} - seen_data
-        seen_data |= frontier
-        if not frontier:
+        data = {a.dataset for a in found} - seen_data
+        if not data:
             break
     rows = _known(rows)
     if rollup:

@@ -28,6 +28,7 @@ from tests.support.server import LiveServer
 CUSTOMERS, SECRET = cdap_dataset("default", "customers"), cdap_dataset("sales", "secretleads")
 FIELD = f"urn:li:schemaField:({CUSTOMERS},ssn)"
 RUN = "urn:li:dataProcessInstance:run1"
+JOB = "urn:li:dataJob:(urn:li:dataFlow:(cdap,App,default),Loader)"
 WINDOW = "start=0&end=4102444800"
 SR = "/schema-registry/api"  # the schema registry (Confluent's API)
 q = quote
@@ -74,6 +75,8 @@ def matrix() -> list[Call]:
         Call("read", "GET", "/v1/lineage/fields", f"/v1/lineage/fields?urn={q(FIELD, safe='')}"),
         Call("read", "GET", "/v1/timeseries/{urn}/{aspect}", f"/v1/timeseries/{q(CUSTOMERS, safe='')}/datasetProfile"),
         Call("read", "GET", "/v1/runs/{urn}", f"/v1/runs/{q(RUN, safe='')}"),
+        Call("read", "GET", "/v1/runs", f"/v1/runs?program={q(JOB, safe='')}"),
+        Call("read", "GET", "/v1/lineage/runs", f"/v1/lineage/runs?urn={q(CUSTOMERS, safe='')}&start=now-1d&end=now"),
         Call("read", "GET", "/v3/namespaces/{ns}/{tail}", v3),
         Call("read", "GET", "/v3/urns/{urn}/{tail}", by_urn),
         Call("read", "GET", "/v3/namespaces/{ns}/datasets/{name}/lineage",
@@ -246,7 +249,8 @@ def test_refusals_reveal_nothing_search_autocomplete_and_lineage_show_only_what_
     assert existing.json()["message"].replace(SECRET, "X") == missing.json()["message"].replace(
         cdap_dataset("sales", "nosuchtable"), "X")
     for path in (f"/v1/lineage?urn={q(CUSTOMERS, safe='')}&direction=upstream&maxHops=3",
-                 "/v3/namespaces/default/datasets/customers/lineage?start=now-1d&end=now&levels=3"):
+                 "/v3/namespaces/default/datasets/customers/lineage?start=now-1d&end=now&levels=3",
+                 f"/v1/lineage/runs?urn={q(CUSTOMERS, safe='')}&start=now-1d&end=now&levels=3"):
         seen = get(path)
         assert seen.status_code == 200 and "secretleads" not in seen.text and "sales" not in seen.text.replace(
             "salesforce", "")

@@ -1,8 +1,11 @@
 """Dataset and stream lineage over time (CDAP's v3 shape) on the PurchaseHistory example and on
 built chains: time windows that include and exclude runs, levels, collapse, rollup, UNKNOWN
-accesses, reading and writing one dataset in a run, external stream writers, and the 400s."""
+accesses, reading and writing one dataset in a run, external stream writers, and the 400s; the
+same walk in URNs from a dataset or a program (/v1/lineage/runs) and a program's runs (/v1/runs)."""
 
 from __future__ import annotations
+
+from urllib.parse import quote
 
 import pytest
 
@@ -153,3 +156,55 @@ def test_lineage_answers_only_what_the_caller_may_read(purchase_history, server)
     assert status == 403
     status, answer = analyst.request("POST", "/v3/namespaces/default/streams/purchaseStream?source=app", {})
     assert status == 403
+
+
+def test_urn_lineage_from_a_dataset_or_a_program(purchase_history):
+    """/v1/lineage/runs: the same walk in URNs, runs merged per access; from a program its runs'
+    accesses are the first level."""
+    flow, builder = program("PurchaseFlow", "PurchaseHistory"), program("PurchaseHistoryBuilder", "PurchaseHistory")
+    urns = {name: cdap(name) for name in ("purchases", "history", "frequentCustomers")}
+    body = purchase_history.call("GET", f"/v1/lineage/runs?urn={quote(urns['history'], safe='')}&{ALL}&levels=1")
+    assert {(r["data"], r["program"], tuple(r["accesses"])): r["runs"] for r in body["relations"]} == {
+        (urns["history"], builder, ("write",)): ["urn:li:dataProcessInstance:283-88wedfk-09wrff",
+                                                 "urn:li:dataProcessInstance:283-99sd032-adsf90"],
+        (urns["purchases"], builder, ("read",)): ["urn:li:dataProcessInstance:283-88wedfk-09wrff",
+                                                  "urn:li:dataProcessInstance:283-99sd032-adsf90"],
+        (urns["frequentCustomers"], builder, ("write",)): ["urn:li:dataProcessInstance:283-88wedfk-09wrff",
+                                                           "urn:li:dataProcessInstance:283-99sd032-adsf90"],
+        (urns["history"], program("PurchaseHistoryService", "PurchaseHistory"), ("read",)):
+            ["urn:li:dataProcessInstance:283-zsed032-adsf90"]}
+    one = purchase_history.call("GET", f"/v1/lineage/runs?urn={quote(flow, safe='')}&{ALL}&levels=1")
+    assert {(r["data"], r["program"], tuple(r["accesses"])) for r in one["relations"]} == {
+        (cdap("purchaseStream"), flow, ("read",)), (urns["purchases"], flow, ("read",)),
+        (urns["purchases"], flow, ("write",)), (urns["frequentCustomers"], flow, ("write",))}
+    two = purchase_history.call("GET", f"/v1/lineage/runs?urn={quote(flow, safe='')}&{ALL}&levels=2")
+    assert {r["program"] for r in two["relations"]} == {flow, builder}  # on from the program's data
+    early = purchase_history.call("GET", f"/v1/lineage/runs?urn={quote(flow, safe='')}&start=1441310434&end=1441313600")
+    assert {run for r in early["relations"] for run in r["runs"]} == {"urn:li:dataProcessInstance:283-afsd032-adsf90"}
+
+
+@pytest.mark.parametrize(("query", "message"), [
+    ("/v1/lineage/runs?start=1&end=2", "urn: is required"),
+    ("/v1/lineage/runs?urn=urn:li:corpuser:x&start=1&end=2", "'urn:li:corpuser:x' is not a dataset or dataJob URN"),
+    (f"/v1/lineage/runs?urn={quote(cdap('x'), safe='')}&end=2", "start: is required"),
+    ("/v1/runs", "program: is required"),
+    (f"/v1/runs?program={quote(cdap('x'), safe='')}", "is not a dataJob URN"),
+    (f"/v1/runs?program={quote(program('P'), safe='')}&count=0", "count: must be between 1 and"),
+])
+def test_the_v1_run_routes_refuse_bad_parameters_with_a_reason(server, query, message):
+    status, body = server.client().request("GET", query)
+    assert status == 400 and message in str(body), body
+
+
+def test_a_programs_runs_in_one_request_newest_first(purchase_history):
+    builder = program("PurchaseHistoryBuilder", "PurchaseHistory")
+    body = purchase_history.call("GET", f"/v1/runs?program={quote(builder, safe='')}")
+    assert body["total"] == 2
+    assert [(r["run"], r["status"], r["program"]) for r in body["runs"]] == [
+        ("urn:li:dataProcessInstance:283-88wedfk-09wrff", "SUCCESS", builder),
+        ("urn:li:dataProcessInstance:283-99sd032-adsf90", "SUCCESS", builder)]
+    assert body["runs"][0]["start"] > body["runs"][1]["start"]
+    first = purchase_history.call("GET", f"/v1/runs?program={quote(builder, safe='')}&count=1")
+    assert first["total"] == 2 and len(first["runs"]) == 1
+    none = purchase_history.call("GET", f"/v1/runs?program={quote(program('Nothing'), safe='')}")
+    assert none == {"program": program("Nothing"), "total": 0, "runs": []}
