@@ -138,10 +138,19 @@ def test_a_bad_address_shows_a_page_of_its_own(page: Page, server: ServeProcess)
     expect(page.locator("h1")).to_have_text("Not a valid URN")
 
 
-def test_a_program_lists_its_runs_and_links_to_its_lineage(page: Page, server: ServeProcess) -> None:
+def test_a_program_lists_its_runs_in_one_request_and_links_to_its_lineage(page: Page, server: ServeProcess) -> None:
+    asked: list[str] = []
+    page.on("request", lambda request: asked.append(request.url.removeprefix(server.url)))
     page.goto(entity_url(server, BUILDER))
     runs = page.locator("section.runs-card tbody tr")
     expect(runs).to_have_count(2)
+    page.wait_for_load_state("networkidle")
+    api_calls = [url for url in asked if url.startswith("/v")]
+    assert [url for url in api_calls if url.startswith("/v1/runs")] == [
+        f"/v1/runs?program={quote(BUILDER, safe='')}&count=100"], api_calls  # the runs in one, none run by run
+    assert not [url for url in api_calls if "dataProcessInstance" in url], api_calls  # nothing asked run by run
+    aspects = len(server.client().call("GET", f"/v1/entities/{quote(BUILDER, safe='')}")["aspects"])
+    assert len(api_calls) <= 4 + aspects, api_calls  # entity, metadata, privileges, runs; each aspect's versions
     expect(runs.nth(0)).to_have_text(re.compile(r"283-88wedfk-09wrff\s*SUCCESS\s*2015-09-03 21:55:00 UTC\s*10 min 0 s"))
     expect(runs.nth(1)).to_have_text(re.compile(r"283-99sd032-adsf90\s*SUCCESS\s*2015-09-03 20:55:00 UTC\s*10 min 0 s"))
     expect(page.get_by_role("link", name="Open lineage")).to_have_attribute("href", f"#/lineage/{encoded(BUILDER)}")

@@ -1,16 +1,10 @@
-// A program's runs for its page: the runs whose `parentTemplate` is the program (found by
-// search), each run's status and times from `/v1/runs`.
+// A program's runs for its page, in one request: `/v1/runs?program=` answers the runs whose
+// `parentTemplate` is the program, newest first, with their status and times.
 
-import { api, call } from "./api.js";
+import { call } from "./api.js";
 import { errorBox, formatTime, h, replace } from "./dom.js";
 
 const SHOWN = 100;
-
-// Up to SHOWN of the runs of `program`, and how many it has.
-async function runsOf(program) {
-  const data = await api.search(`parentTemplate:"${program}"`, { types: "dataProcessInstance", start: 0, count: SHOWN });
-  return { urns: data.results.map((hit) => hit.urn), total: data.total };
-}
 
 function duration(start, end) {
   if (!start || !end) return "";
@@ -28,16 +22,15 @@ export function runsSection(program, runLink) {
     h("div", { class: "scroll" }, h("table", { class: "runs-table" },
       h("thead", {}, h("tr", {}, ["Run", "Status", "Start", "Duration"].map((t) => h("th", { scope: "col" }, t)))), body)),
     more);
-  runsOf(program)
-    .then(({ urns, total }) => {
-      replace(more, `${urns.length} of ${total} runs shown`);
-      more.hidden = total <= urns.length;
-      return Promise.all(urns.map((urn) => call("GET", `/v1/runs/${encodeURIComponent(urn)}`)));
+  const row = (run) => h("tr", {}, h("td", {}, runLink(run.run)),
+    h("td", {}, h("span", { class: `status status-${(run.status || "").toLowerCase()}` }, run.status || "")),
+    h("td", {}, formatTime(run.start)), h("td", {}, run.end ? duration(run.start, run.end) : "running"));
+  call("GET", "/v1/runs", { query: { program, count: SHOWN } })
+    .then(({ runs, total }) => {
+      replace(more, `${runs.length} of ${total} runs shown`);
+      more.hidden = total <= runs.length;
+      replace(body, runs.length ? runs.map(row) : h("tr", {}, h("td", { colspan: 4, class: "hint" }, "No runs recorded")));
     })
-    .then((runs) => replace(body, runs.length ? runs.sort((a, b) => (b.start || 0) - (a.start || 0)).map((run) =>
-      h("tr", {}, h("td", {}, runLink(run.run)), h("td", {}, h("span", { class: `status status-${(run.status || "").toLowerCase()}` }, run.status || "")),
-        h("td", {}, formatTime(run.start)), h("td", {}, run.end ? duration(run.start, run.end) : "running")))
-      : h("tr", {}, h("td", { colspan: 4, class: "hint" }, "No runs recorded"))))
     .catch((err) => replace(body, h("tr", {}, h("td", { colspan: 4 }, errorBox(err)))));
   return card;
 }
