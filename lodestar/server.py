@@ -233,7 +233,8 @@ def _stop_children(children: dict[int, str], asked: bool) -> int:
             os.kill(pid, signal.SIGTERM)
     stopped = {pid: os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) for pid in children.keys() - exited.keys()}
     for pid, code in exited.items():
-        print(f"lodestar: error: the {children[pid]} process exited (status {code}); stopping serve", file=sys.stderr)
+        print(f"lodestar: error: the {children[pid]} process exited (status {code}); stopping the other processes",
+              file=sys.stderr)
     if exited:
         return 1
     return next((code for code in stopped.values() if code != 0), 0)
@@ -270,11 +271,27 @@ def _background_main(data_dir: Path, config: Config | None, roles: Roles) -> int
     except ServeError as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1
-    stopping = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stopping.set())
-    node.run(lambda: stopping.wait())
+    node.run(_await_stop_signal)
     return 0
+
+
+def _await_stop_signal() -> None:
+    """Return once SIGTERM or SIGINT arrives. The interpreter writes each signal's number to a
+    wakeup socket from its C handler, so no Python handler takes a lock (a second signal during
+    the first's handler cannot deadlock it) and no signal is missed between a check and a wait."""
+    stops = {signal.SIGTERM, signal.SIGINT}
+    reader, writer = socket.socketpair()
+    writer.setblocking(False)
+    previous_fd = signal.set_wakeup_fd(writer.fileno())
+    for signum in stops:
+        signal.signal(signum, lambda *_: None)
+    try:
+        while reader.recv(1)[0] not in stops:
+            pass
+    finally:
+        signal.set_wakeup_fd(previous_fd)
+        reader.close()
+        writer.close()
 
 
 async def _serve_handed_connections(app: web.Application, channel: socket.socket,

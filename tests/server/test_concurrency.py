@@ -161,6 +161,6 @@ def test_with_several_workers_serve_stops_when_one_of_its_processes_dies(tmp_pat
         os.kill(pids[process], signal.SIGKILL)
         assert serve.wait() == 1
         output = serve.output()
-    assert f"lodestar: error: the {process} process exited (status -9); stopping serve" in output
+    assert f"lodestar: error: the {process} process exited (status -9); stopping the other processes" in output
     for pid in pids.values():  # every other process was stopped and reaped
         assert not Path(f"/proc/{pid}").exists()
