@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter as Tally
 from collections.abc import Iterable
 
 from prometheus_client import Counter
@@ -11,7 +12,10 @@ PROPOSALS = Counter("lodestar_proposals", "Proposals GMS handled, by outcome (ap
 
 
 def count_results(results: Iterable[object]) -> None:
-    """Count proposal results (gms.write_path.Result) by outcome and reason."""
-    for result in results:
-        failure = getattr(result, "failure", None)
-        PROPOSALS.labels(getattr(result, "status", "failed"), failure.code if failure is not None else "").inc()
+    """Count proposal results (gms.write_path.Result) by outcome and reason: one increment per
+    distinct pair, not per result (a batch is mostly one pair)."""
+    tally = Tally((getattr(result, "status", "failed"),
+                   failure.code if (failure := getattr(result, "failure", None)) is not None else "")
+                  for result in results)
+    for (outcome, reason), count in tally.items():
+        PROPOSALS.labels(outcome, reason).inc(count)

@@ -13,7 +13,8 @@ from gms.conditions import Conditions, parse_conditions
 from gms.errors import ProposalFailed
 from gms.patch import PatchDocument, parse_patch
 from ingest.proposal import Proposal, ProposalError
-from schemas.jsonform import AspectValueError, Check, compile_validator
+from schemas.jsonform import AspectValueError, Check
+from schemas.jsonform_accept import compile_fast_validator
 from schemas.registry import AspectSpec, EntityRegistry, EntitySpec
 from schemas.urns import Urn, UrnError
 
@@ -45,7 +46,7 @@ class ProposalValidator:
     def __init__(self, registry: EntityRegistry, max_aspect_bytes: int = DEFAULT_MAX_ASPECT_BYTES):
         self.registry = registry
         self.max_aspect_bytes = max_aspect_bytes
-        self._check_system_metadata: Check = compile_validator(
+        self._check_system_metadata: Check = compile_fast_validator(
             registry.named_types[SYSTEM_METADATA], registry.named_types
         )
 

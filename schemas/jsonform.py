@@ -183,7 +183,7 @@ class _Compiler:
         listing = ", ".join(schema["symbols"])
 
         def check_enum(value: Any) -> None:
-            if value not in symbols:
+            if not isinstance(value, str) or value not in symbols:  # (an array or object is unhashable)
                 shown = repr(value) if isinstance(value, str) else _kind(value)
                 raise AspectValueError(f"{shown} is not one of {listing}")
         return check_enum

@@ -26,7 +26,8 @@ from typing import Any
 import yaml
 
 from schemas.datahub_model import DataHubModel, DataHubModelError, load_model
-from schemas.jsonform import Check, compile_validator, full_name
+from schemas.jsonform import Check, full_name
+from schemas.jsonform_accept import compile_fast_validator
 from schemas.urns import URN_CACHE, Urn, UrnError
 
 SCHEMA_DIR = Path(__file__).parent / "avro"
@@ -54,7 +55,7 @@ class AspectSpec:
 
     def __post_init__(self) -> None:
         def compile_then_check(value: Any) -> None:
-            check = compile_validator(self.schema, self.named)
+            check = compile_fast_validator(self.schema, self.named)
             object.__setattr__(self, "check", check)
             check(value)
         object.__setattr__(self, "check", compile_then_check)

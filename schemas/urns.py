@@ -70,6 +70,11 @@ def _parse(text: str) -> Urn:
 
 
 def _split_tuple(body: str, whole: str) -> tuple[str, ...]:
+    if "(" not in body and ")" not in body:  # no nested URN: every comma separates (the usual case)
+        flat = tuple(body.split(","))
+        if not all(flat):
+            raise UrnError(f"{whole!r}: empty part in tuple")
+        return flat
     parts: list[str] = []
     depth = 0
     start = 0
