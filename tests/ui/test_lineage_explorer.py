@@ -1,8 +1,9 @@
 """The lineage explorer end to end in headless Chromium against `lodestar serve --examples`:
-every source of lineage in one graph (declared edges, and CDAP's runs in a time window), column
-lineage across hops (DataHub's fineGrainedLineages written by the real `acryl-datahub` emitter,
-and the field operations of runs), a 100-node graph that stays readable and has no overlapping
-boxes, the controls, the narrow window, and bad URLs."""
+every source of lineage in one graph (declared edges, and CDAP's runs in a time window) around a
+dataset or a program, column lineage across hops (DataHub's fineGrainedLineages written by the
+real `acryl-datahub` emitter, and the field operations of runs), expanding and collapsing one
+node a hop at a time, a 100-node graph that stays readable and has no overlapping boxes, the
+controls, the narrow window, and bad URLs."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ BUILDER = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),Purcha
 FLOW = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),PurchaseFlow)"
 FREQUENT = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.frequentCustomers,PROD)"
 READABLE_PX = 11  # the smallest label size, in CSS pixels on screen, taken as readable
+SERVICE = "urn:li:dataJob:(urn:li:dataFlow:(cdap,PurchaseHistory,default),PurchaseHistoryService)"
+HISTORY = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.history,PROD)"
+STREAM = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchaseStream,PROD)"
+MAIN = '[kind != "column"][kind != "handle"]'  # the graph's nodes, not the columns in them nor the + and −
 
 
 def lineage_url(server: ServeProcess, urn: str, query: str = "") -> str:
@@ -54,7 +59,8 @@ def graph(page: Page) -> dict[str, Any]:
     """What the explorer drew: node ids by kind, edges as (source, target, label, declared)."""
     return page.evaluate("""() => { const cy = window.lodestarGraph;
         const ids = (eles) => eles.map(n => n.id());
-        return { nodes: ids(cy.nodes('[kind != "column"]')), columns: ids(cy.nodes('[kind = "column"]')),
+        return { nodes: ids(cy.nodes('[kind != "column"][kind != "handle"]')),
+                 columns: ids(cy.nodes('[kind = "column"]')),
                  edges: cy.edges('[!column]').map(e => [e.source().id(), e.target().id(), e.data('label'),
                                                         !!e.data('declared')]),
                  columnEdges: cy.edges('[?column]').map(e => [e.source().id(), e.target().id()]),
@@ -67,11 +73,11 @@ def rendered(page: Page, n: int) -> None:
 
 def test_every_source_in_one_graph_and_the_window_filters_only_run_edges(page: Page, server: ServeProcess) -> None:
     page.goto(lineage_url(server, PURCHASES))
-    rendered(page, 7)
+    rendered(page, 6)
     drawn = graph(page)
+    assert SERVICE not in drawn["nodes"]  # it reads history, one hop further
     edges = {(s, t): (label, declared) for s, t, label, declared in drawn["edges"]}
-    stream = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.purchaseStream,PROD)"
-    assert edges[(stream, PURCHASES)] == ("", True)  # upstreamLineage: declared, no runs
+    assert edges[(STREAM, PURCHASES)] == ("", True)  # upstreamLineage: declared, no runs
     assert edges[(PURCHASES, BUILDER)] == ("read · 2 runs", True)  # dataJobInputOutput and two runs
     assert edges[(FLOW, FREQUENT)] == ("write · 1 run", False)  # a run's access alone
     row = page.locator("table.relations tbody tr", has_text="purchaseStream").filter(has_text="upstreamLineage")
@@ -101,6 +107,22 @@ def test_every_source_in_one_graph_and_the_window_filters_only_run_edges(page: P
         expect(run.get_by_role("rowheader", name=once, exact=True)).to_have_count(1)
     assert_fits(page, 1280, "the lineage page")
     shot(page, "lineage-run")
+
+
+def test_a_program_as_the_root_has_its_run_edges_and_the_window_filters_them(page: Page, server: ServeProcess) -> None:
+    page.goto(lineage_url(server, FLOW))
+    rendered(page, 4)
+    edges = {(s, t): (label, declared) for s, t, label, declared in graph(page)["edges"]}
+    assert set(graph(page)["nodes"]) == {FLOW, STREAM, PURCHASES, FREQUENT}
+    assert edges[(PURCHASES, FLOW)] == ("read · 1 run", False)  # its runs' accesses alone
+    assert edges[(STREAM, FLOW)] == ("read · 2 runs", True)  # declared by dataJobInputOutput, and run twice
+    assert edges[(FLOW, FREQUENT)] == ("write · 1 run", True)
+    click_node(page, FLOW)
+    expect(page.locator(".panel")).to_contain_text("Runs in the window (2)")
+    page.goto(lineage_url(server, FLOW, "start=1441313520&end=1441314000"))  # 20:52 to 21:00: no run of it
+    expect(page.locator("#lineage-status")).to_contain_text("(0 with runs in the window)")
+    edges = {(s, t): (label, declared) for s, t, label, declared in graph(page)["edges"]}
+    assert (PURCHASES, FLOW) not in edges and edges[(STREAM, FLOW)] == ("", True)
 
 
 def test_the_edges_table_by_keyboard(page: Page, server: ServeProcess) -> None:
@@ -225,7 +247,7 @@ def test_datahub_lineage_from_the_emitter_in_the_dataset_and_the_column_view(pag
     expect(page.locator("table.field-edges")).to_contain_text("upstreamLineage")
 
 
-def _hundred(server: ServeProcess) -> tuple[str, set[str]]:
+def _hundred(server: ServeProcess) -> tuple[str, dict[str, list[str]]]:
     """100 datasets around a root, two hops each way (tests/support/lineage_neighbourhood.py)."""
     root, upstream_of = neighbourhood(100)
     client = RestClient(server.url, TOKEN)
@@ -234,10 +256,10 @@ def _hundred(server: ServeProcess) -> tuple[str, set[str]]:
     assert status == 200, body
     await_(lambda: len(client.request("GET", f"/v1/lineage?urn={quote(root, safe='')}&maxHops=2")[1]["nodes"]) == 100,
            "the 100-node neighbourhood in the lineage graph")
-    return root, set(upstream_of) | {u for ups in upstream_of.values() for u in ups}
+    return root, upstream_of
 
 
-LAYOUT = """() => { const cy = window.lodestarGraph; const main = cy.nodes('[kind != "column"]');
+LAYOUT = """() => { const cy = window.lodestarGraph; const main = cy.nodes('[kind != "column"][kind != "handle"]');
     const boxes = main.map(n => n.boundingBox({ includeLabels: false }));
     let overlaps = 0;
     for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
@@ -251,23 +273,66 @@ LAYOUT = """() => { const cy = window.lodestarGraph; const main = cy.nodes('[kin
              zoom: cy.zoom(), inView: inView.length }; }"""
 
 
-def test_a_100_node_graph_stays_readable_without_overlaps(page: Page, server: ServeProcess) -> None:
-    root, everything = _hundred(server)
+def shown(page: Page) -> dict[str, tuple[float, float]]:
+    """The graph's nodes and where they are."""
+    return page.evaluate(f"""() => Object.fromEntries(window.lodestarGraph.nodes('{MAIN}')
+        .map(n => [n.id(), [n.position().x, n.position().y]]))""")
+
+
+def edge_pairs(page: Page) -> set[tuple[str, str]]:
+    return {(s, t) for s, t, _, _ in graph(page)["edges"]}
+
+
+def test_a_node_expands_and_collapses_one_hop_and_the_rest_stays_put(page: Page, server: ServeProcess) -> None:
+    root, upstream_of = _hundred(server)
     page.goto(lineage_url(server, root))
     rendered(page, 41)  # one hop each way to start
     expect(page.locator("#lineage-status")).to_contain_text("30 more upstream · 29 more downstream")
-    first = page.evaluate(LAYOUT)
-    assert first["overlaps"] == 0 and min(first["fonts"]) >= READABLE_PX, first
-    page.get_by_role("button", name="One hop more upstream").click()
-    rendered(page, 71)
-    page.get_by_role("button", name="One hop more downstream").click()
+    before, edges_before = shown(page), edge_pairs(page)
+    first = upstream_of[root][0]  # upstream_level_one_000, which has two datasets upstream of it
+    handle = f"handle:up:{first}"
+    assert page.evaluate("id => window.lodestarGraph.getElementById(id).data('label')", handle) == "+2"
+    assert page.evaluate("id => window.lodestarGraph.getElementById(id).nonempty()", f"handle:down:{first}") is False
+    page.fill("#find-node", "upstream_level_one_000")
+    page.get_by_role("button", name="Find").click()
+    click_node(page, handle)  # a real click on its +
+    rendered(page, 43)
+    after = shown(page)
+    assert set(after) - set(before) == set(upstream_of[first])  # exactly its upstream, nothing else
+    assert {id_: after[id_] for id_ in before} == before  # every node already shown stays where it was
+    assert edge_pairs(page) - edges_before == {(u, first) for u in upstream_of[first]}
+    assert page.evaluate(LAYOUT)["overlaps"] == 0
+    assert page.evaluate("id => window.lodestarGraph.getElementById(id).data('label')", handle) == "−"
+    expect(page).to_have_url(re.compile("open=up%3A" + re.escape(quote(first, safe=""))))
+    expect(page.locator("#lineage-status")).to_contain_text("28 more upstream · 29 more downstream")
+    page.reload()  # the address keeps the expansions
+    rendered(page, 43)
+    assert set(shown(page)) == set(after)
+    page.fill("#find-node", "upstream_level_one_000")  # its panel: the same by keyboard
+    page.get_by_role("button", name="Find").click()
+    page.locator(".panel").get_by_role("button", name="Collapse upstream").click()
+    rendered(page, 41)
+    assert set(shown(page)) == set(before) and edge_pairs(page) == edges_before
+    page.locator(".panel").get_by_role("button", name="Expand upstream (2)").click()
+    rendered(page, 43)
+    page.fill("#find-node", "root_orders_summary")
+    page.get_by_role("button", name="Find").click()
+    page.locator(".panel").get_by_role("button", name="Collapse upstream").click()  # the root's upstream, and beyond
+    rendered(page, 21)
+    assert not set(shown(page)) & (set(upstream_of[root]) | set(upstream_of[first]))
+    assert page.evaluate("id => window.lodestarGraph.getElementById(id).data('label')", f"handle:up:{root}") == "+20"
+
+
+def test_a_100_node_graph_stays_readable_without_overlaps(page: Page, server: ServeProcess) -> None:
+    root, upstream_of = _hundred(server)
+    everything = set(upstream_of) | {u for ups in upstream_of.values() for u in ups}
+    page.goto(lineage_url(server, root, "up=2&down=2"))
     rendered(page, 100)
-    expect(page.locator("#hops-up")).to_have_text("2")
-    expect(page.get_by_role("button", name="One hop more upstream")).to_be_disabled()  # nothing further
+    expect(page.locator("#lineage-status")).not_to_contain_text("more")  # nothing further
     layout = page.evaluate(LAYOUT)
     assert layout["nodes"] == 100 and layout["overlaps"] == 0, layout
     assert min(layout["fonts"]) >= READABLE_PX, layout  # every label readable at the default zoom
-    assert set(page.evaluate("window.lodestarGraph.nodes().map(n => n.id())")) == everything
+    assert set(shown(page)) == everything
     expect(page.locator("table.relations tbody tr")).to_have_count(99)
     shot(page, "lineage-100")
     page.get_by_role("button", name="Fit").click()  # everything in view, at whatever zoom that takes
@@ -285,16 +350,12 @@ def test_a_100_node_graph_stays_readable_without_overlaps(page: Page, server: Se
                          " return [p.x, p.y]; }", target)
     size = page.evaluate("[window.lodestarGraph.width(), window.lodestarGraph.height()]")
     assert 0 < x < size[0] and 0 < y < size[1]  # brought into view
-    page.get_by_role("button", name="One hop fewer downstream").click()
-    rendered(page, 71)
-    expect(page).to_have_url(re.compile(r"down=1"))
 
 
 def test_narrow_window_400px(browser: Browser, server: ServeProcess) -> None:
     page, errors = signed_in(browser, server, TOKEN, width=400)
     page.goto(lineage_url(server, PURCHASES))
-    rendered(page, 7)
-    expect(page.get_by_role("button", name="One hop more upstream")).to_be_visible()
+    rendered(page, 6)
     expect(page.get_by_role("button", name="Fit")).to_be_visible()
     page.wait_for_load_state("networkidle")
     assert_fits(page, 400, "the lineage explorer")
@@ -319,7 +380,7 @@ def test_an_unknown_urn_is_not_found_and_no_lineage_is_said_above_the_graph(page
     page.goto(lineage_url(server, "urn:li:dataset:(urn:li:dataPlatform:hive,nothing.here,PROD)"))
     expect(page.locator("h1")).to_have_text("Not found")
     page.goto(lineage_url(server, PURCHASES, "start=1000&end=2000"))  # declared lineage only
-    rendered(page, 7)
+    rendered(page, 6)
     lonely = "urn:li:dataset:(urn:li:dataPlatform:cdap,default.lonely,PROD)"
     answer = RestClient(server.url, TOKEN).propose([mcp(lonely, "datasetProperties", {"name": "lonely"})])
     assert answer[0]["status"] == "applied"

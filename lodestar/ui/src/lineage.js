@@ -1,15 +1,18 @@
 // The lineage explorer: every kind of lineage around one entity in one graph (declared edges
-// always, run edges from the time window), one hop each way to start, expanded and collapsed a
-// hop at a time; a dataset opens to its columns, and a column lights up its upstream and
-// downstream columns across hops. The same edges are listed in tables under the graph.
+// always, run edges from the time window), one hop each way to start; each node at the edge
+// expands one more hop upstream or downstream (its + beside it, or its panel), and collapses
+// what it expanded (−), the rest of the graph staying where it is. A dataset opens to its
+// columns, and a column lights up its upstream and downstream columns across hops. The same
+// edges are listed in tables under the graph.
 
 import "./lineage.css";
 import { api } from "./api.js";
 import { h, replace } from "./dom.js";
 import { entityLink } from "./entity.js";
 import { platformIcon } from "./icons.js";
+import { adjacency, expandedWithin, frontier, prune, shownNodes } from "./lineage_expand.js";
 import { explorerGraph } from "./lineage_graph.js";
-import { columnLineage, datasetColumns, explorerLineage } from "./lineage_data.js";
+import { askAround, columnLineage, datasetColumns, lineagePool } from "./lineage_data.js";
 import { showProgram } from "./lineage_runs.js";
 import { invalidUrnPage, notFoundPage } from "./problem.js";
 import { windowForm, windowOf } from "./timewindow.js";
@@ -17,6 +20,8 @@ import { entityType, fieldDataset, fieldUrn, isUrn, platform, shortName, typeLab
 
 const MAX_HOPS = 10;
 const JOBS = new Set(["dataJob", "dataFlow"]);
+const DIRECTION = { up: "upstream", down: "downstream" };
+const EXPANSION = /^(up|down):(urn:li:.+)$/;
 
 const hopsOf = (query, name) => Math.max(0, Math.min(MAX_HOPS, Number.parseInt(query.get(name) ?? "1", 10) || 0));
 const clip = (text, n) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
@@ -25,8 +30,24 @@ const pageLink = (urn, params) => `#/lineage/${encodeURIComponent(urn)}${params.
 const columnName = (field) => field.slice(fieldDataset(field).length + "urn:li:schemaField:(".length + 1, -1);
 
 function edgeLabel(e) {
-  if (!e.runs.length) return "";
-  return `${e.access.join("/")} · ${plural(e.runs.length, "run")}`;
+  if (!e.runs.size) return "";
+  return `${[...e.access].join("/")} · ${plural(e.runs.size, "run")}`;
+}
+
+// The pool filled for the address: `open` (the expansions, as the page last wrote them) or
+// `up`/`down` hops around the root (default 1 each); answers the expansions.
+async function opened(pool, urn, query, span) {
+  if (query.has("open")) {
+    const keys = query.getAll("open").filter((k) => EXPANSION.test(k));
+    await Promise.all([askAround(pool, urn, { upstream: 1, downstream: 1 }, span),
+      ...keys.map((k) => k.match(EXPANSION)).map(([, side, id]) => askAround(pool, id, { [DIRECTION[side]]: 1 }, span))]);
+    return prune(urn, adjacency(pool.edges.values()), new Set(keys));
+  }
+  const up = hopsOf(query, "up");
+  const down = hopsOf(query, "down");
+  await askAround(pool, urn, { upstream: up, downstream: down }, span);
+  const adj = adjacency(pool.edges.values());
+  return new Set([...expandedWithin(urn, adj, "up", up), ...expandedWithin(urn, adj, "down", down)]);
 }
 
 export async function lineagePage(main, urn, query) {
@@ -35,14 +56,7 @@ export async function lineagePage(main, urn, query) {
     location.replace(pageLink(fieldDataset(urn), new URLSearchParams({ column: urn })));
     return undefined;
   }
-  const up = hopsOf(query, "up");
-  const down = hopsOf(query, "down");
-  const { start, end } = windowOf(query);
-  const go = (change) => {
-    const params = new URLSearchParams(query);
-    change(params);
-    location.hash = pageLink(urn, params);
-  };
+  const span = windowOf(query); // the time window
   const status = h("p", { class: "hint", id: "lineage-status", role: "status" }, "Loading…");
   const canvas = h("div", { class: "graph explorer", id: "lineage-graph", role: "img", "aria-label": `Lineage graph of ${shortName(urn)}` });
   const toolbar = h("div", { class: "graph-tools", role: "toolbar", "aria-label": "Graph view" });
@@ -55,11 +69,11 @@ export async function lineagePage(main, urn, query) {
   replace(main,
     h("header", { class: "entity-head" }, h("h1", {}, "Lineage of ", entityLink(urn, shortName(urn))),
       h("div", { class: "explorer-controls" },
-        hopControl("Upstream", "up", up, go), hopControl("Downstream", "down", down, go),
         h("form", { class: "inline find", onsubmit: (e) => { e.preventDefault(); find(); } }, findInput, nodeList,
           h("button", { type: "submit", class: "secondary" }, "Find"))),
       windowForm(query, (params) => (location.hash = pageLink(urn, params))),
       h("p", { class: "hint" }, "The time window filters the edges made by runs (dashed); declared lineage (solid) always shows."
+        + " + beside a node shows one more hop that way, − hides what it showed."
         + " Click a dataset for its columns, a column for its column lineage, a program for its runs in the window.")),
     status,
     layout,
@@ -67,32 +81,60 @@ export async function lineagePage(main, urn, query) {
     h("section", { class: "card", id: "column-edges" }, h("h2", {}, "Column edges"), columnTable));
 
   performance.mark("lineage:asked"); // marks for bench/web_ui_lineage.py: requests, then layout and drawing
-  const data = await explorerLineage(urn, { up, down, start, end });
+  const pool = lineagePool();
+  let expanded = await opened(pool, urn, query, span);
   performance.mark("lineage:answered");
-  if (!data.edges.length && !(await exists(urn))) return notFoundPage(main, urn);
+  if (!pool.edges.size && !(await exists(urn))) return notFoundPage(main, urn);
   const state = { columns: new Map(), fieldEdges: new Map(), picked: null, related: null };
-  const nodeIds = new Set(data.nodes.map((n) => n.id));
+  const view = { shown: new Map(), edges: [], controls: [] }; // what draw() last showed
   const graph = explorerGraph(canvas, urn, (node) => tapped(node));
-  graph.setLineage(data.nodes.map((n) => nodeData(n, urn)), data.edges.map((e) => ({
-    source: e.source, target: e.target, label: edgeLabel(e), declared: e.types.length > 0 })));
-  performance.mark("lineage:added");
-  graph.layout();
-  performance.mark("lineage:laid-out");
+
+  // Shows what the expansions reach: nodes, edges, the + / − controls, the status line and the tables.
+  function draw() {
+    const adj = adjacency(pool.edges.values());
+    view.shown = shownNodes(urn, adj, expanded);
+    view.edges = [...pool.edges.values()].filter((e) => view.shown.has(e.source) && view.shown.has(e.target));
+    const { controls, more } = frontier(adj, view.shown, expanded);
+    view.controls = controls;
+    for (const d of state.columns.keys()) if (!view.shown.has(d)) state.columns.delete(d);
+    graph.setLineage([...view.shown.keys()].map((id) => nodeData(id, urn)), view.edges.map((e) => ({
+      source: e.source, target: e.target, label: edgeLabel(e), declared: e.types.size > 0 })));
+    performance.mark("lineage:added");
+    graph.layout();
+    graph.setHandles(controls);
+    performance.mark("lineage:laid-out");
+    canvas.dataset.rendered = String(view.shown.size);
+    replace(nodeList, [...view.shown.keys()].map((id) => h("option", { value: shortName(id) })));
+    const runEdges = view.edges.filter((e) => e.runs.size).length;
+    replace(status, view.edges.length
+      ? `${plural(view.shown.size, "node")}, ${plural(view.edges.length, "edge")} (${runEdges} with runs in the window)`
+        + `${more.up ? ` · ${more.up} more upstream` : ""}${more.down ? ` · ${more.down} more downstream` : ""}.`
+      : "No lineage: nothing declared, and no runs in this window.");
+    replace(edgeTable, edgesTable(view.edges, (id) => nodeCell(id)));
+  }
+
+  // Expands `id` one hop toward `side`, or collapses what its expansion showed.
+  async function toggle(id, side) {
+    const key = `${side}:${id}`;
+    if (expanded.has(key)) {
+      expanded.delete(key);
+      expanded = prune(urn, adjacency(pool.edges.values()), expanded);
+    } else {
+      await askAround(pool, id, { [DIRECTION[side]]: 1 }, span);
+      expanded.add(key);
+    }
+    draw();
+    redrawColumns();
+    if (!panel.hidden && panel.dataset.node === id) showNode(id);
+  }
+
+  draw();
   graph.focusView();
-  canvas.dataset.rendered = String(data.nodes.length);
   replace(toolbar,
     h("button", { type: "button", class: "secondary", title: "Zoom in", "aria-label": "Zoom in", onclick: () => graph.zoomBy(1.25) }, "+"),
     h("button", { type: "button", class: "secondary", title: "Zoom out", "aria-label": "Zoom out", onclick: () => graph.zoomBy(0.8) }, "−"),
     h("button", { type: "button", class: "secondary", onclick: () => graph.fitAll() }, "Fit"),
     h("button", { type: "button", class: "secondary", onclick: () => graph.focusView() }, "Reset"));
-  replace(nodeList, data.nodes.map((n) => h("option", { value: shortName(n.id) })));
-  const runEdges = data.edges.filter((e) => e.runs.length).length;
-  replace(status, data.edges.length
-    ? `${plural(data.nodes.length, "node")}, ${plural(data.edges.length, "edge")} (${runEdges} with runs in the window)`
-      + `${data.more.up ? ` · ${data.more.up} more upstream` : ""}${data.more.down ? ` · ${data.more.down} more downstream` : ""}.`
-    : "No lineage: nothing declared, and no runs in this window.");
-  replace(edgeTable, edgesTable(data.edges, (id) => nodeCell(id)));
-  for (const b of main.querySelectorAll("button[data-more]")) b.disabled = !data.more[b.dataset.more];
 
   // The panel takes its place beside the graph the first time it shows something.
   const openPanel = () => {
@@ -103,8 +145,18 @@ export async function lineagePage(main, urn, query) {
   };
   const program = (id, focus = false) => {
     openPanel();
-    return showProgram(panel, id, data.relations, focus);
+    panel.dataset.node = id;
+    const relations = [...pool.relations.values()].filter((r) => view.shown.has(r.data) && view.shown.has(r.program))
+      .map((r) => ({ ...r, runs: [...r.runs] }));
+    return showProgram(panel, id, relations, focus, hopButtons(id));
   };
+
+  // The panel's buttons for what the node's + / − do.
+  function hopButtons(id) {
+    const mine = view.controls.filter((c) => c.id === id);
+    return mine.length ? h("p", { class: "hop-buttons" }, mine.map((c) => h("button", { type: "button", class: "secondary",
+      onclick: () => toggle(id, c.side) }, c.open ? `Collapse ${DIRECTION[c.side]}` : `Expand ${DIRECTION[c.side]} (${c.hidden})`))) : null;
+  }
 
   function nodeCell(id) {
     if (JOBS.has(entityType(id))) return h("button", { class: "link", onclick: () => program(id, true) }, shortName(id));
@@ -120,6 +172,7 @@ export async function lineagePage(main, urn, query) {
   }
 
   function tapped(node) {
+    if (node.kind === "handle") return toggle(node.of, node.side);
     if (node.kind === "column") return pickColumn(node.id);
     if (node.kind === "job") return program(node.id);
     return showNode(node.id);
@@ -127,7 +180,8 @@ export async function lineagePage(main, urn, query) {
 
   function syncUrl() {
     const params = new URLSearchParams(query);
-    params.delete("columns");
+    for (const name of ["columns", "open", "up", "down"]) params.delete(name);
+    for (const key of expanded.size ? expanded : [""]) params.append("open", key);
     for (const d of state.columns.keys()) params.append("columns", d);
     if (state.picked) params.set("column", state.picked);
     else params.delete("column");
@@ -149,7 +203,7 @@ export async function lineagePage(main, urn, query) {
   }
 
   async function openColumns(datasets) {
-    const wanted = datasets.filter((d) => nodeIds.has(d) && !state.columns.has(d));
+    const wanted = datasets.filter((d) => view.shown.has(d) && !state.columns.has(d));
     const answers = await Promise.all(wanted.map(datasetColumns));
     wanted.forEach((d, i) => {
       state.columns.set(d, answers[i].columns);
@@ -185,6 +239,7 @@ export async function lineagePage(main, urn, query) {
 
   function showNode(id) {
     openPanel();
+    panel.dataset.node = id;
     const type = entityType(id);
     const open = state.columns.has(id);
     const list = open ? columnsOf(id) : [];
@@ -192,6 +247,7 @@ export async function lineagePage(main, urn, query) {
       h("p", { class: "hint" }, `${typeLabel(type)} · ${platform(id) || "no platform"}`),
       h("p", {}, entityLink(id, `Open ${typeLabel(type)}`)),
       id !== urn && h("p", {}, h("a", { href: pageLink(id, new URLSearchParams()) }, "Lineage of this one")),
+      hopButtons(id),
       type === "dataset" && h("p", {}, h("button", { type: "button", class: "secondary", onclick: () => toggleColumns(id) },
         open ? "Hide columns" : "Show columns")),
       open && h("ul", { class: "column-list" }, list.map((c) => h("li", {},
@@ -200,7 +256,8 @@ export async function lineagePage(main, urn, query) {
 
   function showColumn(field, lineage) {
     openPanel();
-    const item = (f) => h("li", {}, nodeIds.has(fieldDataset(f))
+    panel.dataset.node = field;
+    const item = (f) => h("li", {}, view.shown.has(fieldDataset(f))
       ? h("button", { type: "button", class: "link", onclick: () => pickColumn(f) }, `${shortName(fieldDataset(f))}.${columnName(f)}`)
       : h("a", { href: pageLink(fieldDataset(f), new URLSearchParams({ column: f })) }, `${shortName(fieldDataset(f))}.${columnName(f)}`));
     const side = (title, set) => [h("h3", {}, `${title} (${set.size})`), set.size ? h("ul", { class: `column-${title.toLowerCase()}` }, [...set].sort().map(item)) : h("p", { class: "hint" }, "None.")];
@@ -236,27 +293,18 @@ async function exists(urn) {
   }
 }
 
-function nodeData(n, root) {
-  const kind = JOBS.has(n.type) ? "job" : n.type === "dataset" ? "dataset" : "other";
-  return { id: n.id, kind, root: n.id === root, icon: platformIcon(platform(n.id)), name: shortName(n.id),
-    label: `${clip(shortName(n.id), 22)}\n${typeLabel(n.type)} · ${platform(n.id) || "–"}` };
-}
-
-function hopControl(title, name, value, go) {
-  const set = (n) => go((p) => p.set(name, String(n)));
-  return h("div", { class: "hops", role: "group", "aria-label": `${title} hops` },
-    h("span", {}, `${title}: `, h("output", { id: `hops-${name}` }, value), ` hop${value === 1 ? "" : "s"}`),
-    h("button", { type: "button", class: "secondary", "aria-label": `One hop fewer ${title.toLowerCase()}`, disabled: value === 0,
-      onclick: () => set(value - 1) }, "−"),
-    h("button", { type: "button", class: "secondary", "aria-label": `One hop more ${title.toLowerCase()}`, "data-more": name,
-      disabled: value === MAX_HOPS, onclick: () => set(value + 1) }, "+"));
+function nodeData(id, root) {
+  const type = entityType(id);
+  const kind = JOBS.has(type) ? "job" : type === "dataset" ? "dataset" : "other";
+  return { id, kind, root: id === root, icon: platformIcon(platform(id)), name: shortName(id),
+    label: `${clip(shortName(id), 22)}\n${typeLabel(type)} · ${platform(id) || "–"}` };
 }
 
 function edgesTable(edges, cell) {
   return h("table", { class: "relations" },
     h("thead", {}, h("tr", {}, ["From", "Declared by", "Runs in the window", "To"].map((t) => h("th", { scope: "col" }, t)))),
-    h("tbody", {}, edges.map((e) => h("tr", {}, h("td", {}, cell(e.source)), h("td", {}, e.types.join(", ") || "–"),
-      h("td", {}, e.runs.length ? `${e.access.join("/")} · ${e.runs.length}` : "–"), h("td", {}, cell(e.target))))));
+    h("tbody", {}, edges.map((e) => h("tr", {}, h("td", {}, cell(e.source)), h("td", {}, [...e.types].join(", ") || "–"),
+      h("td", {}, e.runs.size ? `${[...e.access].join("/")} · ${e.runs.size}` : "–"), h("td", {}, cell(e.target))))));
 }
 
 // "parse,concat (fieldOperations, upstreamLineage)": the operations, then what declared the edge.

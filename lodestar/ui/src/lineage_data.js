@@ -1,106 +1,64 @@
-// Lineage for the explorer from every source, merged into one graph: the lineage graph
-// (`/v1/lineage`: upstreamLineage, dataJobInputOutput and the registry's other lineage
-// relationships, as they are now) and CDAP's run lineage (v3: which programs' runs read or wrote
-// a dataset during a time window). Columns come from a dataset's schema and field lineage
+// Lineage for the explorer from every source, gathered into one pool of edges as the explorer
+// asks around a node: the lineage graph (`/v1/lineage`: upstreamLineage, dataJobInputOutput and
+// the registry's other lineage relationships, as they are now) and CDAP's run lineage
+// (`/v1/lineage/runs`: which programs' runs read or wrote a dataset during a time window, from a
+// dataset or a program). Columns come from a dataset's schema and field lineage
 // (`/v1/lineage/fields`: fineGrainedLineages and the field operations of runs).
 
 import { api, call } from "./api.js";
 import { entityType, fieldDataset, fieldUrn } from "./urns.js";
 
-const runUrn = (id) => `urn:li:dataProcessInstance:${id}`;
 // A run is drawn as its program's edge (with the window's runs on it), not as a node.
 const RUN = "dataProcessInstance";
-// A hop is counted between datasets: a job between two adds none (as in DataHub's explorer).
-const FREE_HOP = new Set(["dataJob", "dataFlow"]);
+const RUN_ROOTS = new Set(["dataset", "dataJob"]); // what /v1/lineage/runs walks from
 const MAX_HOPS = 100; // what /v1/lineage allows
 
-// Relations between datasets and programs in [start, end) (seconds), each with its runs:
-// [{data, program, access, runs: [run urn]}], data and program as URNs.
-async function datasetLineage(urn, start, end, levels) {
-  const data = await call("GET", `/v3/namespaces/default/datasets/${encodeURIComponent(urn)}/lineage`,
-    { query: { start, end, levels, collapse: "run" } });
-  const relations = [];
-  for (const r of data.relations) {
+// Everything asked so far: edges {source, target, types: Set, runs: Set, access: Set} by
+// "source\ntarget", and the window's relations {data, program, access, runs: Set} by
+// "data\nprogram\naccess".
+export function lineagePool() {
+  return { edges: new Map(), relations: new Map(), asked: new Set() };
+}
+
+function edgeOf(pool, source, target) {
+  const key = `${source}\n${target}`;
+  if (!pool.edges.has(key)) pool.edges.set(key, { source, target, types: new Set(), runs: new Set(), access: new Set() });
+  return pool.edges.get(key);
+}
+
+// Adds to the pool the lineage around `urn`, `hops` dataset hops each way asked ({upstream: n,
+// downstream: n}, and one more, so the nodes at the edge know what lies beyond them), and the
+// run lineage of the window around it. Asks nothing twice.
+export async function askAround(pool, urn, hops, { start, end }) {
+  const key = `${JSON.stringify(hops)}:${urn}`;
+  if (pool.asked.has(key)) return;
+  pool.asked.add(key);
+  const levels = Math.max(...Object.values(hops)) + 1;
+  const [runs, ...walks] = await Promise.all([
+    RUN_ROOTS.has(entityType(urn)) ? call("GET", "/v1/lineage/runs", { query: { urn, start, end, levels } }) : { relations: [] },
+    // a job between two datasets is a hop of its own here
+    ...Object.entries(hops).map(([direction, n]) => api.lineage(urn, direction, Math.min(MAX_HOPS, 2 * (n + 1)))),
+  ]);
+  for (const e of walks.flatMap((w) => w.edges)) {
+    if (entityType(e.source) === RUN || entityType(e.destination) === RUN) continue;
+    edgeOf(pool, e.source, e.destination).types.add(e.via);
+  }
+  for (const r of runs.relations.filter((x) => x.program)) {
     for (const access of r.accesses) {
-      relations.push({ data: data.data[r.data].urn, program: data.programs[r.program].urn, access, runs: r.runs.map(runUrn) });
+      const [source, target] = access === "write" ? [r.program, r.data] : [r.data, r.program];
+      const edge = edgeOf(pool, source, target);
+      edge.access.add(access);
+      r.runs.forEach((run) => edge.runs.add(run));
+      const key = `${r.data}\n${r.program}\n${access}`;
+      if (!pool.relations.has(key)) pool.relations.set(key, { data: r.data, program: r.program, access, runs: new Set() });
+      r.runs.forEach((run) => pool.relations.get(key).runs.add(run));
     }
   }
-  return relations;
 }
 
 // A run as the run-lineage tables see it: {run, program, start, end, status, accesses, ...}.
 export async function runInfo(urn) {
   return call("GET", `/v1/runs/${encodeURIComponent(urn)}`);
-}
-
-const NO_WALK = { nodes: [], edges: [] };
-
-// The lineage of `root`, `up` hops upstream and `down` downstream, run edges from the window:
-// {nodes: [{id, type, side, hops}], edges: [{source, target, types: [...], runs: [...], access}],
-//  relations (the window's, for a program's runs), more: {up, down} (nodes one hop further)}.
-export async function explorerLineage(root, { up, down, start, end }) {
-  const walk = (direction, hops) => (hops >= 0 ? api.lineage(root, direction, Math.min(MAX_HOPS, 2 * (hops + 1))) : NO_WALK);
-  const [upstream, downstream, relations] = await Promise.all([
-    walk("upstream", up), walk("downstream", down),
-    entityType(root) === "dataset" ? datasetLineage(root, start, end, Math.max(up, down) + 1) : [],
-  ]);
-  const edges = new Map();
-  const edgeOf = (source, target) => {
-    const key = `${source}\n${target}`;
-    if (!edges.has(key)) edges.set(key, { source, target, types: new Set(), runs: new Set(), access: new Set() });
-    return edges.get(key);
-  };
-  for (const e of [...upstream.edges, ...downstream.edges]) {
-    if (entityType(e.source) === RUN || entityType(e.destination) === RUN) continue;
-    edgeOf(e.source, e.destination).types.add(e.via);
-  }
-  for (const r of relations) {
-    const [source, target] = r.access === "write" ? [r.program, r.data] : [r.data, r.program];
-    const edge = edgeOf(source, target);
-    edge.access.add(r.access);
-    r.runs.forEach((run) => edge.runs.add(run));
-  }
-  const all = [...edges.values()];
-  const upHops = distances(root, all, "target", "source");
-  const downHops = distances(root, all, "source", "target");
-  const within = (id) => id === root || upHops.get(id) <= up || downHops.get(id) <= down;
-  const nodes = [...new Set([root, ...upHops.keys(), ...downHops.keys()])].filter(within).map((id) => ({
-    id, type: entityType(id), hops: Math.min(upHops.get(id) ?? Infinity, downHops.get(id) ?? Infinity),
-    side: id === root ? "root" : upHops.get(id) <= up ? "upstream" : "downstream",
-  }));
-  const kept = new Set(nodes.map((n) => n.id));
-  const beyond = (hops, limit) => [...hops.entries()].filter(([id, d]) => d === limit + 1 && !kept.has(id)).length;
-  return {
-    nodes,
-    edges: all.filter((e) => kept.has(e.source) && kept.has(e.target))
-      .map((e) => ({ ...e, types: [...e.types], runs: [...e.runs], access: [...e.access] })),
-    relations: relations.filter((r) => kept.has(r.data) && kept.has(r.program)),
-    more: { up: beyond(upHops, up), down: beyond(downHops, down) },
-  };
-}
-
-// Hops from root to every node reached by following edges from `from` to `to` (0-1 BFS: a step
-// onto a job costs nothing).
-function distances(root, edges, from, to) {
-  const next = new Map();
-  for (const e of edges) {
-    if (!next.has(e[from])) next.set(e[from], []);
-    next.get(e[from]).push(e[to]);
-  }
-  const hops = new Map([[root, 0]]);
-  const queue = [root];
-  while (queue.length) {
-    const id = queue.shift();
-    for (const n of next.get(id) || []) {
-      const d = hops.get(id) + (FREE_HOP.has(entityType(n)) ? 0 : 1);
-      if (hops.has(n) && hops.get(n) <= d) continue;
-      hops.set(n, d);
-      if (d === hops.get(id)) queue.unshift(n);
-      else queue.push(n);
-    }
-  }
-  hops.delete(root);
-  return hops;
 }
 
 // Field edges from /v1/lineage/fields, one per pair of schemaField URNs, with what declared it

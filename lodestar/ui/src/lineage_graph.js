@@ -1,9 +1,11 @@
-// The lineage explorer's graph: cytoscape.js, laid out in layers left to right by dagre (nodes
-// sized to their columns, so expanded ones never overlap), columns drawn inside their dataset's
-// box, zoom that never starts below a readable size.
+// The lineage explorer's graph: cytoscape.js, laid out in layers left to right
+// (lineage_layout.js: nodes sized to their columns, so open ones never overlap, and nodes already
+// placed stay put as others come and go), columns drawn inside their dataset's box, a + or −
+// beside each node that can expand or collapse a hop, zoom that never starts below a readable size.
 
 import cytoscape from "cytoscape";
-import { showing } from "./graph.js"; // registers the dagre layout too
+import { showing } from "./graph.js";
+import { layered } from "./lineage_layout.js";
 
 const FONT = 13; // px, a node's label at zoom 1
 const READABLE_ZOOM = 0.85; // labels render at 11 px or more from here
@@ -11,6 +13,8 @@ const NODE_W = 210;
 const HEAD_H = 54;
 const ROW_H = 24;
 const COL_W = NODE_W - 16;
+const RANK_SEP = 70;
+const HANDLE = 26; // px, the + / − beside a node
 
 const STYLE = [
   { selector: "node", style: {
@@ -26,6 +30,10 @@ const STYLE = [
     label: "data(label)", width: COL_W, height: ROW_H - 4, shape: "rectangle", "font-size": 12, "text-margin-x": 0,
     "text-margin-y": 0, "text-max-width": COL_W - 8, "background-color": "#f0fdf4", "border-color": "#86efac",
     "background-image": "none", "font-weight": "normal" } },
+  { selector: "node[kind = 'handle']", style: {
+    label: "data(label)", width: HANDLE, height: HANDLE, shape: "ellipse", "font-size": FONT, "font-weight": "bold",
+    "text-margin-x": 0, "text-margin-y": 0, "text-max-width": 60, "background-image": "none", "background-color": "#fff",
+    "border-width": 1.5, "border-color": "#1d4ed8", color: "#1d4ed8" } },
   { selector: "node:selected", style: { "border-width": 3, "border-color": "#be123c" } },
   { selector: "edge", style: {
     width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#64748b",
@@ -39,7 +47,9 @@ const STYLE = [
   { selector: "edge.related", style: { width: 3, "line-color": "#15803d", "target-arrow-color": "#15803d", "z-index": 10 } },
 ];
 
-const MAIN = (el) => (el.isNode() ? el.data("kind") !== "column" : !el.data("column"));
+const AUX = new Set(["column", "handle"]); // drawn inside or beside a node, never laid out
+const MAIN = (el) => (el.isNode() ? !AUX.has(el.data("kind")) : !el.data("column"));
+const edgeId = (e) => `e\n${e.source}\n${e.target}`;
 
 // A graph in `container` centred on `root`; onTap(data of the node) on a click or tap.
 export function explorerGraph(container, root, onTap) {
@@ -47,6 +57,7 @@ export function explorerGraph(container, root, onTap) {
   cy.on("tap", "node", (event) => onTap(event.target.data()));
   showing(cy);
   const columns = new Map(); // dataset -> [{id, label}] while expanded
+  const placed = new Map(); // id -> {x, y} of the nodes laid out so far
 
   function setSize(node) {
     const count = columns.get(node.id())?.length || 0;
@@ -63,14 +74,48 @@ export function explorerGraph(container, root, onTap) {
     }
   }
 
+  // The + or − beside each node that has one (on its upstream side to the left, downstream to the right).
+  function placeHandles() {
+    cy.nodes("[kind = 'handle']").forEach((handle) => {
+      const node = cy.getElementById(handle.data("of"));
+      const { x, y } = node.position();
+      const dx = (NODE_W / 2 + HANDLE / 2 + 6) * (handle.data("side") === "up" ? -1 : 1);
+      handle.position({ x: x + dx, y: y - node.data("h") / 2 + HEAD_H / 2 });
+    });
+  }
+
   const graph = {
     cy,
-    // nodes: [{id, label, kind, icon, root}]; edges: [{source, target, label, declared}]
+    // The nodes [{id, label, kind, icon, root}] and edges [{source, target, label, declared}] now
+    // shown: the ones gone are removed (with their columns), new ones added, the rest stay.
     setLineage(nodes, edges) {
+      const wanted = new Set(nodes.map((n) => n.id));
+      const lines = new Set(edges.map(edgeId));
       cy.batch(() => {
-        cy.elements().remove();
-        cy.add(nodes.map((n) => ({ group: "nodes", data: { ...n, h: HEAD_H, shift: 0 } })));
-        cy.add(edges.map((e, i) => ({ group: "edges", data: { id: `e${i}`, ...e } })));
+        const gone = cy.nodes().filter((n) => MAIN(n) && !wanted.has(n.id()));
+        gone.forEach((n) => {
+          columns.delete(n.id());
+          placed.delete(n.id());
+        });
+        cy.nodes().filter((n) => n.data("kind") === "column" && !wanted.has(n.data("dataset"))).remove();
+        cy.nodes("[kind = 'handle']").remove(); // setHandles() puts back those that are still wanted
+        gone.remove();
+        cy.edges().filter((e) => MAIN(e) && !lines.has(e.id())).remove();
+        cy.add([
+          ...nodes.filter((n) => cy.getElementById(n.id).empty()).map((n) => ({ group: "nodes", data: { ...n, h: HEAD_H, shift: 0 } })),
+          ...edges.filter((e) => cy.getElementById(edgeId(e)).empty()).map((e) => ({ group: "edges", data: { id: edgeId(e), ...e } })),
+        ]);
+        edges.forEach((e) => cy.getElementById(edgeId(e)).data(e));
+      });
+    },
+    // The + / − controls: [{id, side, open, hidden}] (lineage_expand.js frontier()).
+    setHandles(controls) {
+      cy.batch(() => {
+        cy.nodes("[kind = 'handle']").remove();
+        cy.add(controls.map((c) => ({ group: "nodes", data: {
+          id: `handle:${c.side}:${c.id}`, kind: "handle", of: c.id, side: c.side, open: c.open,
+          label: c.open ? "−" : `+${c.hidden}`, name: "" } })));
+        placeHandles();
       });
     },
     // Show a dataset's columns inside its box (list: [{id, label}]), or hide them (null).
@@ -96,9 +141,18 @@ export function explorerGraph(container, root, onTap) {
         cy.add(drawn.map((e) => ({ group: "edges", data: { id: `c\n${e.source}\n${e.target}`, ...e, column: true, declared: true, label: "" } })));
       });
     },
+    // Nodes placed before stay; new ones take free places by their neighbours.
     layout() {
-      cy.elements().filter(MAIN).layout({ name: "dagre", rankDir: "LR", ranker: "tight-tree", nodeSep: 24, rankSep: 70, edgeSep: 12, fit: false }).run();
-      placeColumns();
+      const main = cy.nodes().filter(MAIN);
+      const positions = layered(root, main.map((n) => ({ id: n.id(), h: n.data("h") })),
+        cy.edges().filter(MAIN).map((e) => ({ source: e.data("source"), target: e.data("target") })),
+        { width: NODE_W, rankSep: RANK_SEP, kept: placed });
+      cy.batch(() => {
+        main.forEach((n) => n.position(positions.get(n.id())));
+        positions.forEach((p, id) => placed.set(id, p));
+        placeColumns();
+        placeHandles();
+      });
     },
     // The focused node and its neighbours fitted, but never below a readable zoom (then centred on the focus).
     focusView() {
@@ -135,7 +189,7 @@ export function explorerGraph(container, root, onTap) {
     // Nodes whose name (else label) contains `text` (any case), main nodes first.
     find(text) {
       const needle = text.trim().toLowerCase();
-      const hits = cy.nodes().filter((n) => (n.data("name") || n.data("label")).toLowerCase().includes(needle));
+      const hits = cy.nodes("[kind != 'handle']").filter((n) => (n.data("name") || n.data("label")).toLowerCase().includes(needle));
       return [...hits.filter(MAIN), ...hits.filter((n) => !MAIN(n))].map((n) => n.id());
     },
     // Highlight a column, the columns related to it and the edges between them; null clears.

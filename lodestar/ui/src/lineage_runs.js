@@ -10,12 +10,13 @@ import { shortName } from "./urns.js";
 // A run's custom properties that the rows above already show (CDAP writes them there too).
 const SHOWN_RUN_FIELDS = new Set(["program", "status"]);
 
-// relations: the window's [{data, program, access, runs}]; focus moves the focus to the first run.
-export async function showProgram(panel, program, relations, focus) {
+// relations: the window's [{data, program, access, runs}]; focus moves the focus to the first
+// run; extra (an element or null) goes under the program's link.
+export async function showProgram(panel, program, relations, focus, extra) {
   const ids = [...new Set(relations.filter((r) => r.program === program).flatMap((r) => r.runs))];
   const list = h("ul", { class: "runs" });
   const detail = h("div", { class: "run-detail" });
-  replace(panel, h("h2", {}, "Program ", shortName(program)), h("p", {}, entityLink(program, "Open program")),
+  replace(panel, h("h2", {}, "Program ", shortName(program)), h("p", {}, entityLink(program, "Open program")), extra,
     h("h3", {}, `Runs in the window (${ids.length})`), list, detail);
   try {
     const runs = (await Promise.all(ids.map(runInfo))).sort((a, b) => b.start - a.start);
