@@ -80,14 +80,20 @@ export async function lineagePage(main, urn, query) {
     h("section", { class: "card" }, h("h2", {}, "Edges"), edgeTable),
     h("section", { class: "card", id: "column-edges" }, h("h2", {}, "Column edges"), columnTable));
 
+  // The graph is made while the requests run: cytoscape's first frame draws every element into
+  // its texture layers at once, so that frame is of the empty graph, and the first frame with the
+  // lineage draws only what is in view (the layers are made in later idle frames).
+  const graph = explorerGraph(canvas, urn, (node) => tapped(node));
   performance.mark("lineage:asked"); // marks for bench/web_ui_lineage.py: requests, then layout and drawing
   const pool = lineagePool();
   let expanded = await opened(pool, urn, query, span);
   performance.mark("lineage:answered");
-  if (!pool.edges.size && !(await exists(urn))) return notFoundPage(main, urn);
+  if (!pool.edges.size && !(await exists(urn))) {
+    graph.cy.destroy();
+    return notFoundPage(main, urn);
+  }
   const state = { columns: new Map(), fieldEdges: new Map(), picked: null, related: null };
   const view = { shown: new Map(), edges: [], controls: [] }; // what draw() last showed
-  const graph = explorerGraph(canvas, urn, (node) => tapped(node));
 
   // Shows what the expansions reach: nodes, edges, the + / − controls, the status line and the tables.
   function draw() {

@@ -154,16 +154,24 @@ export function explorerGraph(container, root, onTap) {
         placeHandles();
       });
     },
-    // The focused node and its neighbours fitted, but never below a readable zoom (then centred on the focus).
+    // The focused node and its neighbours fitted, but never below a readable zoom (then centred
+    // on them, or on the focus if that would leave it out of view). The box is the nodes' own
+    // (their labels are inside them), so no label is measured for it.
     focusView() {
       const focus = cy.getElementById(root);
-      const hood = focus.closedNeighborhood().nodes().filter(MAIN);
-      cy.fit(hood.union(cy.nodes("[kind = 'column']").filter((c) => hood.getElementById(c.data("dataset")).nonempty())), 30);
-      if (cy.zoom() >= READABLE_ZOOM) return;
-      cy.zoom(READABLE_ZOOM);
-      cy.center(hood);
+      const box = { x1: Infinity, y1: Infinity, x2: -Infinity, y2: -Infinity };
+      focus.closedNeighborhood().nodes().filter(MAIN).forEach((n) => {
+        const { x, y } = n.position();
+        const h = n.data("h");
+        Object.assign(box, { x1: Math.min(box.x1, x - NODE_W / 2), x2: Math.max(box.x2, x + NODE_W / 2),
+          y1: Math.min(box.y1, y - h / 2), y2: Math.max(box.y2, y + h / 2) });
+      });
+      const fit = Math.min((cy.width() - 60) / (box.x2 - box.x1), (cy.height() - 60) / (box.y2 - box.y1));
+      const zoom = Math.max(READABLE_ZOOM, Math.min(cy.maxZoom(), fit));
+      const centre = (x, y) => cy.viewport({ zoom, pan: { x: cy.width() / 2 - x * zoom, y: cy.height() / 2 - y * zoom } });
+      centre((box.x1 + box.x2) / 2, (box.y1 + box.y2) / 2);
       const { x, y } = focus.renderedPosition();
-      if (x < 0 || y < 0 || x > cy.width() || y > cy.height()) cy.center(focus);
+      if (x < 0 || y < 0 || x > cy.width() || y > cy.height()) centre(focus.position().x, focus.position().y);
     },
     fitAll: () => cy.fit(cy.elements(), 30),
     zoomBy(factor) {
