@@ -2,7 +2,7 @@
 (tests/support/lineage_neighbourhood.py: two hops each way, opened with `up=2&down=2` so every
 node is drawn). A sample runs in the page from setting the address to the second animation
 frame after the graph is laid out: the two lineage requests and the run-lineage one, merging,
-dagre's layout, fitting, the edges table and the first paint of the canvas; the page's
+the layered layout, fitting, the edges table and the first paint of the canvas; the page's
 performance marks split out the requests and the layout. Sizes alternate, round after round,
 each opened from a page without a graph (so the one before is torn down outside the sample).
 Target: under 1 s for 100 nodes."""
