@@ -18,7 +18,6 @@ import orjson
 
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from ingest.backends.sqlite import PAGE_SIZE, WalCheckpointer, WalLimit, backend_error, connect, translated
-from ingest.eventlog import LogMessage
 from ingest.eventlog.sqlite import SqliteEventLog
 
 # A new database keeps versions in the order they were written, found by a unique index on
@@ -37,6 +36,7 @@ _OTHER_TABLES = (
     "CREATE TABLE IF NOT EXISTS store_meta (name TEXT PRIMARY KEY, value TEXT NOT NULL)",
 )
 _COLUMNS = "urn, aspect, version, value, system_metadata"
+_READ_TOGETHER = 500  # prefetched entities read in one query (SQLite allows 32,766 parameters)
 _INSERT = "INSERT INTO aspects VALUES (?, ?, ?, ?, ?)"
 _REFRESH = "UPDATE aspects SET system_metadata = ? WHERE urn = ? AND aspect = ? AND version = ?"
 _translated = translated(attrgetter("path"))  # sqlite3's errors raised as ingest.backends.errors
@@ -75,12 +75,18 @@ class _Reads:
 
     def _newest(self, urn: str) -> list[StoredAspect]:
         """The newest version of each aspect of the entity, deletions too, by aspect name."""
+        return self._newest_of([urn])
+
+    def _newest_of(self, urns: Sequence[str]) -> list[StoredAspect]:
+        """The newest version of each aspect of the entities, deletions too, by urn and aspect name."""
         # The newest version numbers from the index alone, then only those rows.
         rows = self.conn.execute(
             "SELECT a.urn, a.aspect, a.version, a.value, a.system_metadata"
-            " FROM (SELECT aspect, max(version) AS newest FROM aspects WHERE urn = ?1 GROUP BY aspect) AS n"
-            " JOIN aspects AS a ON a.urn = ?1 AND a.aspect = n.aspect AND a.version = n.newest ORDER BY a.aspect",
-            (urn,),
+            " FROM (SELECT urn, aspect, max(version) AS newest FROM aspects"
+            f" WHERE urn IN ({', '.join('?' * len(urns))}) GROUP BY urn, aspect) AS n"
+            " JOIN aspects AS a ON a.urn = n.urn AND a.aspect = n.aspect AND a.version = n.newest"
+            " ORDER BY a.urn, a.aspect",
+            tuple(urns),
         ).fetchall()
         return [_row(row) for row in rows]
 
@@ -93,6 +99,8 @@ class SqliteBatch(AspectBatch, _Reads):
 
     The batch remembers the newest version of each (urn, aspect) it has read or written (of
     every aspect of an entity it prefetched), and answers `latest` from that without a query.
+    Prefetched entities are read together, in one query per `_READ_TOGETHER`, when the first
+    of them is needed.
     Inserting the version after a remembered newest one cannot conflict, so such inserts (and
     refreshes) wait and go to SQLite together (`executemany`) before a query reads that
     entity's rows and when the batch commits; any other insert is made at once, and SQLite's
@@ -105,8 +113,11 @@ class SqliteBatch(AspectBatch, _Reads):
         self._complete: set[str] = set()  # entities whose every aspect is in _known
         self._pending: list[tuple[str, tuple[Any, ...]]] = []  # (statement, parameters), in order
         self._pending_urns: set[str] = set()
+        self._wanted: dict[str, None] = {}  # prefetched entities not read yet, in order
 
     def latest(self, urn: str, aspect: str) -> StoredAspect | None:
+        if urn in self._wanted:
+            self._read_wanted()
         known = self._known.get(urn)
         if known is not None and aspect in known:
             return known[aspect]
@@ -118,13 +129,26 @@ class SqliteBatch(AspectBatch, _Reads):
 
     def live_aspects(self, urn: str) -> list[StoredAspect]:
         self.prefetch(urn, 0)
+        self._read_wanted()
         return [row for _, row in sorted(self._known[urn].items()) if row is not None and row.exists]
 
     def prefetch(self, urn: str, versions: int) -> None:
         if urn not in self._complete:
-            self.flush(urn)
-            self._known[urn] = {row.aspect: row for row in self._newest(urn)}
-            self._complete.add(urn)
+            self._wanted[urn] = None
+
+    def _read_wanted(self) -> None:
+        """Read the newest version of every aspect of each prefetched entity, together."""
+        if self._pending_urns.intersection(self._wanted):
+            self.flush()
+        urns = list(self._wanted)
+        self._wanted.clear()
+        for start in range(0, len(urns), _READ_TOGETHER):
+            chunk = urns[start:start + _READ_TOGETHER]
+            for urn in chunk:
+                self._known[urn] = {}
+                self._complete.add(urn)
+            for row in self._newest_of(chunk):
+                self._known[row.urn][row.aspect] = row
 
     def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
         system_metadata = orjson.dumps(row.system_metadata)
@@ -155,6 +179,7 @@ class SqliteBatch(AspectBatch, _Reads):
         self.events.extend(outbox)
 
     def purge(self, urn: str) -> None:
+        self._wanted.pop(urn, None)
         self.flush(urn)
         self.conn.execute("DELETE FROM aspects WHERE urn = ?", (urn,))
         self._known[urn] = {}
@@ -174,6 +199,7 @@ class SqliteBatch(AspectBatch, _Reads):
         self._pending_urns.add(urn)
 
     def _forget(self, urn: str) -> None:
+        self._wanted.pop(urn, None)
         self._known.pop(urn, None)
         self._complete.discard(urn)
 
@@ -252,8 +278,8 @@ class SqliteAspectStore(AspectStore, _Reads):
             self._writer.executemany("INSERT INTO outbox (topic, key, value) VALUES (?, ?, ?)",
                                      [(m.topic, m.key, m.value) for m in events])
             return
-        for topic, group in groupby(events, key=lambda m: m.topic):
-            self._log.append_in_transaction(self._writer, topic, [LogMessage(m.key, m.value) for m in group])
+        for topic, group in groupby(events, key=attrgetter("topic")):
+            self._log.append_in_transaction(self._writer, topic, list(group))
 
     @_translated
     def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:

@@ -41,7 +41,7 @@ def partition_for(key: str, partitions: int) -> int:
 
     CRC-32 of the UTF-8 key modulo the partition count: librdkafka's `consistent` partitioner
     (not the Java client's murmur2 default)."""
-    return zlib.crc32(key.encode()) % partitions
+    return 0 if partitions == 1 else zlib.crc32(key.encode()) % partitions
 
 
 def unseen(messages: Sequence[LogMessage], last_sequence: int | None) -> tuple[list[LogMessage], int | None]:

@@ -18,9 +18,21 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from operator import attrgetter
 from pathlib import Path
+from typing import Protocol
 
 from ingest.backends.sqlite import PAGE_SIZE, WalCheckpointer, WalLimit, connect, translated
 from ingest.eventlog import Consumer, EventLog, LogMessage, LogRecord, partition_for, unseen
+
+
+class Keyed(Protocol):
+    """What appending reads of a message: its key and value."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def value(self) -> bytes: ...
+
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS messages (
@@ -110,10 +122,11 @@ class SqliteEventLog(EventLog):
         self._wal_limit.after_commit(conn)
         self.notify_appended()
 
-    def append_in_transaction(self, conn: sqlite3.Connection, topic: str, messages: Sequence[LogMessage]) -> None:
+    def append_in_transaction(self, conn: sqlite3.Connection, topic: str, messages: Sequence[Keyed]) -> None:
         """Append inside a write transaction the caller holds on a connection to this log's
         database, so the messages commit (or roll back) with the caller's other writes.
-        The caller calls notify_appended() after its commit."""
+        The caller calls notify_appended() after its commit. Only each message's key and value
+        are read (a LogMessage, or e.g. the aspect store's OutboxMessage)."""
         now = int(time.time() * 1000)
         next_offset: dict[int, int] = {}
         rows = []

@@ -64,3 +64,26 @@ def test_a_database_of_the_earlier_layout_is_read_and_written_as_it_is(tmp_path:
                                                                           (2, {"removed": True})]
     store.close()
     assert indexes(path) == []  # no second index over the table's own key
+
+
+def test_prefetched_entities_are_read_together_when_the_first_is_needed(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr("gms.store.sqlite._READ_TOGETHER", 2)
+    store = SqliteAspectStore(tmp_path / "aspects.db")
+    urns = [dataset_urn(f"together.t{i}") for i in range(3)]
+    insert(store, *(row(urn, "status", 1, {"removed": False}) for urn in urns[:2]))
+    queries: list[str] = []
+    with store.batch() as batch:
+        assert batch.latest(urns[0], "status").version == 1
+        assert batch.insert(row(urns[0], "status", 2, {"removed": True}), [])  # the version after a known one waits
+        batch.conn.set_trace_callback(queries.append)
+        for urn in urns:
+            batch.prefetch(urn, 2)
+        assert queries == []  # nothing read before it is needed
+        assert [batch.latest(urn, "status") and batch.latest(urn, "status").version for urn in urns] == [2, 1, None]
+        assert batch.live_aspects(urns[2]) == []
+        reads = [q for q in queries if q.startswith("SELECT")]
+        assert len(reads) == 2 and all("IN (" in q for q in reads)  # three entities, two at a time
+        assert any(q.startswith("INSERT") for q in queries[:queries.index(reads[0])])  # the waiting write first
+        batch.conn.set_trace_callback(None)
+    store.close()
