@@ -305,7 +305,11 @@ def test_a_node_expands_and_collapses_one_hop_and_the_rest_stays_put(page: Page,
     assert page.evaluate("id => window.lodestarGraph.getElementById(id).data('label')", handle) == "−"
     expect(page).to_have_url(re.compile("open=up%3A" + re.escape(quote(first, safe=""))))
     expect(page.locator("#lineage-status")).to_contain_text("28 more upstream · 29 more downstream")
-    page.reload()  # the address keeps the expansions
+    page.evaluate("document.querySelector('#lineage-graph').dataset.old = 'yes'")
+    page.fill("#window-start", "2015-09-03T20:52")
+    page.get_by_role("button", name="Show", exact=True).click()  # another window keeps the expansions
+    expect(page.locator("#lineage-graph[data-rendered='43']:not([data-old])")).to_have_count(1)
+    page.reload()  # and so does the address
     rendered(page, 43)
     assert set(shown(page)) == set(after)
     page.fill("#find-node", "upstream_level_one_000")  # its panel: the same by keyboard

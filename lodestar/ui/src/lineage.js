@@ -192,6 +192,8 @@ export async function lineagePage(main, urn, query) {
     if (state.picked) params.set("column", state.picked);
     else params.delete("column");
     history.replaceState(null, "", pageLink(urn, params));
+    [...query.keys()].forEach((name) => query.delete(name)); // the time window's form starts from it
+    params.forEach((value, name) => query.append(name, value));
   }
 
   function columnsOf(dataset) {

@@ -6,7 +6,7 @@
 import { entityType } from "./urns.js";
 
 const FREE_HOP = new Set(["dataJob", "dataFlow"]);
-export const SIDES = ["up", "down"];
+const SIDES = ["up", "down"];
 
 // Next nodes each way from the pool's edges: {up: Map id -> [ids], down: Map id -> [ids]}.
 export function adjacency(edges) {
@@ -20,7 +20,7 @@ export function adjacency(edges) {
 }
 
 // The nodes one hop from `id` toward `side`: through any jobs, up to the first other node on each path.
-export function oneHop(adj, id, side) {
+function oneHop(adj, id, side) {
   const found = new Set();
   const queue = [id];
   while (queue.length) {
