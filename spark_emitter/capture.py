@@ -1,25 +1,29 @@
 """What the listener thread takes from the JVM for one write: the analyzed plan's JSON and the
 few facts the JSON leaves out (output path, file format, output column names, file
-relations' root paths, JDBC and DataSource V2 table names). Nothing here keeps a JVM object.
+relations' root paths, JDBC and DataSource V2 table names). Nothing here keeps a JVM object of
+the plan.
 
-Costs (py4j round trip ~0.05-0.2 ms): a JVM string over ~8 KB returned in one call costs a
-fixed ~44 ms (the JVM side writes it in 8 KB pieces without TCP_NODELAY), so the JSON is written
-into a StringWriter in the JVM and fetched in slices under that size; a plan so large that
-slices would take longer comes in one piece.
+Costs: each py4j round trip is ~0.05-0.2 ms on a quiet machine and a millisecond or more on a
+busy one (both processes wait to be scheduled), so round trips are what the listener thread
+pays for. The JSON is not returned through py4j (a JVM string over ~8 KB costs a fixed ~44 ms
+there: the JVM side writes it in 8 KB pieces without TCP_NODELAY), nor fetched in slices (a
+round trip each): the JVM writes it to a file the reader owns, read back from here (the JVM of a
+classic session always runs on this machine). Two round trips, whatever the plan's size.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
+import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import orjson
 
 from spark_emitter.plan import Node, parse
 
-SLICE = 7000  # characters per fetch: under py4j's 8 KB write, ASCII JSON being 1 byte a character
-MAX_SLICES = 8  # beyond this one ~44 ms fetch of the whole string is cheaper
 SEP = "\u0001"
 FILE_WRITE = "InsertIntoHadoopFsRelationCommand"
 V2_WRITES = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic"})
@@ -46,34 +50,40 @@ class Captured:
 
 
 class JvmReader:
-    """Reads plans from the JVM of one gateway (holds only the JSON mapper)."""
+    """Reads plans from the JVM of one gateway; holds the JSON mapper and the file the plans'
+    JSON passes through (the JVM's view of it), which `close` removes."""
 
     def __init__(self, jvm: Any):
-        self._string_writer = jvm.java.io.StringWriter  # looked up once: each lookup is a round trip
         self._mapper = getattr(jvm.org.json4s.jackson, "JsonMethods$").__getattr__("MODULE$").mapper()
+        shared_memory = Path("/dev/shm")
+        handle, name = tempfile.mkstemp(prefix="lodestar-plan-", suffix=".json",
+                                        dir=shared_memory if os.access(shared_memory, os.W_OK) else None)
+        os.close(handle)
+        self._plan_path = Path(name)
+        self._plan_file = jvm.java.io.File(name)
+
+    def close(self) -> None:
+        self._plan_path.unlink(missing_ok=True)
 
     def command(self, plan: Any) -> str:
         """The plan node's name (its class's simple name): one round trip."""
         return plan.nodeName()
 
     def plan_json(self, plan: Any) -> list[dict[str, Any]]:
-        writer = self._string_writer()
-        self._mapper.writeValue(writer, plan.jsonValue())
-        buffer = writer.getBuffer()
-        size = buffer.length()
-        if size > SLICE * MAX_SLICES:
-            return orjson.loads(buffer.toString())
-        return orjson.loads("".join(buffer.substring(a, min(size, a + SLICE)) for a in range(0, size, SLICE)))
+        """The plan's pre-order node list (`TreeNode.toJSON`): two round trips."""
+        self._mapper.writeValue(self._plan_file, plan.jsonValue())
+        return orjson.loads(self._plan_path.read_bytes())
 
     def capture(self, func: str, plan: Any, command: str, end_ms: int, duration_ms: int) -> Captured:
         nodes = self.plan_json(plan)
         captured = Captured(func, command, nodes, end_ms, duration_ms)
+        schema = plan.query().schema().json()
         if command == FILE_WRITE:
             captured.write = {"path": plan.outputPath().toString(), "format": _format(plan.fileFormat()),
-                              "columns": plan.outputColumnNames().mkString(SEP)}
+                              "columns": _output_columns(plan, nodes[0], schema)}
         elif command in V2_WRITES:
             captured.write = _v2_facts(plan.table())
-        captured.write["schema"] = plan.query().schema().json()
+        captured.write["schema"] = schema
         wanted = _relations_needing_facts(parse(nodes))
         if wanted:
             roots = [plan.query()] if command in QUERY_FIELD else [plan]
@@ -101,6 +111,17 @@ class JvmReader:
                 subqueries = root.subqueriesAll()
                 pending.extend(subqueries.apply(i) for i in range(subqueries.size()))
         return facts
+
+
+def _output_columns(plan: Any, command: dict[str, Any], schema: str) -> str:
+    """The written column names, joined by SEP. The JSON renders them as one string, `[a, b]`,
+    ambiguous when a name holds ", ": when that string is exactly the query's column names so
+    rendered and no name holds ", ", they are the names (a file write has one per query column),
+    and the two round trips that fetch them are saved."""
+    names = [column["name"] for column in orjson.loads(schema)["fields"]]
+    if command.get("outputColumnNames") == f"[{', '.join(names)}]" and not any(", " in name for name in names):
+        return SEP.join(names)
+    return plan.outputColumnNames().mkString(SEP)
 
 
 def _format(file_format: Any) -> str:

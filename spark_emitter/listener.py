@@ -284,6 +284,7 @@ class LodestarListener:
         if _ATTACHED.get(id(self._spark)) is self:
             del _ATTACHED[id(self._spark)]
         atexit.unregister(self.close)
+        self._reader.close()
         self._delivery.offer(application_ended(self.app, int(time.time() * 1000), self.failed_actions))
         return self._delivery.close(timeout) and flushed
 

@@ -219,6 +219,20 @@ def test_union_filter_write_json(job: Job) -> None:
     ], key=lambda o: o["name"])
 
 
+def test_column_names_holding_a_comma_are_kept_whole(job: Job) -> None:
+    """The plan's JSON renders written column names as one `[a, b]` string; a name with ", " in it
+    must not be split there."""
+    target_path = job.root / "commas"
+    job.spark.table("orders").select(F.col("k").alias("k, v"), "name").write.json(str(target_path))
+    job.flush(1)
+    target = files(target_path)
+    assert job.recorded.schema(target) == [("k, v", "long"), ("name", "string")]
+    assert job.recorded.lineage(target) == ([ORDERS], sorted_entries([
+        fine(target, "k, v", [(ORDERS, "k")], "identity"),
+        fine(target, "name", [(ORDERS, "name")], "identity"),
+    ]))
+
+
 def test_udf_inputs_are_its_arguments(job: Job) -> None:
     def label(name: str, key: str) -> str:
         return f"{name}-{key}"
