@@ -13,8 +13,9 @@ const NODE_W = 210;
 const HEAD_H = 54;
 const ROW_H = 24;
 const COL_W = NODE_W - 16;
-const RANK_SEP = 70;
+const RANK_SEP = 90; // room for an edge's label ("write · 2 runs") between two columns
 const HANDLE = 26; // px, the + / − beside a node
+const ARC = 60; // px, how far an edge past a column bends away from the boxes in it
 
 const STYLE = [
   { selector: "node", style: {
@@ -39,6 +40,8 @@ const STYLE = [
     width: 2, "curve-style": "bezier", "target-arrow-shape": "triangle", "line-color": "#64748b",
     "target-arrow-color": "#64748b", label: "data(label)", "font-size": 11, "text-background-color": "#fff",
     "text-background-opacity": 0.9, "text-background-padding": 2 } },
+  // an edge past a column arcs over it, not through the boxes there
+  { selector: "edge.long", style: { "curve-style": "unbundled-bezier", "control-point-distances": -ARC, "control-point-weights": 0.5 } },
   { selector: "edge[!declared]", style: { "line-style": "dashed", "line-color": "#b45309", "target-arrow-color": "#b45309" } },
   { selector: "edge[?column]", style: { width: 1.5, "line-color": "#16a34a", "target-arrow-color": "#16a34a", "line-style": "solid" } },
   { selector: ".faded", style: { opacity: 0.25 } },
@@ -74,13 +77,14 @@ export function explorerGraph(container, root, onTap) {
     }
   }
 
-  // The + or − beside each node that has one (on its upstream side to the left, downstream to the right).
+  // The + or − of each node that has one, on its top corner: the upstream one on the left, the
+  // downstream one on the right (clear of the edges, which meet the box's sides lower down, and
+  // of their labels).
   function placeHandles() {
     cy.nodes("[kind = 'handle']").forEach((handle) => {
       const node = cy.getElementById(handle.data("of"));
       const { x, y } = node.position();
-      const dx = (NODE_W / 2 + HANDLE / 2 + 6) * (handle.data("side") === "up" ? -1 : 1);
-      handle.position({ x: x + dx, y: y - node.data("h") / 2 + HEAD_H / 2 });
+      handle.position({ x: x + (NODE_W / 2) * (handle.data("side") === "up" ? -1 : 1), y: y - node.data("h") / 2 });
     });
   }
 
@@ -150,6 +154,8 @@ export function explorerGraph(container, root, onTap) {
       cy.batch(() => {
         main.forEach((n) => n.position(positions.get(n.id())));
         positions.forEach((p, id) => placed.set(id, p));
+        cy.edges().filter(MAIN).forEach((e) => e.toggleClass("long",
+          Math.abs(e.source().position().x - e.target().position().x) > 1.5 * (NODE_W + RANK_SEP)));
         placeColumns();
         placeHandles();
       });
