@@ -6,7 +6,7 @@ dataset); commas and parentheses inside a part are percent-encoded, as DataHub d
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 PREFIX = "urn:li:"
@@ -27,11 +27,17 @@ def encode_part(text: str) -> str:
 class Urn:
     entity_type: str
     parts: tuple[str, ...]
+    _text: str = field(init=False, repr=False, compare=False)  # the string form, made once
+
+    def __post_init__(self) -> None:
+        if len(self.parts) == 1 and not self.parts[0].startswith("("):
+            text = f"{PREFIX}{self.entity_type}:{self.parts[0]}"
+        else:
+            text = f"{PREFIX}{self.entity_type}:({','.join(self.parts)})"
+        object.__setattr__(self, "_text", text)
 
     def __str__(self) -> str:
-        if len(self.parts) == 1 and not self.parts[0].startswith("("):
-            return f"{PREFIX}{self.entity_type}:{self.parts[0]}"
-        return f"{PREFIX}{self.entity_type}:({','.join(self.parts)})"
+        return self._text
 
     @classmethod
     def create(cls, entity_type: str, *parts: str) -> Urn:
