@@ -38,8 +38,9 @@ from lodestar.api.datahub_relationships import Relationships, relationships_of, 
 from lodestar.api.datahub_timeline import CATEGORIES, aspects_read, category_names, timeline
 from lodestar.api.limits import MAX_COUNT, MAX_MILLIS, MAX_START, MAX_VERSION, bool_param, int_param
 from lodestar.api.openapi import OBJECT, URN, query_param, response
+from lodestar.api.reads import readable_within
 from mcl_processor.annotations import entity_type_of
-from mcl_processor.search.cdap import RESOURCE, Expr, any_of
+from mcl_processor.search.cdap import Expr
 from mcl_processor.timeseries import TimeseriesStore
 from schemas.registry import AspectSpec, EntityRegistry, EntitySpec
 from schemas.urns import Urn, UrnError
@@ -103,11 +104,6 @@ def list_param(request: web.Request, name: str) -> list[str] | None:
         items = listed.group(1).split(",") if listed else unquote(value).split(",")
         values += [unquote(item) if listed else item for item in items if item]
     return values
-
-
-def _within(request: web.Request) -> Expr | None:
-    resources = readable(request)
-    return None if resources is None else any_of(RESOURCE, sorted(resources))
 
 
 def _stamp(row: StoredAspect) -> dict[str, Any]:
@@ -470,7 +466,7 @@ async def search(request: web.Request, body: dict[str, Any]) -> web.Response:
     count = _bounded(body, "count", 10, 0, MAX_COUNT)
     count = 10 if count is None else count
     queries = search_queries(text, body.get("filter"))
-    index, within, types = api_of(request).read_models.search, _within(request), [entity] if entity else None
+    index, within, types = api_of(request).read_models.search, readable_within(request), [entity] if entity else None
     try:
         if len(queries) == 1:
             result = index.query(queries[0], types, start, count, within=within)
@@ -498,7 +494,7 @@ async def list_urns(request: web.Request, body: dict[str, Any]) -> web.Response:
     count = _bounded(body, "count", 10, 0, MAX_COUNT)
     count = 10 if count is None else count
     result = api_of(request).read_models.search.query("*", [entity] if entity else None, start, count, True,
-                                                      "urn", within=_within(request))
+                                                      "urn", within=readable_within(request))
     return web.json_response({"value": {"entities": [hit.urn for hit in result.hits], "start": start,
                                         "count": len(result.hits), "total": result.total}})
 
@@ -560,7 +556,7 @@ async def related_entities(request: web.Request) -> web.Response:
             raise refuse(400, "invalid_request", f"relationshipTypes: incoming {', '.join(unanswerable)} cannot be"
                                                  " answered (no lineage edge or searchable field holds them)")
         found = [(name, source) for name, source, _ in await asyncio.to_thread(
-            incoming, api, relationships, urn, [t for t in types if t not in unanswerable], _within(request))]
+            incoming, api, relationships, urn, [t for t in types if t not in unanswerable], readable_within(request))]
     visible = readable(request)
     listed = sorted({pair for pair in found if can_read(visible, pair[1])})
     page = listed[start:start + count]
@@ -603,7 +599,7 @@ async def delete_references(request: web.Request, body: dict[str, Any]) -> web.R
     require(request, READ, urn)
     dry = _field(body, "dryRun", bool, False)
     api, relationships = api_of(request), relationships_of(_registry(request))
-    found = await asyncio.to_thread(_references, api, relationships, urn, _within(request), readable(request))
+    found = await asyncio.to_thread(_references, api, relationships, urn, readable_within(request), readable(request))
     related = [{"relationshipType": name, "entity": entity, "aspect": aspect} for name, entity, aspect in found]
     if not dry and found:
         rows = [api.gms.store.get(entity, aspect) for entity, aspect in dict.fromkeys((e, a) for _, e, a in found)]
