@@ -4,18 +4,15 @@
 // root; later, nodes already placed stay where they are and new ones take the free place nearest
 // their neighbours. Boxes in a column never overlap.
 
+import { adjacency } from "./lineage_expand.js";
+
 const GAP = 24; // px between boxes in a column
 const PASSES = 50; // of the longest-path relaxation (a cycle stops it there)
 
 // Columns: Map id -> integer (root 0, upstream negative, downstream positive).
 function columns(root, ids, edges) {
   const col = new Map([[root, 0]]);
-  const next = { down: new Map(), up: new Map() };
-  const link = (map, from, to) => (map.get(from) || map.set(from, []).get(from)).push(to);
-  for (const e of edges) {
-    link(next.down, e.source, e.target);
-    link(next.up, e.target, e.source);
-  }
+  const next = adjacency(edges);
   const queue = [root];
   while (queue.length) {
     const id = queue.shift();
@@ -46,6 +43,13 @@ function columns(root, ids, edges) {
 
 const mean = (values) => values.reduce((a, b) => a + b, 0) / values.length;
 
+// ids by their column: Map column -> [ids].
+function byColumn(ids, col) {
+  const out = new Map();
+  for (const id of ids) (out.get(col.get(id)) || out.set(col.get(id), []).get(col.get(id))).push(id);
+  return out;
+}
+
 // The y of a box of height h nearest `want` where it overlaps none of `taken` ([top, bottom]).
 function freePlace(taken, want, h) {
   const fits = (y) => taken.every(([top, bottom]) => y + h / 2 + GAP <= top || y - h / 2 - GAP >= bottom);
@@ -70,24 +74,23 @@ export function layered(root, nodes, edges, { width, rankSep, kept = new Map() }
     const before = kept.get(id);
     if (before && before.x === x(id)) pos.set(id, before);
   }
-  const byColumn = new Map();
-  for (const id of ids.filter((i) => !pos.has(i))) (byColumn.get(col.get(id)) || byColumn.set(col.get(id), []).get(col.get(id))).push(id);
-  const order = [...byColumn.keys()].sort((a, b) => Math.abs(a) - Math.abs(b) || a - b); // outward from the root
+  const fresh = byColumn(ids.filter((id) => !pos.has(id)), col);
+  const order = [...fresh.keys()].sort((a, b) => Math.abs(a) - Math.abs(b) || a - b); // outward from the root
   for (const c of order) {
     const inner = (id) => neighbours.get(id).filter((n) => pos.has(n) && Math.abs(col.get(n)) <= Math.abs(c)).map((n) => pos.get(n).y);
-    const want = new Map(byColumn.get(c).map((id) => [id, inner(id).length ? mean(inner(id)) : 0]));
-    const fresh = byColumn.get(c).sort((a, b) => want.get(a) - want.get(b) || (a < b ? -1 : 1));
+    const want = new Map(fresh.get(c).map((id) => [id, inner(id).length ? mean(inner(id)) : 0]));
+    const column = fresh.get(c).sort((a, b) => want.get(a) - want.get(b) || (a < b ? -1 : 1));
     const taken = ids.filter((id) => pos.has(id) && col.get(id) === c).map((id) => [pos.get(id).y - height.get(id) / 2, pos.get(id).y + height.get(id) / 2]);
     if (!taken.length) { // a new column: stacked, centred on where its neighbours are
-      const total = fresh.reduce((sum, id) => sum + height.get(id), 0) + GAP * (fresh.length - 1);
+      const total = column.reduce((sum, id) => sum + height.get(id), 0) + GAP * (column.length - 1);
       let top = mean([...want.values()]) - total / 2;
-      for (const id of fresh) {
+      for (const id of column) {
         pos.set(id, { x: x(id), y: top + height.get(id) / 2 });
         top += height.get(id) + GAP;
       }
       continue;
     }
-    for (const id of fresh) {
+    for (const id of column) {
       const y = freePlace(taken, want.get(id), height.get(id));
       pos.set(id, { x: x(id), y });
       taken.push([y - height.get(id) / 2, y + height.get(id) / 2]);
@@ -98,9 +101,7 @@ export function layered(root, nodes, edges, { width, rankSep, kept = new Map() }
 
 // Boxes that grew (a dataset showing its columns) push the ones below them down.
 function separated(pos, height, col) {
-  const byColumn = new Map();
-  for (const id of pos.keys()) (byColumn.get(col.get(id)) || byColumn.set(col.get(id), []).get(col.get(id))).push(id);
-  for (const list of byColumn.values()) {
+  for (const list of byColumn([...pos.keys()], col).values()) {
     list.sort((a, b) => pos.get(a).y - pos.get(b).y);
     let bottom = -Infinity;
     for (const id of list) {
