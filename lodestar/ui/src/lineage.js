@@ -131,7 +131,7 @@ export async function lineagePage(main, urn, query) {
     }
     draw();
     redrawColumns();
-    if (!panel.hidden && panel.dataset.node === id) showNode(id);
+    if (!panel.hidden && panel.dataset.node === id) tapped(graph.cy.getElementById(id).data()); // its panel again
   }
 
   draw();
