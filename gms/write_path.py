@@ -3,8 +3,10 @@
 One call applies a list of proposals in order inside one store batch; each proposal is
 its own atomic unit (its version row, the entity's key aspect when new, and its MCLs are
 written together or not at all), and one failing proposal does not stop the others.
-On a store without multi-partition transactions (Cassandra) each insert is atomic with its
-MCLs instead: a new entity's key aspect may be written without the proposal's aspect.
+On a store without multi-partition transactions (Cassandra) atomicity stops at one entity:
+the proposals of a call to one entity are written together (`AspectBatch.together`), as one
+conditional write, all or none; a retry after another writer took one of their versions
+applies them again on a fresh read (up to MAX_RETRIES times).
 
 A proposal reads and writes its own entity only, so on a store with `entity_concurrency` > 1
 the entities of a call are applied concurrently, up to that many at once, each entity's
@@ -161,7 +163,22 @@ class WritePath:
 
         def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
             prefetch(urn, items)
-            return apply_in_order(items)
+            done: list[tuple[int, Result]] = []
+            for _ in range(MAX_RETRIES):
+                while len(done) < len(items):
+                    with batch.together(urn) as held:
+                        results = []
+                        for i, item in items[len(done):]:
+                            results.append((i, self._apply_with_retries(batch, item, actor, keyed)))
+                            if held.full:
+                                break
+                    if not held.applied:
+                        keyed.discard(urn)
+                        break  # another writer came in between: apply the rest again on a fresh read
+                    done += results
+                else:
+                    return done
+            return done + [(i, _conflict()) for i, _ in items[len(done):]]
 
         by_entity: dict[str, list[tuple[int, ValidProposal]]] = {}
         for i, item in valid:
@@ -188,8 +205,12 @@ class WritePath:
                 return Result("failed", failure=failure)
             except _Conflict:
                 continue
-        return Result("failed", failure=ProposalFailed(
-            "conflict", "the aspect kept changing under concurrent writers; retry", 409))
+        return _conflict()
+
+
+def _conflict() -> Result:
+    return Result("failed", failure=ProposalFailed("conflict", "the aspect kept changing under concurrent writers;"
+                                                   " retry", 409))
 
 
 class _Application:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -70,9 +70,32 @@ class Outbox(Protocol):
     def ack_outbox(self, ids: Sequence[int]) -> None: ...
 
 
+class Together:
+    """The writes of one entity held by `AspectBatch.together`: `applied` tells, once the block
+    has exited, whether they were written (all of them) or not (none); `full` asks the caller
+    to end the block, as the store would rather write what it holds now."""
+
+    applied: bool = True
+
+    @property
+    def full(self) -> bool:
+        return False
+
+
 class AspectBatch(ABC):
     """Reads and writes of one unit of work. Reads see the batch's own writes; each insert is
     atomic with its events (see the module docstring for the batch as a whole)."""
+
+    @contextmanager
+    def together(self, urn: str) -> Iterator[Together]:
+        """Inserts of `urn` made in the block, and events appended with its key, written as one
+        atomic write when the block exits normally, by a store whose every write is a round
+        trip (default: each written as it is made, so `applied` stays True). Inside, an insert
+        returns True unless the batch knows its version is taken, and reads see it; after the
+        block, `applied` is False when another writer took one of the versions meanwhile:
+        then none was written, and the batch reads the entity afresh. An exception in the
+        block drops what it held."""
+        yield Together()
 
     @abstractmethod
     def latest(self, urn: str, aspect: str) -> StoredAspect | None:

@@ -17,11 +17,15 @@ all, and of N writers (in any number of GMS instances) inserting the same versio
 is applied; the others get False. There is no transaction across partitions, so a `batch()`
 is no transaction: each insert is applied when it is made, and a batch that fails part-way
 cannot undo the inserts it already made. The write path fits this: it validates before the
-batch, and each proposal's rows are its own inserts. One proposal may insert its entity's key
-aspect and then the aspect (two LWTs): a crash in between leaves an entity with its key aspect
-only, which is a valid state (the retried proposal adds the aspect). Deleting an entity
-tombstones its aspects one LWT each, the key aspect last, so a crash part-way leaves a live
-entity with fewer aspects, which a retry finishes. Reads inside a batch are SERIAL: they see
+batch and applies each entity's proposals inside `together(urn)`, which holds their versions
+and events and writes them at the end as one conditional batch of the entity's partition (every
+row IF NOT EXISTS): one LWT for all the versions a request makes of an entity (the key aspect of
+a new one included), applied all or none; if another writer took one of those versions
+meanwhile, none is applied and the write path applies the proposals again on a fresh read.
+Inserts outside `together` are one LWT each: then a crash between a new entity's key aspect and
+its aspect leaves the key aspect only, a valid state (the retried proposal adds the aspect), and
+deleting an entity tombstones its aspects one LWT each, the key aspect last, so a crash part-way
+leaves a live entity with fewer aspects, which a retry finishes. Reads inside a batch are SERIAL: they see
 every applied LWT, the batch's own included, and complete any in progress. A batch may be
 used from several threads at once, one entity per thread (`entity_concurrency`).
 
@@ -77,7 +81,7 @@ from typing import Any
 import orjson
 from cassandra.cluster import Session
 
-from gms.store import AspectBatch, AspectStore, Outbox, OutboxMessage, StoredAspect
+from gms.store import AspectBatch, AspectStore, Outbox, OutboxMessage, StoredAspect, Together
 from gms.store.cassandra_lease import LEASE_TTL, Lease, Leases
 from gms.store.cassandra_outbox import CassandraOutbox, Reserved
 from gms.store.cassandra_schema import (
@@ -97,6 +101,9 @@ from ingest.backends import Endpoints, cassandra_session
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner
 # Each operation is a round trip, so a batch's entities are applied this many at a time.
 ENTITY_CONCURRENCY = 16
+# Bytes of an entity's writes held by `together` before it asks to write them (a batch of one
+# partition is one mutation, which Cassandra bounds by half a commit log segment).
+HELD_BYTES = 512 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +119,34 @@ class TokenRange:
         return [TokenRange(lo, hi - 1) for lo, hi in zip(bounds, bounds[1:], strict=False) if hi > lo]
 
 
+class _Held(Together):
+    """The versions and events of one entity held for one conditional batch, in order."""
+
+    def __init__(self) -> None:
+        self.rows: list[StoredAspect] = []
+        self.events: list[OutboxMessage] = []
+        self.size = 0  # bytes of values, system metadata and events, about
+
+    @property
+    def full(self) -> bool:
+        return self.size >= HELD_BYTES
+
+    def add(self, row: StoredAspect | None, events: Sequence[OutboxMessage]) -> None:
+        if row is not None:
+            self.rows.append(row)
+            self.size += len(row.value_json or "") + 100
+        self.events.extend(events)
+        self.size += sum(len(event.value) for event in events)
+
+    def refresh(self, aspect: str, version: int, system_metadata: dict[str, Any]) -> StoredAspect | None:
+        """The held version, now with that system metadata (None: not held)."""
+        for i, row in enumerate(self.rows):
+            if row.aspect == aspect and row.version == version:
+                self.rows[i] = replace(row, system_metadata=system_metadata)
+                return self.rows[i]
+        return None
+
+
 class CassandraBatch(AspectBatch):
     """Operations applied as they are made (see the module docstring); reads are SERIAL.
 
@@ -119,17 +154,44 @@ class CassandraBatch(AspectBatch):
     kept up to date with the batch's own writes; an insert that finds its version taken drops
     them, so the write path's retry reads afresh. The outbox ids of its events are reserved at
     once too (one more for the key aspect of a new entity), their pointers written in one
-    request; `release` removes those left unused when the batch ends."""
+    request; `release` removes those left unused when the batch ends.
+
+    `together(urn)` reads the entity so too (unless prefetched) and holds its inserts and
+    events: at the end of the block they are written as ONE conditional batch (every version
+    and event row IF NOT EXISTS, all applied or none), one lightweight transaction for all the
+    versions of the entity instead of one each."""
 
     def __init__(self, store: CassandraAspectStore):
         self._store = store
         self._known: dict[str, dict[str, StoredAspect]] = {}  # prefetched: urn -> aspect -> newest
         self._reserved: dict[str, Reserved] = {}
+        self._held: dict[str, _Held] = {}  # entities inside together(), one thread each
 
     def prefetch(self, urn: str, versions: int) -> None:
-        known = self._known[urn] = {row.aspect: row for row in self._store._newest(urn, SERIAL)}
+        known = self._read(urn)
         if versions > 1:
             self._reserved[urn] = self._store._held_outbox().reserve(urn, versions + (0 if known else 1))
+
+    def _read(self, urn: str) -> dict[str, StoredAspect]:
+        known = self._known[urn] = {row.aspect: row for row in self._store._newest(urn, SERIAL)}
+        return known
+
+    @contextmanager
+    def together(self, urn: str) -> Iterator[Together]:
+        if urn not in self._known:
+            self._read(urn)
+        held = self._held[urn] = _Held()
+        try:
+            yield held
+            del self._held[urn]
+            held.applied = not (held.rows or held.events) or self._store._write(
+                urn, held.rows, held.events, self._reserved.get(urn))
+        except BaseException:
+            self._held.pop(urn, None)
+            self._known.pop(urn, None)
+            raise
+        if not held.applied:
+            del self._known[urn]
 
     def release(self) -> None:
         """Remove the pointers of the reserved outbox ids no event took."""
@@ -148,7 +210,15 @@ class CassandraBatch(AspectBatch):
         return [row for _, row in sorted(known.items()) if row.exists]
 
     def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
-        applied = self._store._insert(row, outbox, self._reserved.get(row.urn))
+        held = self._held.get(row.urn)
+        if held is not None:
+            newest = self._known[row.urn].get(row.aspect)
+            if newest is not None and newest.version >= row.version:
+                return False
+            held.add(row, outbox)
+            self._known[row.urn][row.aspect] = row
+            return True
+        applied = self._store._write(row.urn, [row], outbox, self._reserved.get(row.urn))
         if row.urn in self._known:
             if applied:
                 self._known[row.urn][row.aspect] = row
@@ -157,12 +227,20 @@ class CassandraBatch(AspectBatch):
         return applied
 
     def refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
+        held = self._held.get(urn)
+        if held is not None and (row := held.refresh(aspect, version, system_metadata)) is not None:
+            self._known[urn][aspect] = row
+            return
         self._store._refresh(urn, aspect, version, system_metadata)
         known = self._known.get(urn)
         if known is not None and aspect in known and known[aspect].version == version:
             known[aspect] = replace(known[aspect], system_metadata=system_metadata)
 
     def append_outbox(self, outbox: Sequence[OutboxMessage]) -> None:
+        held = self._held.get(outbox[0].key) if outbox else None
+        if held is not None and all(event.key == outbox[0].key for event in outbox):
+            held.add(None, outbox)
+            return
         self._store._held_outbox().append(outbox)
 
     def purge(self, urn: str) -> None:
@@ -332,11 +410,14 @@ class CassandraAspectStore(AspectStore):
         statement.consistency_level = consistency
         return [_stored(row) for row in self._db.execute(statement)]
 
-    def _insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage], reserved: Reserved | None = None) -> bool:
-        version = (self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
-                                          orjson.dumps(row.system_metadata).decode()))
-        with self._held_outbox().writing(row.urn, outbox, reserved) as staged:
-            staged.applied = applied(self._db.execute(partition_batch([version, *staged.rows])))
+    def _write(self, urn: str, rows: Sequence[StoredAspect], outbox: Sequence[OutboxMessage],
+               reserved: Reserved | None = None) -> bool:
+        """Versions of one entity and events in its partition as one conditional batch: all
+        written, or none if one of the versions exists (False)."""
+        versions = [(self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
+                                            orjson.dumps(row.system_metadata).decode())) for row in rows]
+        with self._held_outbox().writing(urn, outbox, reserved) as staged:
+            staged.applied = applied(self._db.execute(partition_batch([*versions, *staged.rows])))
         return staged.applied
 
     def _refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:

@@ -9,18 +9,21 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cassandra.query import BatchStatement
 
 from gms.service import Gms
 from gms.store import AspectStore
 from gms.store.cassandra import CassandraAspectStore
 from gms.store.cassandra_lease import ProducerInUse
 from gms.store.cassandra_outbox import Reserved
-from gms.store.cassandra_schema import applied, partition_batch
+from gms.store.cassandra_schema import SERIAL, applied, partition_batch
 from ingest.backends import Endpoints
 from ingest.backends.errors import BackendUnavailable
 from ingest.eventlog.sqlite import SqliteEventLog
+from ingest.topics import MCL_VERSIONED
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 from tests.contracts.aspect_store import RACERS, AspectStoreContract, event, insert, pending_of, row, scan_pages
@@ -28,6 +31,8 @@ from tests.support.backends import unique_name
 from tests.support.builders import dataset_urn, proposal
 from tests.support.scratch_keyspace import ScratchKeyspace
 from tests.support.server import free_port
+
+ACTOR = "urn:li:corpuser:tester"
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +128,86 @@ def test_a_prefetched_entity_is_read_again_once_another_writer_took_a_version(ke
         assert batch.latest(urn, "status").value == {"removed": True}  # read afresh, as the retry does
         assert batch.insert(row(urn, "status", 3, {"removed": False}), [event(urn, "status v3")])
     assert [h.version for h in store.history(urn, "status")] == [1, 2, 3]
+
+
+def test_writes_held_together_are_none_written_once_another_writer_took_one_of_their_versions(
+        keyspace: ScratchKeyspace, urn: str):
+    store, other = keyspace.store(), keyspace.store()  # two GMS instances
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    with store.batch() as batch:
+        with batch.together(urn) as held:
+            assert batch.insert(row(urn, "globalTags", 1, {"tags": []}), [event(urn, "globalTags v1")])
+            assert batch.insert(row(urn, "status", 2, {"removed": True}), [event(urn, "the loser")])
+            insert(other, row(urn, "status", 2, {"removed": False}))  # meanwhile
+        assert not held.applied
+        assert batch.latest(urn, "status").value == {"removed": False}  # read afresh, as the retry does
+    assert store.get(urn, "globalTags") is None
+    assert [label for _, label in pending_of(store, {urn})] == ["status v1"]
+    assert [label for _, label in pending_of(other, {urn})] == ["status v2"]
+
+
+class _Statements:
+    """The statements a store's session runs, by kind ('serial read', 'conditional batch', ...)."""
+
+    def __init__(self, store: CassandraAspectStore, monkeypatch: pytest.MonkeyPatch):
+        self.kinds: list[str] = []
+        run = store._db.execute
+
+        conditional = {store._insert_version.query_id, store._outbox._add.query_id}
+
+        def execute(statement: Any, params: Any = None) -> Any:
+            self.kinds.append(_kind(statement, conditional))
+            return run(statement, params)
+
+        monkeypatch.setattr(store._db, "execute", execute)
+        monkeypatch.setattr(store._db, "concurrently", lambda statements, concurrency=64: [
+            execute(statement, params) for statement, params in statements])
+
+
+def _kind(statement: Any, conditional: set[bytes]) -> str:
+    if isinstance(statement, BatchStatement):  # of prepared statements: (True, query id, values) each
+        return "conditional batch" if {s[1] for s in statement._statements_and_parameters} & conditional else "batch"
+    cql = getattr(statement, "query_string", None) or statement.prepared_statement.query_string
+    if cql.startswith("SELECT"):
+        return "serial read" if statement.consistency_level == SERIAL else "read"
+    return "conditional" if " IF " in cql else "write"
+
+
+def test_a_request_writes_each_entity_with_one_read_and_one_conditional_batch(
+        keyspace: ScratchKeyspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    store = keyspace.store()
+    gms = Gms(store, SqliteEventLog(tmp_path / "events.db"))
+    urns = [dataset_urn(unique_name("grouped")) for _ in range(3)]
+    gms.apply([proposal(urns[0], "status", {"removed": False})], ACTOR)  # an id block reserved, the outbox relayed
+    statements = _Statements(store, monkeypatch)
+    results = gms.writes.apply([proposal(urn, aspect, value) for urn in urns for aspect, value in (
+        ("datasetProperties", {"name": "n"}), ("globalTags", {"tags": []}), ("status", {"removed": True}))], ACTOR)
+    assert [r.version for r in results] == [1, 1, 2] + [1, 1, 1] * 2
+    assert sorted(statements.kinds) == sorted(["serial read", "batch", "conditional batch"] * 3)
+    assert [h.version for h in store.history(urns[1], "datasetKey")] == [1]  # the key aspect in the same batch
+    gms.close()
+
+
+def test_gms_instances_racing_on_one_entity_write_every_version_once_with_one_mcl_each(
+        keyspace: ScratchKeyspace, urn: str, tmp_path: Path):
+    services = [Gms(keyspace.store(), SqliteEventLog(tmp_path / f"events-{n}.db")) for n in range(RACERS)]
+    start = threading.Barrier(RACERS)
+
+    def race(n: int) -> list[int | None]:
+        start.wait()
+        return [r.version for r in services[n].apply([
+            proposal(urn, "globalTags", {"tags": [{"tag": f"urn:li:tag:t{n}"}]}),
+            proposal(urn, "datasetProperties", {"name": f"writer {n}"})], ACTOR)]
+
+    with ThreadPoolExecutor(RACERS) as pool:
+        versions = list(pool.map(race, range(RACERS)))
+    assert sorted(v for pair in versions for v in pair) == sorted(list(range(1, RACERS + 1)) * 2)
+    published = [(record["aspectName"], record["systemMetadata"]["version"]) for service in services
+                 for record in (service.codec.decode(r.value)[1] for r in service.log.read(MCL_VERSIONED))]
+    assert sorted(published) == sorted([("datasetKey", "1")] + [(aspect, str(v)) for v in range(1, RACERS + 1)
+                                                                 for aspect in ("datasetProperties", "globalTags")])
+    for service in services:
+        service.close()
 
 
 def test_outbox_ids_reserved_for_a_prefetched_entity_and_not_taken_leave_no_pointer(keyspace: ScratchKeyspace,

@@ -105,6 +105,29 @@ class AspectStoreContract:
                                                                               (2, {"removed": True})]
         assert [label for _, label in pending_of(store, {urn})] == ["status v1", "status v2"]
 
+    def test_writes_held_together_are_read_back_in_the_block_and_stored_in_order_after_it(
+            self, store: AspectStore, urn: str):
+        insert(store, row(urn, "status", 1, {"removed": False}))
+        with store.batch() as batch, batch.together(urn) as held:
+            assert batch.insert(row(urn, "status", 2, {"removed": True}), [event(urn, "status v2")])
+            batch.append_outbox([event(urn, "a point")])
+            assert batch.insert(row(urn, "globalTags", 1, {"tags": []}), [event(urn, "globalTags v1")])
+            batch.refresh(urn, "globalTags", 1, {"version": "1", "lastObserved": 5})
+            assert not batch.insert(row(urn, "status", 2, {"removed": False}), [event(urn, "the loser")])
+            assert batch.latest(urn, "status").version == 2
+            assert [(a.aspect, a.version) for a in batch.live_aspects(urn)] == [("globalTags", 1), ("status", 2)]
+        assert held.applied
+        assert [label for _, label in pending_of(store, {urn})] == ["status v1", "status v2", "a point",
+                                                                    "globalTags v1"]
+        assert [h.version for h in store.history(urn, "status")] == [1, 2]
+        assert store.get(urn, "globalTags").system_metadata == {"version": "1", "lastObserved": 5}
+
+    def test_writes_held_together_are_dropped_when_the_block_fails(self, store: AspectStore, urn: str):
+        with pytest.raises(RuntimeError, match="half way"), store.batch() as batch, batch.together(urn):
+            assert batch.insert(row(urn, "status", 1, {"removed": False}), [event(urn, "status v1")])
+            raise RuntimeError("half way")
+        assert store.get(urn, "status") is None and pending_of(store, {urn}) == []
+
     def test_unknown_entities_and_aspects_read_as_absent(self, store: AspectStore, urn: str):
         assert store.get(urn, "status") is None
         assert store.history(urn, "status") == []
