@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable, Mapping
-from functools import lru_cache
 from typing import Any
 
 from schemas.jsonform import PRIMITIVES, full_name
 
-CACHED = 4096  # encoded strings and longs kept: names, URNs, stamps and lengths repeat from one record to the next
+CACHED = 4096  # encodings of strings and of longs kept: names, URNs, stamps, lengths repeat from record to record
 Encoder = Callable[[Any, bytearray], None]
 _PYTHON_TYPES = {
     "null": "type(None)", "boolean": "bool", "int": "int", "long": "int", "float": "(float, int)",
@@ -27,28 +26,45 @@ _PYTHON_TYPES = {
 }
 
 
-@lru_cache(maxsize=CACHED)
+_LONGS: dict[int, bytes] = {}  # encodings kept, up to CACHED of each (then they start over)
+_STRINGS: dict[str, bytes] = {}
+
+
 def _long(n: int) -> bytes:
-    """A long's encoding: zigzag, then 7 bits a byte."""
-    n = (n << 1) ^ (n >> 63)
+    """A long's encoding: zigzag, then 7 bits a byte (kept in _LONGS)."""
+    zigzag = (n << 1) ^ (n >> 63)
     out = bytearray()
-    while n & ~0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    while zigzag & ~0x7F:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    if len(_LONGS) >= CACHED:
+        _LONGS.clear()
+    encoded = _LONGS[n] = bytes(out)
+    return encoded
 
 
-@lru_cache(maxsize=CACHED)
 def _string(value: str) -> bytes:
-    """A string's encoding: its UTF-8 length, then the bytes."""
+    """A string's encoding: its UTF-8 length, then the bytes (kept in _STRINGS)."""
     data = value.encode()
-    return _long(len(data)) + data
+    if len(_STRINGS) >= CACHED:
+        _STRINGS.clear()
+    encoded = _STRINGS[value] = (_LONGS.get(len(data)) or _long(len(data))) + data
+    return encoded
 
 
 def _bytes(value: bytes, out: bytearray) -> None:
-    out += _long(len(value))
+    out += _LONGS.get(len(value)) or _long(len(value))
     out += value
+
+
+def _long_of(expression: str) -> str:
+    """Source of the encoding of a long: the kept one, else made (and kept)."""
+    return f"(_known_long({expression}) or _long({expression}))"
+
+
+def _string_of(expression: str) -> str:
+    return f"(_known_string({expression}) or _string({expression}))"
 
 
 class _Generator:
@@ -98,33 +114,33 @@ class _Generator:
         if kind == "boolean":
             return [f"{indent}out.append(1 if {var} else 0)"]
         if kind in ("int", "long"):
-            return [f"{indent}out += _long({var})"]
+            return [f"{indent}out += {_long_of(var)}"]
         if kind == "float":
             return [f"{indent}out += _pack_float({var})"]
         if kind == "double":
             return [f"{indent}out += _pack_double({var})"]
         if kind == "string":
-            return [f"{indent}out += _string({var})"]
+            return [f"{indent}out += {_string_of(var)}"]
         if kind == "bytes":
             return [f"{indent}_bytes({var}, out)"]
         if kind == "fixed":
             return [f"{indent}out += {var}"]
         if kind == "enum":
             index = self.constant({symbol: i for i, symbol in enumerate(schema["symbols"])})
-            return [f"{indent}out += _long({index}[{var}])"]
+            return [f"{indent}out += {_long_of(f'{index}[{var}]')}"]
         if kind in ("record", "error"):
             return [f"{indent}{self.record_function(schema, namespace)}({var}, out)"]
         item = f"i{len(indent)}"
         if kind == "array":
             body = self.statements(schema["items"], namespace, item, indent + "        ")
-            return [f"{indent}if {var}:", f"{indent}    out += _long(len({var}))",
+            return [f"{indent}if {var}:", f"{indent}    out += {_long_of(f'len({var})')}",
                     f"{indent}    for {item} in {var}:", *(body or [f"{indent}        pass"]),
                     f"{indent}out.append(0)"]
         if kind == "map":
             body = self.statements(schema["values"], namespace, item, indent + "        ")
-            return [f"{indent}if {var}:", f"{indent}    out += _long(len({var}))",
+            return [f"{indent}if {var}:", f"{indent}    out += {_long_of(f'len({var})')}",
                     f"{indent}    for k{len(indent)}, {item} in {var}.items():",
-                    f"{indent}        out += _string(k{len(indent)})", *body, f"{indent}out.append(0)"]
+                    f"{indent}        out += {_string_of(f'k{len(indent)}')}", *body, f"{indent}out.append(0)"]
         return self.statements(kind, namespace, var, indent)
 
     def union(self, branches: list[Any], namespace: str | None, var: str, indent: str) -> list[str]:
@@ -149,6 +165,7 @@ def compile_encoder(schema: Mapping[str, Any], named: Mapping[str, Any]) -> Enco
     entry = generator.record_function(schema, None)
     namespace: dict[str, Any] = {
         "_long": _long, "_string": _string, "_bytes": _bytes,
+        "_known_long": _LONGS.get, "_known_string": _STRINGS.get,
         "_pack_float": struct.Struct("<f").pack, "_pack_double": struct.Struct("<d").pack,
         **generator.constants,
     }
