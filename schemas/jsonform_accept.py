@@ -17,6 +17,7 @@ from schemas.jsonform import _INT_RANGE, PRIMITIVES, Check, _is_nullable, _plain
 from schemas.urns import Urn, UrnError
 
 Acceptor = Callable[[Any], bool]
+FIELD_BY_FIELD = 4  # a record of at most this many fields is checked field by field, not in a loop
 _MISSING = object()
 
 
@@ -73,9 +74,12 @@ class _Generator:
 
     def record(self, schema: Mapping[str, Any], namespace: str | None) -> list[str]:
         """A loop over the value's fields (usually fewer than the schema's): plain strings and
-        booleans by set membership, the others by name."""
+        booleans by set membership, the others by name; a record of a few fields is read field
+        by field instead."""
         fields = schema["fields"]
         required = frozenset(f["name"] for f in fields if "default" not in f and not _is_nullable(f["type"]))
+        if len(fields) <= FIELD_BY_FIELD:
+            return self.small_record(fields, required, namespace)
         plain: dict[type, set[str]] = {str: set(), bool: set()}
         branches = []
         for field in fields:
@@ -103,6 +107,23 @@ class _Generator:
         else:
             lines.append("        return False")
         return lines
+
+    def small_record(self, fields: list[Mapping[str, Any]], required: frozenset[str], namespace: str | None
+                     ) -> list[str]:
+        """Each field looked up in turn; the count of those found must be the object's size."""
+        exact = len(required) == len(fields)  # every field required: the size alone tells of others
+        lines = ["    if v.__class__ is not dict:", "        return False",
+                 *([f"    if len(v) != {len(fields)}:", "        return False"] if exact else ["    n = len(v)"])]
+        for field in fields:
+            lines.append(f"    x = v.get({field['name']!r}, _M)")
+            if field["name"] in required:
+                lines += ["    if x is _M:", "        return False", *([] if exact else ["    n -= 1"]),
+                          *self.statements(field["type"], namespace, field.get("Urn"), "x", "    ")]
+            else:
+                check = self.statements(field["type"], namespace, field.get("Urn"), "x", "            ")
+                lines += ["    if x is not _M:", "        n -= 1",
+                          *(["        if x is not None:", *check] if check else [])]
+        return lines if exact else [*lines, "    if n:", "        return False"]
 
     def statements(self, schema: Any, namespace: str | None, urn_types: list[str] | None, var: str,
                    indent: str) -> list[str]:
