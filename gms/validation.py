@@ -100,7 +100,7 @@ class ProposalValidator:
     def check_value(self, aspect: AspectSpec, value: Any, context: str = "aspect") -> str:
         """The canonical JSON of a value that fits the aspect's schema and the size limit."""
         value_json = canonical_json(value)
-        size = len(value_json.encode())
+        size = len(value_json) if value_json.isascii() else len(value_json.encode())
         if size > self.max_aspect_bytes:
             raise ProposalFailed(
                 "too_large",

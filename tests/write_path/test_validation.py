@@ -116,6 +116,16 @@ def test_oversized_aspect_is_rejected(tmp_path):
     gms.close()
 
 
+def test_the_size_limit_counts_utf8_bytes_not_characters(tmp_path):
+    gms = Gms.embedded(tmp_path, Limits(max_aspect_bytes=1000))
+    value = properties("\u00e9" * 600)  # 600 characters, 1,200 bytes
+    code, message = rejected(gms, mcp(URN, "datasetProperties", value))
+    size = len(canonical_json(value).encode())
+    assert code == "too_large" and len(canonical_json(value)) < 1000 < size
+    assert message == f"aspect: value of datasetProperties is {size} bytes, over the limit of 1000"
+    gms.close()
+
+
 def test_datahub_union_and_file_forms_are_accepted(gms: Gms):
     item = {"entityType": "dataset", "entityUrn": URN, "changeType": "UPSERT", "aspectName": "schemaMetadata",
             "aspect": {"json": {**SCHEMA, "platformSchema": {
