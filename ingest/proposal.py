@@ -133,10 +133,10 @@ def parse_proposal(obj: Any) -> Proposal:
     if system_metadata is not None and not isinstance(system_metadata, dict):
         raise ProposalError("systemMetadata", "must be a JSON object")
     headers = obj.get("headers") or {}
-    if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+    if not isinstance(headers, dict) or headers and not all(isinstance(v, str) for v in headers.values()):
         raise ProposalError("headers", "must be an object of string values")
     return Proposal(entity_type, urn, change_type, aspect_name, value, content_type,
-                    _clean(system_metadata), dict(headers))
+                    _clean(system_metadata) if system_metadata else None, dict(headers))
 
 
 def _aspect_value(aspect: Any) -> tuple[Any, str]:

@@ -76,6 +76,8 @@ CASES = [
     ("urn field of the wrong entity", mcp(URN, "upstreamLineage", {"upstreams": [
         {"dataset": "urn:li:corpuser:x", "type": "COPY", "auditStamp": {"time": 0, "actor": "urn:li:corpuser:x"}}]}),
      "invalid_aspect", "field 'upstreams[0].dataset': URN 'urn:li:corpuser:x' is a corpuser, expected dataset"),
+    ("header of a number", {**mcp(URN, "status", {"removed": False}), "headers": {"If-Version-Match": 1}},
+     "invalid_proposal", "headers: must be an object of string values"),
     ("unknown field", mcp(URN, "datasetProperties", {"descripton": "typo"}),
      "invalid_aspect", "aspect datasetProperties: field 'descripton': unknown field"),
     ("aspect value not JSON",
