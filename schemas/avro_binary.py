@@ -18,6 +18,7 @@ from typing import Any
 from schemas.jsonform import PRIMITIVES, full_name
 
 CACHED = 4096  # encodings of strings and of longs kept: names, URNs, stamps, lengths repeat from record to record
+CACHED_LENGTH = 512  # characters of the longest string kept
 Encoder = Callable[[Any, bytearray], None]
 _PYTHON_TYPES = {
     "null": "type(None)", "boolean": "bool", "int": "int", "long": "int", "float": "(float, int)",
@@ -45,11 +46,14 @@ def _long(n: int) -> bytes:
 
 
 def _string(value: str) -> bytes:
-    """A string's encoding: its UTF-8 length, then the bytes (kept in _STRINGS)."""
+    """A string's encoding: its UTF-8 length, then the bytes (kept in _STRINGS unless longer
+    than CACHED_LENGTH, so what is kept stays small whatever writers send)."""
     data = value.encode()
-    if len(_STRINGS) >= CACHED:
-        _STRINGS.clear()
-    encoded = _STRINGS[value] = (_LONGS.get(len(data)) or _long(len(data))) + data
+    encoded = (_LONGS.get(len(data)) or _long(len(data))) + data
+    if len(value) <= CACHED_LENGTH:
+        if len(_STRINGS) >= CACHED:
+            _STRINGS.clear()
+        _STRINGS[value] = encoded
     return encoded
 
 

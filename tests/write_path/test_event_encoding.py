@@ -48,3 +48,12 @@ def test_kept_fresh_and_restarted_encodings_are_the_same_bytes(monkeypatch):
         assert read["systemMetadata"]["lastObserved"] == r["systemMetadata"]["lastObserved"]
         assert read["created"] == r["created"] and read["headers"] == r["headers"]
 
+
+
+def test_long_strings_are_written_but_not_kept():
+    long_run, short_run = "r" * (avro_binary.CACHED_LENGTH + 1), "r" * avro_binary.CACHED_LENGTH
+    for run in (long_run, short_run):
+        value = record(1)
+        value["systemMetadata"] = {**value["systemMetadata"], "runId": run}
+        assert decoded(CODEC.encode(MCL, value))["systemMetadata"]["runId"] == run
+    assert long_run not in avro_binary._STRINGS and short_run in avro_binary._STRINGS
