@@ -1,7 +1,8 @@
 """End-to-end MCP/s on the real stack (Kafka + Cassandra + OpenSearch) next to each backend's raw limit.
 
     .venv/bin/python -m bench.real_stack [--datasets 2500] [--setups serve,split] [--workers 2]
-                                         [--wire-formats lodestar,confluent]
+                                         [--wire-formats lodestar,confluent] [--rounds 3]
+                                         [--warmup-datasets 500]
 
 Lodestar: 4 MCPs per realistic dataset (`bench/datasets.py`) sent to GMS over HTTP (batches of
 1000, one connection per GMS worker), timed from the first request until everything is
@@ -28,7 +29,13 @@ Then each backend alone, on the same machine, doing the writes Lodestar made for
 
 A raw run repeats the run's writes (under other keys) until it has RAW_MINIMUM of them, so it
 measures a steady rate. Each raw figure is also given in MCP/s: the MCPs whose writes it did
-per second. The final ratio is Lodestar's best setup over the slowest backend. Figures only,
+per second. The ratio is Lodestar's best setup over the slowest backend, both measured in the
+same round. A warm-up round (`--warmup-datasets`, printed, not counted) runs first, then
+`--rounds` rounds, each printing its own ratio; the last line gives every round's.
+
+Where the time goes: beside each Lodestar run, the CPU seconds of its processes and of each
+server's process (found by its listening port; a server's figure includes any other client's
+work meanwhile), per 1,000 MCPs; beside the raw Cassandra run, Cassandra's. Figures only,
 never asserted; on a shared 2-core machine they move between runs. Every topic, consumer
 group, keyspace and index made is deleted at the end, also on failure.
 """
@@ -46,25 +53,29 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
+import psutil
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, Session
-from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.concurrent import execute_concurrent, execute_concurrent_with_args
 from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
-from cassandra.query import tuple_factory
+from cassandra.query import BatchStatement, BatchType, tuple_factory
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from opensearchpy import OpenSearch
 
 from bench.datasets import generate
+from bench.startup import tree_cpu
 from gms.store.cassandra import ENTITY_CONCURRENCY
-from gms.store.cassandra_schema import QUORUM, SERIAL
+from gms.store.cassandra_schema import QUORUM, SERIAL, ensure_schema
 from ingest import topics
 from ingest.backends import Endpoints
 from ingest.eventlog import partition_for
@@ -173,35 +184,37 @@ def setups(workers: int) -> dict[str, Setup]:
 
 
 @contextmanager
-def running(setup: Setup, data_dir: Path, env: dict[str, str]) -> Iterator[str]:
-    """The setup's processes on a free port; yields GMS's URL once /health answers."""
+def running(setup: Setup, data_dir: Path, env: dict[str, str]
+            ) -> Iterator[tuple[str, Callable[[], dict[str, float]]]]:
+    """The setup's processes on a free port; yields GMS's URL once /health answers, and a
+    function giving the CPU seconds each process (with its children) has used so far, by command."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     procs: list[subprocess.Popen[str]] = []
     logs = data_dir.parent / "process-logs"
     logs.mkdir(exist_ok=True)
+    outputs = [logs / f"{number}-{command[0]}.log" for number, command in enumerate(setup.commands)]
     try:
-        for number, command in enumerate(setup.commands):
+        for command, output in zip(setup.commands, outputs, strict=True):
             args = [*LODESTAR, *command, "--data-dir", str(data_dir)]
             if command[0] in ("serve", "gms"):
                 args += ["--port", str(port), "--admin-token", TOKEN]
-            out = (logs / f"{number}-{command[0]}.log").open("w")
-            procs.append(subprocess.Popen(args, env={**os.environ, **env}, stdout=out, stderr=subprocess.STDOUT,
-                                          text=True))
+            procs.append(subprocess.Popen(args, env={**os.environ, **env}, stdout=output.open("w"),
+                                          stderr=subprocess.STDOUT, text=True))
         client = RestClient(url)
         deadline = time.monotonic() + WAIT
         while True:
-            for proc in procs:
+            for proc, output in zip(procs, outputs, strict=True):
                 if proc.poll() is not None:
-                    raise RuntimeError(f"{proc.args} exited {proc.returncode}: "
-                                       f"{(logs / f'{procs.index(proc)}-{proc.args[4]}.log').read_text()[-2000:]}")
+                    raise RuntimeError(f"{proc.args} exited {proc.returncode}: {output.read_text()[-2000:]}")
             with suppress(LodestarError):
                 if client.request("GET", "/health")[0] == 200:
                     break
             if time.monotonic() > deadline:
                 raise RuntimeError("lodestar did not become healthy")
             time.sleep(0.1)
-        yield url
+        watched = {command[0]: psutil.Process(proc.pid) for command, proc in zip(setup.commands, procs, strict=True)}
+        yield url, lambda: {command: tree_cpu(process) for command, process in watched.items()}
     finally:
         for proc in procs:
             if proc.poll() is None:
@@ -246,20 +259,51 @@ class LodestarRun:
     names: Names
     accepted: float
     elapsed: float
+    cpu: dict[str, float]  # CPU seconds during the run: each Lodestar command's processes, each server's
 
 
 def lodestar_run(setup: Setup, wire_format: str, mcps: Sequence[dict[str, Any]], endpoints: Endpoints, names: Names,
-                 workdir: Path) -> LodestarRun:
+                 workdir: Path, servers: Servers) -> LodestarRun:
     data_dir = workdir / setup.name / wire_format / "data"
     data_dir.mkdir(parents=True)
+    # The keyspace's tables are made beforehand: the processes starting at once on a new keyspace
+    # were seen, on a very busy machine, to prepare a statement on a table another was creating.
+    cluster = cassandra_session(endpoints)
     try:
-        with running(setup, data_dir, names.env(endpoints, wire_format)) as url:
+        ensure_schema(cluster.connect(), names.run, replication_factor=1)
+    finally:
+        cluster.shutdown()
+    try:
+        with running(setup, data_dir, names.env(endpoints, wire_format)) as (url, lodestar_cpu):
+            before, started = servers.cpu(), lodestar_cpu()
             accepted, elapsed = ingest(url, mcps, setup.connections)
+            cpu = {**{command: spent - started[command] for command, spent in lodestar_cpu().items()},
+                   **servers.since(before)}
     except BaseException:
         for log in sorted((workdir / setup.name / wire_format).glob("*-logs/*.log")):
             print(f"--- {log.name}:\n{log.read_text()[-3000:]}", file=sys.stderr)
         raise
-    return LodestarRun(setup, wire_format, names, accepted, elapsed)
+    return LodestarRun(setup, wire_format, names, accepted, elapsed, cpu)
+
+
+class Servers:
+    """The servers' processes, found by their listening ports (see the module docstring)."""
+
+    def __init__(self, endpoints: Endpoints):
+        hosts, cassandra_port = endpoints.cassandra_contact_points()
+        ports = {"cassandra": cassandra_port, "kafka": int(endpoints.kafka_bootstrap.rsplit(":", 1)[1]),
+                 "opensearch": urlsplit(endpoints.opensearch_url).port or 9200}
+        listening = {c.laddr.port: c.pid for c in psutil.net_connections("tcp")
+                     if c.status == psutil.CONN_LISTEN and c.pid is not None}
+        self.processes = {name: psutil.Process(listening[port]) for name, port in ports.items() if port in listening}
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds of each server so far."""
+        return {name: sum(process.cpu_times()[:2]) for name, process in self.processes.items()}
+
+    def since(self, before: dict[str, float]) -> dict[str, float]:
+        now = self.cpu()
+        return {name: now[name] - before[name] for name in before}
 
 
 # -- what Lodestar wrote, read back for the raw runs ----------------------------------------
@@ -373,18 +417,30 @@ def raw_kafka(endpoints: Endpoints, names: Names, messages: Sequence[tuple[bytes
         consumer.close()
 
 
-def raw_cassandra(session: Session, names: Names, rows: Sequence[tuple[Any, ...]]) -> float:
-    """Seconds for the rows as conditional inserts into a table of the aspect store's shape."""
+def raw_cassandra(session: Session, names: Names, rows: Sequence[tuple[Any, ...]], per_entity: bool = False
+                  ) -> float:
+    """Seconds for the rows as conditional inserts into a table of the aspect store's shape: one
+    each, or (`per_entity`) one conditional batch of each entity's rows."""
     ks = f'"{names.run}"'
-    session.execute(f"""CREATE TABLE IF NOT EXISTS {ks}.raw_aspects (
+    table = "raw_entities" if per_entity else "raw_aspects"
+    session.execute(f"""CREATE TABLE IF NOT EXISTS {ks}.{table} (
         urn text, kind text, name text, seq bigint, value text, system_metadata text,
         topic text, msg_key text, payload blob, PRIMARY KEY ((urn), kind, name, seq)
     ) WITH CLUSTERING ORDER BY (kind ASC, name ASC, seq DESC)""", timeout=120)
-    insert = session.prepare(f"INSERT INTO {ks}.raw_aspects (urn, kind, name, seq, value, system_metadata)"
+    insert = session.prepare(f"INSERT INTO {ks}.{table} (urn, kind, name, seq, value, system_metadata)"
                              " VALUES (?, ?, ?, ?, ?, ?) IF NOT EXISTS")
     insert.consistency_level, insert.serial_consistency_level = QUORUM, SERIAL
     start = time.perf_counter()
-    results = execute_concurrent_with_args(session, insert, rows, concurrency=CASSANDRA_CONCURRENCY)
+    if per_entity:
+        statements = []
+        for _, entity in groupby(rows, key=lambda row: row[0]):
+            batch = BatchStatement(BatchType.UNLOGGED, consistency_level=QUORUM, serial_consistency_level=SERIAL)
+            for row in entity:
+                batch.add(insert, row)
+            statements.append((batch, ()))
+        results = execute_concurrent(session, statements, concurrency=CASSANDRA_CONCURRENCY)
+    else:
+        results = execute_concurrent_with_args(session, insert, rows, concurrency=CASSANDRA_CONCURRENCY)
     elapsed = time.perf_counter() - start
     failed = [result for ok, result in results if not ok or not result.was_applied]
     if failed:
@@ -421,6 +477,91 @@ def rate(count: int, seconds: float) -> str:
     return f"{count / seconds:9,.0f}"
 
 
+def per_thousand(cpu: dict[str, float], mcps: int) -> str:
+    """CPU seconds per 1,000 MCPs, by process."""
+    return ", ".join(f"{name} {1000 * seconds / mcps:.2f}" for name, seconds in cpu.items())
+
+
+def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[Setup], formats: Sequence[str],
+                  endpoints: Endpoints, workdir: Path, cleanup: ExitStack, servers: Servers) -> dict[str, float]:
+    """One round: each setup in each wire format, then each raw backend; returns Lodestar's
+    best over the slowest raw backend, by wire format."""
+    runs: list[LodestarRun] = []
+    for setup in chosen:
+        for wire_format in formats:
+            names = Names()
+            cleanup.callback(drop_everything, endpoints, names)
+            run = lodestar_run(setup, wire_format, mcps, endpoints, names, workdir / label, servers)
+            base = next(r for r in runs + [run] if r.setup is setup)
+            versus = "" if run is base else f"; {run.elapsed / base.elapsed - 1:+.1%} time vs {base.wire_format}"
+            runs.append(run)
+            print(f"{label} lodestar {setup.name:<5} {wire_format:<9} end-to-end {len(mcps):>7} MCPs"
+                  f"  {run.elapsed:7.1f} s  {rate(len(mcps), run.elapsed)} MCP/s   (all accepted after"
+                  f" {run.accepted:.1f} s{versus}; CPU s per 1,000 MCPs: {per_thousand(run.cpu, len(mcps))})",
+                  flush=True)
+    best = min(runs, key=lambda r: r.elapsed)
+    source = runs[0].names
+    cluster = cassandra_session(endpoints)
+    cleanup.callback(cluster.shutdown)
+    session = cluster.connect()
+    opensearch = OpenSearch(endpoints.opensearch_url, timeout=120)
+    cleanup.callback(opensearch.close)
+    messages = written_mcls(endpoints, source)
+    rows = written_rows(session, source)
+    _, body, docs = written_documents(opensearch, source)
+    figures: dict[str, float] = {}
+
+    n = copies(messages, RAW_MINIMUM["kafka"])
+    sent = [(key + b"#%d" % copy, value) for copy in range(n) for key, value in messages]
+    seconds = raw_kafka(endpoints, source, sent)
+    figures["kafka"] = n * len(mcps) / seconds
+    mean = sum(len(v) for _, v in messages) / max(1, len(messages))
+    print(f"{label} raw kafka      produce+consume      {len(sent):>7} msgs  {seconds:7.1f} s"
+          f"  {rate(len(sent), seconds)} msg/s  = {figures['kafka']:9,.0f} MCP/s"
+          f"   (the run's {len(messages)} MCLs x {n}, {mean:,.0f} B on average; idempotent, acks=all,"
+          f" linger 5 ms, {PARTITIONS} partitions; a consumer reading them back meanwhile)", flush=True)
+
+    n = copies(rows, RAW_MINIMUM["cassandra"])
+    inserted = [(f"{row[0]}#{copy}", *row[1:]) for copy in range(n) for row in rows]
+    before = servers.cpu()
+    seconds = raw_cassandra(session, source, inserted)
+    cpu = {name: spent for name, spent in servers.since(before).items() if name == "cassandra"}
+    figures["cassandra"] = n * len(mcps) / seconds
+    print(f"{label} raw cassandra  INSERT IF NOT EXISTS {len(inserted):>7} rows  {seconds:7.1f} s"
+          f"  {rate(len(inserted), seconds)} row/s  = {figures['cassandra']:9,.0f} MCP/s"
+          f"   (the run's {len(rows)} versions x {n}; execute_concurrent, {CASSANDRA_CONCURRENCY} in flight,"
+          f" QUORUM/SERIAL; CPU s per 1,000 MCPs: {per_thousand(cpu, n * len(mcps))})", flush=True)
+    inserted.sort(key=lambda row: row[0])
+    seconds = raw_cassandra(session, source, inserted, per_entity=True)
+    grouped = n * len(mcps) / seconds
+    print(f"{label} raw cassandra  per entity, batched  {len(inserted):>7} rows  {seconds:7.1f} s"
+          f"  {rate(len(inserted), seconds)} row/s  = {grouped:9,.0f} MCP/s   (the same rows, one conditional batch"
+          f" of each entity's, as Lodestar writes them; not the target's baseline:"
+          f" lodestar / this = {100 * len(mcps) / best.elapsed / grouped:.1f}%)", flush=True)
+
+    n = copies(docs, RAW_MINIMUM["opensearch"])
+    indexed = [(f"{doc_id}#{copy}", doc) for copy in range(n) for doc_id, doc in docs]
+    seconds = raw_opensearch(opensearch, source, body, indexed)
+    figures["opensearch"] = n * len(mcps) / seconds
+    print(f"{label} raw opensearch bulk + refresh       {len(indexed):>7} docs  {seconds:7.1f} s"
+          f"  {rate(len(indexed), seconds)} doc/s  = {figures['opensearch']:9,.0f} MCP/s"
+          f"   (the run's {len(docs)} search documents x {n}; {BULK_DOCS} a request, then one refresh)",
+          flush=True)
+
+    for backend, limit in figures.items():
+        print(f"{label} ratio      lodestar / raw {backend:<10} = {100 * len(mcps) / best.elapsed / limit:5.1f}%")
+    slowest = min(figures, key=figures.__getitem__)
+    ratios: dict[str, float] = {}
+    for wire_format in formats:
+        fastest = min((r for r in runs if r.wire_format == wire_format), key=lambda r: r.elapsed)
+        lodestar = len(mcps) / fastest.elapsed
+        ratios[wire_format] = 100 * lodestar / figures[slowest]
+        print(f"{label} lodestar ({wire_format}) / slowest raw backend = {ratios[wire_format]:.1f}% (target >= 70%)"
+              f"   (lodestar: {lodestar:,.0f} MCP/s, setup {fastest.setup.name};"
+              f" slowest raw backend: {slowest}, {figures[slowest]:,.0f} MCP/s)", flush=True)
+    return ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--datasets", type=int, default=2500)
@@ -428,82 +569,37 @@ def main() -> None:
     parser.add_argument("--setups", default="serve,split", help="comma-separated: serve, split")
     parser.add_argument("--wire-formats", default=",".join(WIRE_FORMATS),
                         help="comma-separated MCL wire formats, each setup run in each (the first is the base)")
+    parser.add_argument("--rounds", type=int, default=3, help="measured rounds, each with its own raw runs")
+    parser.add_argument("--warmup-datasets", type=int, default=500,
+                        help="datasets of the warm-up round, printed but not counted (0: none)")
     args = parser.parse_args()
     formats = args.wire_formats.split(",")
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so that the cleanup below runs
     endpoints = Endpoints.from_env()
     mcps = generate(args.datasets * 4)
     chosen = [setups(args.workers)[name] for name in args.setups.split(",")]
+    servers = Servers(endpoints)
     print(f"real stack: Kafka {endpoints.kafka_bootstrap}, Cassandra {','.join(endpoints.cassandra_hosts)},"
           f" OpenSearch {endpoints.opensearch_url} (shared servers); {os.cpu_count()} CPUs for the servers,"
-          " Lodestar and this client", flush=True)
+          f" Lodestar and this client; load average {os.getloadavg()[0]:.1f}", flush=True)
     print(f"workload: {len(mcps)} MCPs = {args.datasets} datasets x (datasetProperties, schemaMetadata of 20"
           f" fields, globalTags, upstreamLineage), POST /v1/proposals in batches of {BATCH} over"
           f" {args.workers} connections, timed until waitForIndex says all is searchable", flush=True)
     for setup in chosen:
         print(f"setup {setup.name}: {setup.description}", flush=True)
-    with tempfile.TemporaryDirectory() as tmp, ExitStack() as cleanup:
-        runs: list[LodestarRun] = []
-        for setup in chosen:
-            for wire_format in formats:
-                names = Names()
-                cleanup.callback(drop_everything, endpoints, names)
-                run = lodestar_run(setup, wire_format, mcps, endpoints, names, Path(tmp))
-                base = next(r for r in runs + [run] if r.setup is setup)
-                versus = "" if run is base else f"; {run.elapsed / base.elapsed - 1:+.1%} time vs {base.wire_format}"
-                runs.append(run)
-                print(f"lodestar {setup.name:<5} {wire_format:<9} end-to-end {len(mcps):>7} MCPs  {run.elapsed:7.1f} s"
-                      f"  {rate(len(mcps), run.elapsed)} MCP/s   (all accepted after {run.accepted:.1f} s{versus})",
-                      flush=True)
-        best = min(runs, key=lambda r: r.elapsed)
-        source = runs[0].names
-        cluster = cassandra_session(endpoints)
-        cleanup.callback(cluster.shutdown)
-        session = cluster.connect()
-        opensearch = OpenSearch(endpoints.opensearch_url, timeout=120)
-        cleanup.callback(opensearch.close)
-        messages = written_mcls(endpoints, source)
-        rows = written_rows(session, source)
-        _, body, docs = written_documents(opensearch, source)
-        figures: dict[str, float] = {}
+    rounds = [("warm-up", generate(args.warmup_datasets * 4))] if args.warmup_datasets else []
+    rounds += [(f"round {n}", mcps) for n in range(1, args.rounds + 1)]
+    ratios: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, workload in rounds:
+            with ExitStack() as cleanup:  # each round's names are dropped before the next round
+                ratios[label] = measure_round(label, workload, chosen, formats, endpoints, Path(tmp), cleanup,
+                                              servers)
+            print(f"{label} done; load average {os.getloadavg()[0]:.1f}", flush=True)
+    for wire_format in formats:
+        figures = "   ".join(f"{label}: {by_format[wire_format]:.1f}%" for label, by_format in ratios.items())
+        print(f"lodestar ({wire_format}) / slowest raw backend by round: {figures} (target >= 70% in each round)")
 
-        n = copies(messages, RAW_MINIMUM["kafka"])
-        sent = [(key + b"#%d" % copy, value) for copy in range(n) for key, value in messages]
-        seconds = raw_kafka(endpoints, source, sent)
-        figures["kafka"] = n * len(mcps) / seconds
-        mean = sum(len(v) for _, v in messages) / max(1, len(messages))
-        print(f"raw kafka      produce+consume      {len(sent):>7} msgs  {seconds:7.1f} s"
-              f"  {rate(len(sent), seconds)} msg/s  = {figures['kafka']:9,.0f} MCP/s"
-              f"   (the run's {len(messages)} MCLs x {n}, {mean:,.0f} B on average; idempotent, acks=all,"
-              f" linger 5 ms, {PARTITIONS} partitions; a consumer reading them back meanwhile)", flush=True)
-
-        n = copies(rows, RAW_MINIMUM["cassandra"])
-        inserted = [(f"{row[0]}#{copy}", *row[1:]) for copy in range(n) for row in rows]
-        seconds = raw_cassandra(session, source, inserted)
-        figures["cassandra"] = n * len(mcps) / seconds
-        print(f"raw cassandra  INSERT IF NOT EXISTS {len(inserted):>7} rows  {seconds:7.1f} s"
-              f"  {rate(len(inserted), seconds)} row/s  = {figures['cassandra']:9,.0f} MCP/s"
-              f"   (the run's {len(rows)} versions x {n}; execute_concurrent, {CASSANDRA_CONCURRENCY} in flight,"
-              " QUORUM/SERIAL)", flush=True)
-
-        n = copies(docs, RAW_MINIMUM["opensearch"])
-        indexed = [(f"{doc_id}#{copy}", doc) for copy in range(n) for doc_id, doc in docs]
-        seconds = raw_opensearch(opensearch, source, body, indexed)
-        figures["opensearch"] = n * len(mcps) / seconds
-        print(f"raw opensearch bulk + refresh       {len(indexed):>7} docs  {seconds:7.1f} s"
-              f"  {rate(len(indexed), seconds)} doc/s  = {figures['opensearch']:9,.0f} MCP/s"
-              f"   (the run's {len(docs)} search documents x {n}; {BULK_DOCS} a request, then one refresh)",
-              flush=True)
-
-        for backend, limit in figures.items():
-            print(f"ratio      lodestar / raw {backend:<10} = {100 * len(mcps) / best.elapsed / limit:5.1f}%")
-        slowest = min(figures, key=figures.__getitem__)
-        for wire_format in formats:
-            fastest = min((r for r in runs if r.wire_format == wire_format), key=lambda r: r.elapsed)
-            lodestar = len(mcps) / fastest.elapsed
-            print(f"lodestar ({wire_format}) / slowest raw backend = {100 * lodestar / figures[slowest]:.1f}%"
-                  f" (target >= 70%)   (lodestar: {lodestar:,.0f} MCP/s, setup {fastest.setup.name};"
-                  f" slowest raw backend: {slowest}, {figures[slowest]:,.0f} MCP/s)")
 
 if __name__ == "__main__":
     main()
