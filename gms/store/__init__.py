@@ -9,7 +9,8 @@ A deleted aspect is a version whose value is None (a tombstone), so history surv
 Atomicity: a version and its events always commit together. Whether a whole batch does
 depends on the store: SQLite commits or rolls back a batch as one transaction; Cassandra
 has no multi-partition transactions, so each insert is applied (with its events) when it
-is made and a failing batch cannot undo the inserts it already made.
+is made and a failing batch cannot undo the inserts it already made; the inserts of one
+entity held by `AspectBatch.together` are applied together, all or none, in one write.
 
 Errors: an adapter raises its database's errors as `ingest.backends.errors` (BackendUnavailable
 while the database does not answer or stays locked, BackendFailure for what it refuses).
