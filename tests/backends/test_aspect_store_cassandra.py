@@ -16,6 +16,7 @@ from cassandra.query import BatchStatement
 
 from gms.service import Gms
 from gms.store import AspectStore
+from gms.store import cassandra as cassandra_store
 from gms.store.cassandra import CassandraAspectStore
 from gms.store.cassandra_lease import ProducerInUse
 from gms.store.cassandra_outbox import Reserved
@@ -185,6 +186,23 @@ def test_a_request_writes_each_entity_with_one_read_and_one_conditional_batch(
     assert [r.version for r in results] == [1, 1, 2] + [1, 1, 1] * 2
     assert sorted(statements.kinds) == sorted(["serial read", "batch", "conditional batch"] * 3)
     assert [h.version for h in store.history(urns[1], "datasetKey")] == [1]  # the key aspect in the same batch
+    gms.close()
+
+
+def test_an_entity_whose_held_writes_fill_up_is_written_in_several_conditional_batches(
+        keyspace: ScratchKeyspace, urn: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    store = keyspace.store()
+    gms = Gms(store, SqliteEventLog(tmp_path / "events.db"))
+    monkeypatch.setattr(cassandra_store, "HELD_BYTES", 1)  # full after each proposal
+    statements = _Statements(store, monkeypatch)
+    results = gms.apply([proposal(urn, "datasetProperties", {"name": f"v{n}"}) for n in range(1, 4)], ACTOR)
+    assert [(r.status, r.version) for r in results] == [("applied", 1), ("applied", 2), ("applied", 3)]
+    assert statements.kinds.count("conditional batch") == 3
+    assert [h.value["name"] for h in store.history(urn, "datasetProperties")] == ["v1", "v2", "v3"]
+    published = [(r["aspectName"], r["systemMetadata"]["version"])
+                 for r in (gms.codec.decode(record.value)[1] for record in gms.log.read(MCL_VERSIONED))]
+    assert published == [("datasetKey", "1"), ("datasetProperties", "1"), ("datasetProperties", "2"),
+                         ("datasetProperties", "3")]
     gms.close()
 
 
