@@ -184,7 +184,7 @@ def test_a_request_writes_each_entity_with_one_read_and_one_conditional_batch(
     results = gms.writes.apply([proposal(urn, aspect, value) for urn in urns for aspect, value in (
         ("datasetProperties", {"name": "n"}), ("globalTags", {"tags": []}), ("status", {"removed": True}))], ACTOR)
     assert [r.version for r in results] == [1, 1, 2] + [1, 1, 1] * 2
-    assert sorted(statements.kinds) == sorted(["serial read", "batch", "conditional batch"] * 3)
+    assert sorted(statements.kinds) == sorted(["read", "batch", "conditional batch"] * 3)
     assert [h.version for h in store.history(urns[1], "datasetKey")] == [1]  # the key aspect in the same batch
     gms.close()
 
