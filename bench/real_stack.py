@@ -125,7 +125,7 @@ def cassandra_session(endpoints: Endpoints) -> Cluster:
                                request_timeout=30.0, consistency_level=QUORUM, serial_consistency_level=SERIAL,
                                row_factory=tuple_factory)
     return Cluster(hosts, port=port, protocol_version=5, execution_profiles={EXEC_PROFILE_DEFAULT: profile},
-                   sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+                   sockopts=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)], connect_timeout=30)
 
 
 def drop_everything(endpoints: Endpoints, names: Names) -> None:
