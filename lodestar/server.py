@@ -194,6 +194,9 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
         flags["stopping"] = True
         listener.close()  # wakes accept()
 
+    if not (config or Config()).embedded and _fork_and_wait(partial(_create_backend_schemas, data_dir, config),
+                                                            listener) != 0:
+        return 1  # the child said why
     signal.signal(signal.SIGCHLD, stop)  # a child that exits, failing to start or later, stops them all
     children: dict[int, str] = {}
     if background:
@@ -249,6 +252,26 @@ def _fork(main: Callable[[], int], *parent_only: socket.socket) -> int:
             sock.close()
         os._exit(main())
     return pid
+
+
+def _fork_and_wait(main: Callable[[], int], *parent_only: socket.socket) -> int:
+    """Run main in a child process to its end; its exit status."""
+    return os.waitstatus_to_exitcode(os.waitpid(_fork(main, *parent_only), 0)[1])
+
+
+def _create_backend_schemas(data_dir: Path, config: Config | None) -> int:
+    """Open the stores once and close them, so their keyspace, tables and indices exist before
+    the processes that serve start: Cassandra does not make the same table safely when several
+    clients create it at once (a worker once found "table leases does not exist" right after
+    another created it)."""
+    try:
+        node = Node(data_dir, Roles.NONE, config, "setup")
+    except ServeError as err:
+        print(f"lodestar: error: {err}", file=sys.stderr)
+        return 1
+    node.read_models.close()
+    node.gms.close()
+    return 0
 
 
 def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str,
