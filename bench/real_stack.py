@@ -266,8 +266,8 @@ def lodestar_run(setup: Setup, wire_format: str, mcps: Sequence[dict[str, Any]],
                  workdir: Path, servers: Servers) -> LodestarRun:
     data_dir = workdir / setup.name / wire_format / "data"
     data_dir.mkdir(parents=True)
-    # The keyspace's tables are made beforehand: the processes starting at once on a new keyspace
-    # were seen, on a very busy machine, to prepare a statement on a table another was creating.
+    # The keyspace's tables are made beforehand, as docs/operations.md advises when several
+    # commands start at once on new names (the split setup starts gms and mcl-processor together).
     cluster = cassandra_session(endpoints)
     try:
         ensure_schema(cluster.connect(), names.run, replication_factor=1)
