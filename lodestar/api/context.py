@@ -30,6 +30,9 @@ PRINCIPAL_KEY = web.RequestKey("principal", str)
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
+OFFSETS_GRACE_S = 5.0  # beyond a waitForIndex's wait, for reading where the MCL partitions end
+
+
 class RouteModule(Protocol):
     """A route module as `create_app` assembles it: `add_routes` adds its routes (and any state
     they need) to the app, and `OPENAPI_PATHS` holds their path items for /openapi.json
@@ -59,10 +62,17 @@ class Api:
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gms-writer")
 
     async def wait_for_index(self, timeout: float = 30.0) -> bool:
-        """Whether every MCL published so far is in the read models within timeout seconds."""
+        """Whether every MCL published so far is in the read models within timeout seconds. The
+        answer comes by then (and OFFSETS_GRACE_S) however long the log takes to say where its
+        partitions end (a broker just restarted): False, the check going on in the background."""
         if self.processor is not None:
-            return await asyncio.to_thread(self.processor.wait_until_caught_up, self.gms.log, timeout)
-        return await asyncio.to_thread(wait_until_caught_up, self.gms.log, timeout)
+            check = asyncio.to_thread(self.processor.wait_until_caught_up, self.gms.log, timeout)
+        else:
+            check = asyncio.to_thread(wait_until_caught_up, self.gms.log, timeout)
+        try:
+            return await asyncio.wait_for(check, timeout + OFFSETS_GRACE_S)
+        except TimeoutError:
+            return False
 
     async def apply(self, proposals: Sequence[Proposal | ProposalError], actor: str,
                     headers: Mapping[str, str], all_or_none: bool = False) -> list[Result]:

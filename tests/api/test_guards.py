@@ -19,11 +19,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gms import tracing
 from gms.service import Gms
+from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
 from ingest.eventlog import LogMessage
 from ingest.eventlog.sqlite import SqliteEventLog
+from lodestar.api import context
 from lodestar.api.app import create_app
 from lodestar.api.auth import ADMIN, TokenAuth
+from lodestar.api.context import Api
 from lodestar.api.guards import GUARDS_KEY, RETRY_AFTER_LIMIT, Backpressure, Guards, LagSampler
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, MclProcessor
@@ -178,6 +181,40 @@ def test_a_lag_sample_older_than_two_seconds_is_awaited_but_not_for_longer(tmp_p
     lag, took = asyncio.run(timed())  # (leaving the loop waits for the slow sample's thread)
     assert lag == 0 and 1.9 < took < 2.9  # the sample takes too long: the last figure stands
     log.close()
+
+
+class StuckLog(SqliteEventLog):
+    """A log that cannot say where its partitions end until `release` is set (a broker that
+    does not answer)."""
+
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.release = threading.Event()
+
+    def end_offset(self, topic: str, partition: int) -> int:
+        self.release.wait()
+        return super().end_offset(topic, partition)
+
+
+def test_wait_for_index_answers_not_indexed_when_the_log_cannot_say_where_it_ends(tmp_path, monkeypatch):
+    monkeypatch.setattr(context, "OFFSETS_GRACE_S", 0.1)
+    log = StuckLog(tmp_path / "log.db")
+    gms = Gms(SqliteAspectStore(tmp_path / "store.db"), log)
+    read_models = SqliteReadModels.in_data_dir(tmp_path, gms.registry)
+    api = Api(gms, TokenAuth(), read_models)
+
+    async def answer_then_release() -> bool:
+        answer = await api.wait_for_index(timeout=0.1)
+        log.release.set()  # (the event loop's end waits for the check's thread)
+        return answer
+
+    try:
+        assert asyncio.run(answer_then_release()) is False  # not a request hanging as long as the log
+    finally:
+        log.release.set()
+        api.writer.shutdown()
+        read_models.close()
+        gms.close()
 
 
 def test_writes_beyond_the_in_flight_byte_budget_get_429_and_nothing_of_them_is_applied(lagging):
