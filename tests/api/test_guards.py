@@ -27,7 +27,7 @@ from lodestar.api import context
 from lodestar.api.app import create_app
 from lodestar.api.auth import ADMIN, TokenAuth
 from lodestar.api.context import Api
-from lodestar.api.guards import GUARDS_KEY, RETRY_AFTER_LIMIT, Backpressure, Guards, LagSampler
+from lodestar.api.guards import AWAIT_AFTER, GUARDS_KEY, RETRY_AFTER_LIMIT, Backpressure, Guards, LagSampler
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, MclProcessor
 from tests.support.builders import dataset_urn, mcp, properties
@@ -145,18 +145,22 @@ def test_retry_after_is_the_time_the_processor_needs_at_its_best_recent_rate_to_
     log.close()
 
 
-class SlowLog(SqliteEventLog):
-    """A log whose offsets take `delay` seconds to read (a broker answering slowly)."""
+class StuckLog(SqliteEventLog):
+    """A log that cannot say where its partitions end until `release` is set (a broker that
+    does not answer)."""
 
-    delay = 0.0
+    def __init__(self, path: Path):
+        super().__init__(path)
+        self.release = threading.Event()
 
     def end_offset(self, topic: str, partition: int) -> int:
-        time.sleep(self.delay)
+        self.release.wait()
         return super().end_offset(topic, partition)
 
 
 def test_a_lag_sample_older_than_two_seconds_is_awaited_but_not_for_longer(tmp_path):
-    log = SlowLog(tmp_path / "log.db")
+    log = StuckLog(tmp_path / "log.db")
+    log.release.set()
     log.append(topics.MCL_VERSIONED, [LogMessage(f"k{i}", b"mcl") for i in range(10)])
     now = [0.0]
     sampler = LagSampler(log, every=0.5, clock=lambda: now[0])
@@ -172,28 +176,27 @@ def test_a_lag_sample_older_than_two_seconds_is_awaited_but_not_for_longer(tmp_p
     now[0] = 3.5  # writers paused: the next write waits for a new sample
     assert asyncio.run(sampler.current()) == 0
     log.append(topics.MCL_VERSIONED, [LogMessage("k", b"mcl")])
-    log.delay, now[0] = 3.0, 7.0
+    log.release.clear()
+    now[0] = 7.0
 
-    async def timed() -> tuple[int, float]:
+    async def timed_then_release() -> tuple[int, float]:
         started = time.monotonic()
-        return await sampler.current(), time.monotonic() - started
+        lag = await sampler.current()  # the log does not answer: this returns without the sample
+        took = time.monotonic() - started
+        log.release.set()  # (the event loop's end waits for the sample's thread)
+        return lag, took
 
-    lag, took = asyncio.run(timed())  # (leaving the loop waits for the slow sample's thread)
-    assert lag == 0 and 1.9 < took < 2.9  # the sample takes too long: the last figure stands
+    watchdog = threading.Timer(30, log.release.set)  # a sampler that waits for the log fails, not hangs
+    watchdog.start()
+    try:
+        lag, took = asyncio.run(timed_then_release())
+    finally:
+        watchdog.cancel()
+        log.release.set()
+    assert lag == 0  # the last figure stands; the sample would have said 1
+    assert took >= AWAIT_AFTER - 0.05  # it was awaited (a loop's timer may fire a clock tick early)
+    assert asyncio.run(sampler.fresh(timeout=60)) == 1  # the log answers again: the new record counts
     log.close()
-
-
-class StuckLog(SqliteEventLog):
-    """A log that cannot say where its partitions end until `release` is set (a broker that
-    does not answer)."""
-
-    def __init__(self, path: Path):
-        super().__init__(path)
-        self.release = threading.Event()
-
-    def end_offset(self, topic: str, partition: int) -> int:
-        self.release.wait()
-        return super().end_offset(topic, partition)
 
 
 def test_wait_for_index_answers_not_indexed_when_the_log_cannot_say_where_it_ends(tmp_path, monkeypatch):
