@@ -6,7 +6,8 @@ written together or not at all), and one failing proposal does not stop the othe
 On a store without multi-partition transactions (Cassandra) atomicity stops at one entity:
 the proposals of a call to one entity are written together (`AspectBatch.together`), as one
 conditional write, all or none; a retry after another writer took one of their versions
-applies them again on a fresh read (up to MAX_RETRIES times).
+applies them again on a fresh read, after a random pause that grows (so that racing writers
+stop colliding), for up to CONFLICT_RETRY_S seconds before answering 409.
 
 A proposal reads and writes its own entity only, so on a store with `entity_concurrency` > 1
 the entities of a call are applied concurrently, up to that many at once, each entity's
@@ -17,9 +18,10 @@ to one entity, the batch is told (`prefetch`), so such a store reads the entity 
 
 from __future__ import annotations
 
+import random
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +36,8 @@ from schemas.events import EventCodec
 from schemas.mcl_wire import LODESTAR, mcl_encoder
 from schemas.registry import EntityRegistry
 
-MAX_RETRIES = 5
+CONFLICT_RETRY_S = 10.0  # how long a proposal retries while other writers keep taking its entity's versions
+CONFLICT_PAUSE_MAX_S = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +167,7 @@ class WritePath:
         def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
             prefetch(urn, items)
             done: list[tuple[int, Result]] = []
-            for _ in range(MAX_RETRIES):
+            for _ in _attempts():
                 while len(done) < len(items):
                     with batch.together(urn) as held:
                         results = []
@@ -198,7 +201,7 @@ class WritePath:
 
     def _apply_with_retries(self, batch: AspectBatch, item: ValidProposal, actor: str,
                             keyed: set[str]) -> Result:
-        for _ in range(MAX_RETRIES):
+        for _ in _attempts():
             try:
                 return _Application(self, batch, item, actor, keyed).run()
             except ProposalFailed as failure:
@@ -206,6 +209,21 @@ class WritePath:
             except _Conflict:
                 continue
         return _conflict()
+
+
+def _attempts() -> Iterator[int]:
+    """Attempts at a conditional write that other writers may beat: the first at once, each
+    next after a random pause of up to 1, 2, 4 ... ms (at most CONFLICT_PAUSE_MAX_S), until
+    CONFLICT_RETRY_S have passed. Without the pauses, writers racing on one entity retry in
+    step and can all lose again; with a fixed count, the last of N racers could run out."""
+    deadline = time.monotonic() + CONFLICT_RETRY_S
+    attempt = 0
+    while True:
+        yield attempt
+        attempt += 1
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(random.uniform(0, min(CONFLICT_PAUSE_MAX_S, 0.001 * 2 ** attempt)))
 
 
 def _conflict() -> Result:

@@ -21,6 +21,7 @@ from gms.store.cassandra import CassandraAspectStore
 from gms.store.cassandra_lease import ProducerInUse
 from gms.store.cassandra_outbox import Reserved
 from gms.store.cassandra_schema import SERIAL, applied, partition_batch
+from gms.write_path import Result
 from ingest.backends import Endpoints
 from ingest.backends.errors import BackendUnavailable
 from ingest.eventlog.sqlite import SqliteEventLog
@@ -211,15 +212,16 @@ def test_gms_instances_racing_on_one_entity_write_every_version_once_with_one_mc
     services = [Gms(keyspace.store(), SqliteEventLog(tmp_path / f"events-{n}.db")) for n in range(RACERS)]
     start = threading.Barrier(RACERS)
 
-    def race(n: int) -> list[int | None]:
+    def race(n: int) -> list[Result]:
         start.wait()
-        return [r.version for r in services[n].apply([
+        return services[n].apply([
             proposal(urn, "globalTags", {"tags": [{"tag": f"urn:li:tag:t{n}"}]}),
-            proposal(urn, "datasetProperties", {"name": f"writer {n}"})], ACTOR)]
+            proposal(urn, "datasetProperties", {"name": f"writer {n}"})], ACTOR)
 
     with ThreadPoolExecutor(RACERS) as pool:
-        versions = list(pool.map(race, range(RACERS)))
-    assert sorted(v for pair in versions for v in pair) == sorted(list(range(1, RACERS + 1)) * 2)
+        results = [result for pair in pool.map(race, range(RACERS)) for result in pair]
+    assert all(r.status == "applied" for r in results), [r.to_json() for r in results]
+    assert sorted(r.version for r in results) == sorted(list(range(1, RACERS + 1)) * 2)
     published = [(record["aspectName"], record["systemMetadata"]["version"]) for service in services
                  for record in (service.codec.decode(r.value)[1] for r in service.log.read(MCL_VERSIONED))]
     assert sorted(published) == sorted([("datasetKey", "1")] + [(aspect, str(v)) for v in range(1, RACERS + 1)
