@@ -2,9 +2,9 @@
 
     .venv/bin/python -m bench.busy_suite [--runs 3] [--burners N] [-- pytest args]
 
-A test that passes only on a quiet machine is a false alarm waiting to happen; this runs the
-suite as `bin/test` does (servers from deploy/ already started) while `--burners` processes
-(default: one per core) spin at full speed, and prints each run's outcome and duration.
+A test that passes only on a quiet machine is a false alarm waiting to happen; this runs
+`bin/test` (as CI does: its pytest-xdist workers, the servers from deploy/) while `--burners`
+processes (default: one per core) spin at full speed, and prints each run's outcome and duration.
 Exit status: 0 when every run passed.
 """
 
@@ -31,7 +31,7 @@ def main() -> int:
     with cpu_burners(args.burners):
         for run in range(1, args.runs + 1):
             started = time.monotonic()
-            done = subprocess.run([sys.executable, "-m", "pytest", *args.pytest_args], cwd=ROOT)
+            done = subprocess.run([os.path.join(ROOT, "bin", "test"), *args.pytest_args], cwd=ROOT)
             seconds = time.monotonic() - started
             outcomes.append(done.returncode)
             print(f"run {run}/{args.runs}: pytest exit {done.returncode} in {seconds:.0f} s"
