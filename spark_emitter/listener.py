@@ -17,7 +17,9 @@ from typing import Any
 
 from ingest.emitters import Emitter, KafkaEmitter, RestEmitter
 from ingest.proposal import Proposal
-from spark_emitter.capture import NESTED_WRITE, WRITES, Captured, JvmReader
+from spark_emitter.capture import NESTED_WRITE, Captured, PlanReader
+from spark_emitter.capture_compiled import CompiledPlanReader
+from spark_emitter.capture_py4j import Py4jPlanReader
 from spark_emitter.delivery import Counts, Delivery
 from spark_emitter.mcps import Action, App, action_proposals, application_ended, application_started
 from spark_emitter.urns import Naming
@@ -85,14 +87,6 @@ def _camel(name: str) -> str:
     return head + "".join(part.title() for part in rest)
 
 
-@dataclass(frozen=True)
-class _Finished:
-    """A write action handed to the worker."""
-
-    captured: Captured
-    execution_id: int
-
-
 class LodestarListener:
     """Attached to one SparkSession; see `attach`."""
 
@@ -103,7 +97,7 @@ class LodestarListener:
         self.app = App(sc.applicationId, sc.appName, settings.job or sc.appName, settings.env, sc.sparkUser(),
                        sc.startTime, (("master", sc.master), ("sparkVersion", spark.version)))
         self.naming = Naming(sc.appName, settings.env, settings.catalog_platform)
-        self._reader = JvmReader(sc._jvm)
+        self.plan_reader = plan_reader(spark)
         self._job_inputs: set[str] = set()
         self._job_outputs: set[str] = set()
         self._token = f"LodestarListener-{uuid.uuid4()}"
@@ -150,19 +144,18 @@ class LodestarListener:
         try:
             if func == NESTED_WRITE or self._closed:
                 return
-            plan = qe.analyzed()
-            command = self._reader.command(plan)
-            if command not in WRITES:
+            plan = self.plan_reader.read(qe)
+            if plan is None:
                 return
+            end_ms = int(time.time() * 1000)
             if exception is not None:
                 self.failed_actions += 1
-            end_ms = int(time.time() * 1000)
             if duration_ms is None:  # a failure: the action started when its analysis did
                 duration_ms = max(0, end_ms - qe.tracker().phases().apply("analysis").startTimeMs())
-            captured = self._reader.capture(func, plan, command, end_ms, duration_ms)
+            captured = Captured(func, plan, end_ms, duration_ms)
             if exception is not None:
                 captured.error = _error(exception)
-            self._delivery.offer(_Finished(captured, qe.id()))
+            self._delivery.offer(captured)
             self.callback_ms.append((time.perf_counter() - started) * 1000)
         except Exception:
             log.exception("Lodestar listener: could not read a finished action; it is not recorded")
@@ -170,15 +163,15 @@ class LodestarListener:
     # the worker's side
 
     def _build(self, item: Any) -> list[Proposal]:
-        if not isinstance(item, _Finished):
+        if not isinstance(item, Captured):
             return item  # proposals made on the caller's thread (application start and end)
-        captured = item.captured
-        lineage = analyze(captured, self.naming)
+        captured, plan = item, item.plan
+        lineage = analyze(plan, self.naming)
         if lineage is not None:
             self._job_inputs.update(s.urn for s in lineage.sources)
             if captured.error is None:  # a failed write wrote nothing: not an output of the job
                 self._job_outputs.add(lineage.target.urn)
-        action = Action(item.execution_id, captured.func, captured.command, captured.end_ms - captured.duration_ms,
+        action = Action(plan.execution_id, captured.func, plan.command, captured.end_ms - captured.duration_ms,
                         captured.end_ms, captured.error)
         proposals = action_proposals(self.app, action, lineage, (sorted(self._job_inputs), sorted(self._job_outputs)))
         return self._without_claimed(proposals, lineage.target.urn if lineage is not None else None)
@@ -284,9 +277,21 @@ class LodestarListener:
         if _ATTACHED.get(id(self._spark)) is self:
             del _ATTACHED[id(self._spark)]
         atexit.unregister(self.close)
-        self._reader.close()
+        self.plan_reader.close()
         self._delivery.offer(application_ended(self.app, int(time.time() * 1000), self.failed_actions))
         return self._delivery.close(timeout) and flushed
+
+
+def plan_reader(spark: Any) -> PlanReader:
+    """The reader of `spark`'s plans: one round trip per action when the driver JVM can compile
+    PlanCapture.java, else one per fact."""
+    sc = spark.sparkContext
+    try:
+        return CompiledPlanReader(sc._jvm, sc._gateway, spark._jsparkSession.getClass().getClassLoader())
+    except Exception as err:  # (no javac, a cache that cannot be written, ...): the job must not fail for it
+        log.warning("Lodestar listener: no compiled plan reader (%s); reading plans with a Py4J call per fact"
+                    " (slower on Spark's listener thread)", err)
+        return Py4jPlanReader(sc._jvm)
 
 
 def _check_callback_server(gateway: Any) -> None:

@@ -1,4 +1,4 @@
-"""One captured write action -> its target, sources and column lineage (`WriteLineage`)."""
+"""One write action's plan -> its target, sources and column lineage (`WriteLineage`)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,23 @@ from typing import Any
 
 import orjson
 
-from spark_emitter.capture import FILE_WRITE, QUERY_FIELD, SEP, V2_WRITES, Captured
+from spark_emitter.capture import FILE_WRITE, QUERY_FIELD, V2_WRITES, Plan
 from spark_emitter.lineage import LOCAL_RELATIONS, Analyzer, WriteLineage
 from spark_emitter.plan import Node, parse
 from spark_emitter.urns import Dataset, Naming
 
 
-def analyze(captured: Captured, naming: Naming) -> WriteLineage | None:
-    """The lineage of a captured write; None for a plan that is not a write Lodestar names."""
-    root = parse(captured.plan)
-    write = captured.write
+def analyze(plan: Plan, naming: Naming) -> WriteLineage | None:
+    """The lineage of a write; None for a plan that is not a write Lodestar names."""
+    root = parse(plan.nodes)
+    write = plan.write
     columns: list[str] | None = None
     if root.cls == FILE_WRITE:
         table = root.get("catalogTable")
         platform, name = (naming.table(_identifier(table)) if table
                           else naming.path(write["path"], write.get("format")))
         query = root.children[0]
-        columns = write["columns"].split(SEP) if write.get("columns") else None
+        columns = write.get("columns") or None
         properties = {"format": write.get("format", ""), "path": write.get("path", "")}
     elif root.cls in V2_WRITES:
         platform, name = _v2(naming, write)
@@ -38,7 +38,7 @@ def analyze(captured: Captured, naming: Naming) -> WriteLineage | None:
         return None
     schema = _schema(write.get("schema"), columns)
     target = Dataset(platform, name, naming.env, schema, tuple(sorted(properties.items())))
-    return Analyzer(_Resolver(naming, captured.relations)).write(target, query, [c for c, _ in schema])
+    return Analyzer(_Resolver(naming, plan.relations)).write(target, query, [c for c, _ in schema])
 
 
 class _Resolver:

@@ -16,9 +16,20 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from spark_emitter import LodestarListener, attach
+from spark_emitter.capture_compiled import CompiledPlanReader
 from spark_emitter.urns import dataset_urn
 from tests.support.processes import TOKEN, ServeProcess
-from tests.support.spark_harness import Recorded, control, files, fine, local, sorted_entries, spark_session, table
+from tests.support.spark_harness import (
+    BothPlanReaders,
+    Recorded,
+    control,
+    files,
+    fine,
+    local,
+    sorted_entries,
+    spark_session,
+    table,
+)
 
 FLOW = "urn:li:dataFlow:(spark,lodestar-test,PROD)"
 JOB = f"urn:li:dataJob:({FLOW},nightly)"
@@ -31,14 +42,20 @@ class Job:
     listener: LodestarListener
     root: Path
     recorded: Recorded
+    readers: BothPlanReaders
     delivered: int = 0
+    compared: int = 0
 
     def flush(self, actions: int) -> None:
-        """Wait until the listener delivered; `actions` writes must have been recorded since the last flush."""
+        """Wait until the listener delivered; `actions` writes must have been recorded since the last
+        flush, and both plan readers must have read each of them alike."""
         assert self.listener.flush(60)
         assert self.listener.counts.delivered - self.delivered == actions
         assert self.listener.counts.failed == 0 and self.listener.counts.dropped == 0
         self.delivered = self.listener.counts.delivered
+        assert self.readers.differences == []
+        assert self.readers.compared - self.compared == actions
+        self.compared = self.readers.compared
 
     @property
     def app_run(self) -> str:
@@ -52,14 +69,17 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
         conf = {"spark.lodestar.server": lodestar.url, "spark.lodestar.token": TOKEN, "spark.lodestar.job": "nightly"}
         with spark_session(root / "warehouse", **conf) as spark:
             listener = attach(spark)
+            assert isinstance(listener.plan_reader, CompiledPlanReader)  # javac is there
             spark.createDataFrame([(1, "ann", 10), (2, "bob", 20), (3, "cy", 5)], "k long, name string, v long") \
                 .createOrReplaceTempView("orders")
             spark.createDataFrame([(1, "north"), (2, "south")], "k long, region string") \
                 .createOrReplaceTempView("regions")
-            job = Job(spark, listener, root, Recorded(lodestar.client()))
-            job.flush(1)  # the application's start
+            job = Job(spark, listener, root, Recorded(lodestar.client()), BothPlanReaders(spark))
+            assert listener.flush(60) and listener.counts.delivered == 1  # the application's start
+            job.delivered = 1
             yield job
             listener.close(30)
+            job.readers.close()
 
 
 def test_seed_pipeline_read_parse_concat_create_id_write(job: Job) -> None:

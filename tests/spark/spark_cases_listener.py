@@ -1,6 +1,7 @@
 """The listener's delivery and life cycle with real PySpark jobs: Lodestar down or slow (the job
 goes on; events fail or are dropped and counted), Kafka to the MCP topic, settings from Spark
-conf, close (application run ended, listener detached), and what cannot be attached."""
+conf, close (application run ended, listener detached), what cannot be attached, and its plan
+reader compiled in the driver JVM (or, when that fails, the Py4J one)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,9 @@ from ingest import topics
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.proposal import Proposal
 from schemas.events import default_codec
-from spark_emitter import ListenerError, attach
+from spark_emitter import ListenerError, attach, capture_compiled
+from spark_emitter.capture_compiled import CLASS_NAME, CompiledPlanReader, compiled
+from spark_emitter.capture_py4j import Py4jPlanReader
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.processes import TOKEN, ServeProcess
 from tests.support.server import free_port
@@ -145,6 +148,41 @@ def test_what_cannot_be_attached(spark: Any) -> None:
         attach(spark, server="http://127.0.0.1:1", queue_size="many")
     with pytest.raises(ListenerError, match="unknown setting"):
         attach(spark, server="http://127.0.0.1:1", servre="x")
+
+
+def test_the_plan_reader_is_compiled_into_the_cache_once_per_source_spark_and_java_version(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    sc = spark.sparkContext
+    built = compiled(sc._jvm, sc._gateway)
+    assert built.parent == tmp_path / "lodestar" / "spark"
+    class_file = built / (CLASS_NAME.replace(".", "/") + ".class")
+    assert class_file.read_bytes()[:4] == b"\xca\xfe\xba\xbe"  # a class file
+    built_at = class_file.stat().st_mtime_ns
+    assert compiled(sc._jvm, sc._gateway) == built and class_file.stat().st_mtime_ns == built_at  # not again
+    assert [p.name for p in built.parent.iterdir()] == [built.name]  # nothing left of the build
+
+
+def test_a_plan_reader_that_cannot_be_built_leaves_the_py4j_reader_recording_the_same(
+        spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setattr(capture_compiled, "_LOADED", {})  # as in a process that never loaded it
+    (tmp_path / "not-a-directory").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-directory"))
+    with ServeProcess(tmp_path / "lodestar") as lodestar:
+        listener = attach(spark, server=lodestar.url, token=TOKEN)
+        try:
+            assert isinstance(listener.plan_reader, Py4jPlanReader)
+            assert "reading plans with a Py4J call per fact" in caplog.text
+            _write(spark, tmp_path / "out")
+            assert listener.flush(60) and listener.counts.delivered == 2  # the application's start, the write
+            assert Recorded(lodestar.client()).runs_producing(files(tmp_path / "out"))
+        finally:
+            listener.close(30)
+    monkeypatch.undo()
+    with ServeProcess(tmp_path / "again") as lodestar:
+        listener = attach(spark, server=lodestar.url, token=TOKEN)
+        assert isinstance(listener.plan_reader, CompiledPlanReader)
+        listener.close(30)
 
 
 def _digest(columns: str) -> str:

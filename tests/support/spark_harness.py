@@ -11,6 +11,9 @@ from typing import Any
 from urllib.parse import quote
 
 from ingest.rest import LodestarError, RestClient
+from spark_emitter.capture import NESTED_WRITE
+from spark_emitter.capture_compiled import CompiledPlanReader
+from spark_emitter.capture_py4j import Py4jPlanReader
 from spark_emitter.urns import dataset_urn, field_urn
 
 WAIT = 60.0
@@ -117,3 +120,61 @@ def sorted_entries(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def _entry_key(entry: dict[str, Any]) -> tuple:
     return (entry.get("downstreams") or [""], entry.get("transformOperation") or "", entry.get("upstreams") or [])
+
+
+class BothPlanReaders:
+    """A second QueryExecutionListener on a session: reads each finished write with the compiled
+    reader and the Py4J reader, and keeps where they differ. The relations' facts are compared
+    where the Py4J reader has them (it reads only those the JSON leaves out; the compiled one,
+    every file, JDBC and V2 relation)."""
+
+    def __init__(self, spark: Any):
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        sc = spark.sparkContext
+        self.compiled = CompiledPlanReader(sc._jvm, sc._gateway, spark._jsparkSession.getClass().getClassLoader())
+        self.py4j = Py4jPlanReader(sc._jvm)
+        self.compared = 0
+        self.differences: list[Any] = []
+        ensure_callback_server_started(sc._gateway)
+        spark._jsparkSession.listenerManager().register(self)
+
+    def onSuccess(self, func: str, qe: Any, duration_ns: int) -> None:  # noqa: N802 (Java's name)
+        self._compare(func, qe)
+
+    def onFailure(self, func: str, qe: Any, exception: Any) -> None:  # noqa: N802
+        self._compare(func, qe)
+
+    def _compare(self, func: str, qe: Any) -> None:
+        if func == NESTED_WRITE:
+            return
+        try:
+            compiled, plain = self.compiled.read(qe), self.py4j.read(qe)
+        except Exception as err:  # (the JVM calls this: an exception would only be logged there)
+            self.differences.append(repr(err))
+            return
+        if compiled is None and plain is None:
+            return
+        self.compared += 1
+        if compiled is None or plain is None or not plain.relations.keys() <= compiled.relations.keys():
+            self.differences.append((compiled, plain))
+            return
+        compiled.relations = {expr_id: compiled.relations[expr_id] for expr_id in plain.relations}
+        if compiled != plain:
+            self.differences.append((compiled, plain))
+
+    def close(self) -> None:
+        self.compiled.close()
+        self.py4j.close()
+
+    def equals(self, other: Any) -> bool:
+        return self is other
+
+    def hashCode(self) -> int:  # noqa: N802 (Java's name)
+        return id(self) & 0x7FFFFFFF
+
+    def toString(self) -> str:  # noqa: N802
+        return f"BothPlanReaders-{id(self)}"
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
