@@ -35,10 +35,10 @@ class CompiledPlanReader(PlanReader):
 
     def __init__(self, jvm: Any, gateway: Any, spark_classes: Any):
         """`spark_classes`: a JVM ClassLoader that sees Spark's classes."""
+        constructor = _loaded(jvm, gateway, spark_classes).getConstructors()[0]  # (may fail: no file made yet)
         super().__init__()
         arguments = [str(self.plan_path), *(_array(gateway, jvm.String, sorted(names))
                                             for names in (WRITES, V2_WRITES, QUERY_FIELD))]
-        constructor = _loaded(jvm, gateway, spark_classes).getConstructors()[0]
         self._capture = constructor.newInstance(_array(gateway, jvm.Object, arguments))
 
     def read(self, execution: Any) -> Plan | None:
