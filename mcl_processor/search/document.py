@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import pairwise
+from itertools import groupby, pairwise
 from typing import Any, NamedTuple
 
 import orjson
@@ -129,8 +129,22 @@ def pair_tokens(schema_text: str) -> list[str]:
     every document holding both words."""
     if not schema_text.isascii():
         schema_text = "".join(c for c in unicodedata.normalize("NFKD", schema_text) if not unicodedata.combining(c))
-    words = tokens(schema_text)
-    return sorted({pair_token(a, b) for a, b in pairwise(words) if a.isascii() and b.isascii()})
+    found = _PAIR_TOKENS
+    if len(found) >= MEMO_SIZE:
+        found.clear()
+    out = set()
+    for pair in pairwise(tokens(schema_text)):
+        token = found.get(pair)
+        if token is None:
+            first, second = pair
+            token = found[pair] = pair_token(first, second) if first.isascii() and second.isascii() else ""
+        out.add(token)
+    out.discard("")
+    return sorted(out)
+
+
+MEMO_SIZE = 100_000  # schema words repeat across a catalog: their pairs' tokens are kept (bounded)
+_PAIR_TOKENS: dict[tuple[str, str], str] = {}  # "": a pair that has no token
 
 
 class _Parts:
@@ -267,13 +281,8 @@ def _handler(spec: SearchField) -> Handler:
 
 
 def _runs(fields: list[str]) -> list[list[Any]]:
-    runs: list[list[Any]] = []
-    for field in fields:
-        if runs and runs[-1][0] == field:
-            runs[-1][1] += 1
-        else:
-            runs.append([field, 1])
-    return runs
+    """[[field, count]] of the runs of equal fields."""
+    return [[field, len(list(run))] for field, run in groupby(fields)] if fields else []
 
 
 class Analyzer:
