@@ -10,14 +10,17 @@ part, pickled there and back as the pool does), writes the read models and commi
 
 Without --callgrind this prints the CPU seconds per MCL of that second part (noisy on a busy
 machine). With --callgrind the second part runs twice under `valgrind --tool=callgrind`, once
-indexing and once (--dry) only starting up; the difference of their instruction counts per MCL
-is printed, which a loaded machine does not move. `--keep DIR` keeps the scratch data and the
-callgrind profile of the indexing run there (`callgrind_annotate DIR/callgrind.out`).
+indexing and once (--dry) only starting up and indexing the first WARM_UP records; the
+difference of their instruction counts per MCL after those is printed, which a loaded machine
+does not move (hash seeds are fixed: two runs of the same code count the same). `--keep DIR`
+keeps the scratch data and the callgrind profile of the indexing run there
+(`callgrind_annotate DIR/callgrind.out`).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import pickle
 import re
 import subprocess
@@ -36,6 +39,7 @@ from mcl_processor.workers import decode
 
 ACTOR = "urn:li:corpuser:bench"
 GROUP = "mcl-processor-cost"  # a group of its own: every run reads the log from the start
+WARM_UP = 100  # records indexed before counting
 
 
 def write(data_dir: Path, datasets: int) -> None:
@@ -50,27 +54,33 @@ def write(data_dir: Path, datasets: int) -> None:
         gms.close()
 
 
-def index(data_dir: Path, batch: int, dry: bool) -> int:
-    """Index every MCL of data_dir's log into fresh read models (none, `dry`); the MCL count."""
+def index(data_dir: Path, batch: int, dry: bool) -> tuple[int, float]:
+    """Index every MCL of data_dir's log into fresh read models, but for a first batch of
+    WARM_UP records, which also a `dry` run indexes (once-only work: loading the registry,
+    compiling the readers and statements): (MCLs indexed after it, CPU seconds they took)."""
     gms = Gms.embedded(data_dir / "gms")
     models_dir = Path(tempfile.mkdtemp(dir=data_dir, prefix="models-"))
     models = SqliteReadModels.in_data_dir(models_dir, gms.registry)
     processor = MclProcessor(gms.registry, gms.mcl_reader, models)
     preparer = models.preparer()
     consumer = gms.log.consumer(f"{GROUP}-{models_dir.name}", TOPICS)
-    done = 0
+    done, started = -WARM_UP, 0.0
     try:
-        while not dry and (records := consumer.poll(batch, 0)):
+        while records := consumer.poll(batch if done >= 0 else WARM_UP, 0):
             with collector_paused():  # as in the workers (workers.decode_in_worker)
                 decoded = pickle.dumps(decode(processor.decoder, preparer, [r.value for r in records]))
             processor.process(records, pickle.loads(decoded))
             consumer.commit(records)
             done += len(records)
+            if done == 0:
+                if dry:
+                    break
+                started = time.process_time()
+        return done, time.process_time() - started
     finally:
         consumer.close()
         models.close()
         gms.close()
-    return done
 
 
 def callgrind(data_dir: Path, batch: int, dry: bool) -> int:
@@ -78,7 +88,7 @@ def callgrind(data_dir: Path, batch: int, dry: bool) -> int:
     out = data_dir / ("callgrind.dry.out" if dry else "callgrind.out")
     command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
                "bench.mcl_processor_cost", "--index", str(data_dir), "--batch", str(batch)] + (["--dry"] if dry else [])
-    subprocess.run(command, check=True, capture_output=True)
+    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
     assert totals is not None, f"no totals in {out}"
     return int(totals.group(1))
@@ -94,7 +104,7 @@ def main() -> None:
     parser.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.index:
-        print(index(args.index, args.batch, args.dry))
+        index(args.index, args.batch, args.dry)
         return
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = args.keep or Path(tmp)
@@ -103,13 +113,11 @@ def main() -> None:
         if args.callgrind:
             base = callgrind(data_dir, args.batch, dry=True)
             total = callgrind(data_dir, args.batch, dry=False)
-            mcls = index(data_dir, args.batch, dry=False)  # (counted again, natively)
+            mcls, _ = index(data_dir, args.batch, dry=False)  # (counted again, natively)
             print(f"{mcls} MCLs of {args.datasets} datasets, batches of {args.batch}: "
-                  f"{(total - base) / mcls:,.0f} instructions per MCL ({total:,} - {base:,} at start-up)")
+                  f"{(total - base) / mcls:,.0f} instructions per MCL ({total:,} - {base:,} to start and warm up)")
         else:
-            started = time.process_time()
-            mcls = index(data_dir, args.batch, dry=False)
-            cpu = time.process_time() - started
+            mcls, cpu = index(data_dir, args.batch, dry=False)
             print(f"{mcls} MCLs of {args.datasets} datasets, batches of {args.batch}: "
                   f"{cpu / mcls * 1e6:,.0f} us CPU per MCL")
 

@@ -62,7 +62,9 @@ class Fragment(NamedTuple):
 
     @classmethod
     def decode(cls, data: bytes) -> Fragment:
-        return cls(*orjson.loads(data))
+        fields = orjson.loads(data)
+        # every field given: made as the tuple it is (a call of the generated __new__ costs more)
+        return tuple.__new__(cls, fields) if len(fields) == len(cls._fields) else cls(*fields)
 
 
 class Analysis(NamedTuple):
@@ -84,20 +86,27 @@ class Document(NamedTuple):
 
 
 _TOKENS: dict[str, str] = {}  # a bounded memo (no per-entry objects for the garbage collector)
+MEMO_SIZE = 100_000  # tokens repeat across a catalog (keys, values, schema words): the memos keep this many
+_PROPERTY_TOKENS: dict[tuple[str, str, str], str] = {}  # by (scope, key, lower-cased value)
 
 
 def meta_token(name: str) -> str:
     """An opaque single token for an exact filter term (letters and digits only)."""
     token = _TOKENS.get(name)
     if token is None:
-        if len(_TOKENS) >= 100_000:
+        if len(_TOKENS) >= MEMO_SIZE:
             _TOKENS.clear()
         token = _TOKENS[name] = "m" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
     return token
 
 
 def property_token(scope: str, key: str, lvalue: str) -> str:
-    return meta_token(f"{scope}:{key}={lvalue}")
+    token = _PROPERTY_TOKENS.get((scope, key, lvalue))
+    if token is None:
+        if len(_PROPERTY_TOKENS) >= MEMO_SIZE:
+            _PROPERTY_TOKENS.clear()
+        token = _PROPERTY_TOKENS[(scope, key, lvalue)] = meta_token(f"{scope}:{key}={lvalue}")
+    return token
 
 
 def type_token(entity_type: str) -> str:
@@ -143,7 +152,6 @@ def pair_tokens(schema_text: str) -> list[str]:
     return sorted(out)
 
 
-MEMO_SIZE = 100_000  # schema words repeat across a catalog: their pairs' tokens are kept (bounded)
 _PAIR_TOKENS: dict[tuple[str, str], str] = {}  # "": a pair that has no token
 
 
@@ -290,7 +298,8 @@ class Analyzer:
 
     def __init__(self, annotations: AspectAnnotations):
         self.annotations = annotations
-        self.handlers = {spec: _handler(spec) for spec in annotations.searchable}
+        # by the field's identity: a SearchField hashes its whole path at every lookup
+        self.handlers = {id(spec): _handler(spec) for spec in annotations.searchable}
 
     def fragment(self, value: Any) -> Fragment:
         return self._parts(value).fragment()
@@ -302,7 +311,7 @@ class Analyzer:
     def _parts(self, value: Any) -> _Parts:
         parts = _Parts()
         for spec, found in self.annotations.found(value):
-            self.handlers[spec](found, parts)
+            self.handlers[id(spec)](found, parts)
         parts.cdap = cdap.terms(self.annotations.aspect, value)
         return parts
 
