@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Any, NamedTuple
 
 from schemas.field_operations import TRANSFORM, operations_from_json
@@ -126,7 +126,7 @@ class AspectAnnotations:
     def searched(self) -> bool:
         return bool(self.searchable)
 
-    @property
+    @cached_property  # asked of every change of every batch
     def traced(self) -> bool:
         """Whether the lineage graph needs this aspect: edges, field edges or the soft-delete flag."""
         return bool(self.lineage or self.fine_grained or self.field_operations

@@ -67,7 +67,7 @@ def term(scope: str, key: str, token: str) -> str:
     or `k` and 8 hex digits of the key's hash, then the token with every character but a-w, y,
     z and digits written `x` and 6 hex digits, so that the term of a prefix is a prefix."""
     keyed = "a" if not key else _key_code(key)
-    written = token if _PLAIN_TOKEN.fullmatch(token) else "".join(map(_char, token))
+    written = token if _PLAIN_TOKEN.fullmatch(token) else token.translate(_ESCAPES)
     return f"{TERM_PREFIX}{SCOPE_LETTER[scope]}{keyed}{written}"
 
 
@@ -76,12 +76,22 @@ def _key_code(key: str) -> str:
     return "k" + hashlib.blake2b(key.encode(), digest_size=4).hexdigest()
 
 
-def _char(ch: str) -> str:
-    return ch if ch in _PLAIN else f"x{ord(ch):06x}"
+class _Escapes(dict[int, str]):
+    """`str.translate`'s table of `term`: a character kept as it is, or written `x` and 6 hex
+    digits; each character's entry is made when first met (a table of every code point would
+    be large, a function per character slow), up to MEMO_SIZE of them."""
+
+    def __missing__(self, code: int) -> str:
+        if len(self) >= MEMO_SIZE:
+            self.clear()
+        char = chr(code)
+        written = self[code] = char if char in _PLAIN else f"x{code:06x}"
+        return written
 
 
 _PLAIN = frozenset("abcdefghijklmnopqrstuvwyz0123456789")
 _PLAIN_TOKEN = re.compile("[a-wyz0-9]*")
+_ESCAPES = _Escapes()
 
 
 # -- index side -----------------------------------------------------------------------------
@@ -99,11 +109,7 @@ def terms(aspect: str, value: Any) -> set[str]:
             _add(out, scope, "tags", str(tag))
     elif aspect == "schemaMetadata":
         for field in value.get("fields") or []:
-            name = str(field.get("fieldPath") or "")
-            _add(out, "SYSTEM", "schema", name, any_key=False)
-            kind = field_type(field)
-            if name and kind:
-                out.add(_cached_term(("SYSTEM", name.lower(), kind.lower())))
+            out.update(_field_terms(field))
     elif aspect == "subTypes":
         names = [str(t) for t in value.get("typeNames") or []]
         out.update(term("SYSTEM", SUBTYPE, name.lower()) for name in names)
@@ -133,18 +139,29 @@ def _add(out: set[str], scope: str, key: str, text: str, any_key: bool = True) -
     out.update(found)
 
 
-def _cached_term(parts: tuple[str, str, str]) -> str:
-    found = _TERMS.get(parts)
+def _field_terms(field: Any) -> set[str] | frozenset[str]:
+    """A schema field's terms: its name's tokens under `schema` and `<name>:<TYPE>`; kept for
+    the (name, native type) pairs that decide them."""
+    name = str(field.get("fieldPath") or "")
+    native = field.get("nativeDataType")
+    memo = (name, native) if isinstance(native, str) and native.strip() else None
+    found = _FIELD_TERMS.get(memo) if memo else None
     if found is None:
-        if len(_TERMS) >= MEMO_SIZE:
-            _TERMS.clear()
-        found = _TERMS[parts] = term(*parts)
+        found = set()
+        _add(found, "SYSTEM", "schema", name, any_key=False)
+        kind = field_type(field)
+        if name and kind:
+            found.add(term("SYSTEM", name.lower(), kind.lower()))
+        if memo:
+            if len(_FIELD_TERMS) >= MEMO_SIZE:
+                _FIELD_TERMS.clear()
+            found = _FIELD_TERMS[memo] = frozenset(found)
     return found
 
 
 MEMO_SIZE = 100_000  # catalogs repeat field names, types, tags and keys: their terms are kept (bounded)
 _TEXT_TERMS: dict[tuple[str, str, str, bool], tuple[str, ...]] = {}
-_TERMS: dict[tuple[str, str, str], str] = {}
+_FIELD_TERMS: dict[tuple[str, str], frozenset[str]] = {}
 
 
 def _entity_terms(urn: str) -> set[str]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import pairwise
+from itertools import groupby, pairwise
 from typing import Any, NamedTuple
 
 import orjson
@@ -62,7 +62,9 @@ class Fragment(NamedTuple):
 
     @classmethod
     def decode(cls, data: bytes) -> Fragment:
-        return cls(*orjson.loads(data))
+        fields = orjson.loads(data)
+        # every field given: made as the tuple it is (a call of the generated __new__ costs more)
+        return tuple.__new__(cls, fields) if len(fields) == len(cls._fields) else cls(*fields)
 
 
 class Analysis(NamedTuple):
@@ -84,20 +86,27 @@ class Document(NamedTuple):
 
 
 _TOKENS: dict[str, str] = {}  # a bounded memo (no per-entry objects for the garbage collector)
+MEMO_SIZE = 100_000  # tokens repeat across a catalog (keys, values, schema words): the memos keep this many
+_PROPERTY_TOKENS: dict[tuple[str, str, str], str] = {}  # by (scope, key, lower-cased value)
 
 
 def meta_token(name: str) -> str:
     """An opaque single token for an exact filter term (letters and digits only)."""
     token = _TOKENS.get(name)
     if token is None:
-        if len(_TOKENS) >= 100_000:
+        if len(_TOKENS) >= MEMO_SIZE:
             _TOKENS.clear()
         token = _TOKENS[name] = "m" + hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
     return token
 
 
 def property_token(scope: str, key: str, lvalue: str) -> str:
-    return meta_token(f"{scope}:{key}={lvalue}")
+    token = _PROPERTY_TOKENS.get((scope, key, lvalue))
+    if token is None:
+        if len(_PROPERTY_TOKENS) >= MEMO_SIZE:
+            _PROPERTY_TOKENS.clear()
+        token = _PROPERTY_TOKENS[(scope, key, lvalue)] = meta_token(f"{scope}:{key}={lvalue}")
+    return token
 
 
 def type_token(entity_type: str) -> str:
@@ -129,8 +138,21 @@ def pair_tokens(schema_text: str) -> list[str]:
     every document holding both words."""
     if not schema_text.isascii():
         schema_text = "".join(c for c in unicodedata.normalize("NFKD", schema_text) if not unicodedata.combining(c))
-    words = tokens(schema_text)
-    return sorted({pair_token(a, b) for a, b in pairwise(words) if a.isascii() and b.isascii()})
+    found = _PAIR_TOKENS
+    if len(found) >= MEMO_SIZE:
+        found.clear()
+    out = set()
+    for pair in pairwise(tokens(schema_text)):
+        token = found.get(pair)
+        if token is None:
+            first, second = pair
+            token = found[pair] = pair_token(first, second) if first.isascii() and second.isascii() else ""
+        out.add(token)
+    out.discard("")
+    return sorted(out)
+
+
+_PAIR_TOKENS: dict[tuple[str, str], str] = {}  # "": a pair that has no token
 
 
 class _Parts:
@@ -267,13 +289,8 @@ def _handler(spec: SearchField) -> Handler:
 
 
 def _runs(fields: list[str]) -> list[list[Any]]:
-    runs: list[list[Any]] = []
-    for field in fields:
-        if runs and runs[-1][0] == field:
-            runs[-1][1] += 1
-        else:
-            runs.append([field, 1])
-    return runs
+    """[[field, count]] of the runs of equal fields."""
+    return [[field, len(list(run))] for field, run in groupby(fields)] if fields else []
 
 
 class Analyzer:
@@ -281,7 +298,8 @@ class Analyzer:
 
     def __init__(self, annotations: AspectAnnotations):
         self.annotations = annotations
-        self.handlers = {spec: _handler(spec) for spec in annotations.searchable}
+        # by the field's identity: a SearchField hashes its whole path at every lookup
+        self.handlers = {id(spec): _handler(spec) for spec in annotations.searchable}
 
     def fragment(self, value: Any) -> Fragment:
         return self._parts(value).fragment()
@@ -293,7 +311,7 @@ class Analyzer:
     def _parts(self, value: Any) -> _Parts:
         parts = _Parts()
         for spec, found in self.annotations.found(value):
-            self.handlers[spec](found, parts)
+            self.handlers[id(spec)](found, parts)
         parts.cdap = cdap.terms(self.annotations.aspect, value)
         return parts
 

@@ -148,9 +148,9 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
             if doc_id in created:
                 new_parts[doc_id].append((change.aspect, fragment))
             versions.append((doc_id, change.aspect, change.version, prepared or fragment.encode()))
-            properties.extend((*p, doc_id, change.aspect) for p in fragment.properties)
-            suggestions.extend((lvalue, kind, doc_id, change.aspect, value)
-                               for lvalue, kind, value in fragment.suggestions)
+            aspect = change.aspect
+            properties += [(*p, doc_id, aspect) for p in fragment.properties]
+            suggestions += [(lvalue, kind, doc_id, aspect, value) for lvalue, kind, value in fragment.suggestions]
         conn.executemany(f"INSERT OR REPLACE INTO {self.t.versions} VALUES (?, ?, ?, ?)", versions)
         # in key order: each B-tree page is visited once per batch instead of once per row
         conn.executemany(f"INSERT OR IGNORE INTO {self.t.properties} VALUES (?, ?, ?, ?, ?)", sorted(properties))

@@ -6,9 +6,10 @@ from __future__ import annotations
 import orjson
 
 from mcl_processor.search.document import Fragment
-from tests.contracts.cdap_search import CUSTOMERS, CdapSearchContract, _user
+from tests.contracts.cdap_search import CUSTOMERS, ORDERS, CdapSearchContract, _user
 from tests.support.builders import proposal
 from tests.support.indexed import Indexed
+from tests.support.metadata_fixtures import schema
 from tests.support.readmodels import OnOpenSearch, OnSqlite
 
 
@@ -31,6 +32,27 @@ def test_fragments_stored_with_their_terms_among_the_meta_tokens_are_still_found
     assert CdapSearchContract.found(harness, "owner:sales") == {CUSTOMERS}
     assert CdapSearchContract.found(harness, "tags:pii") == {CUSTOMERS}
     assert CdapSearchContract.found(harness, "customers") == {CUSTOMERS}
+    harness.close()
+
+
+def test_terms_kept_for_repeated_values_follow_each_value(tmp_path):
+    """The analysis keeps the terms of values it meets again (a schema field's by its name and
+    native type, each character's escape): a field of the same name and another type, or a
+    value of other characters, gets terms of its own."""
+    harness = Indexed(tmp_path / "data")
+    harness.write(proposal(CUSTOMERS, "schemaMetadata", schema(("id", "long"), ("note", "string"))),
+                  proposal(CUSTOMERS, "userScopeMetadata", _user([], owner="müller-ß", room="x(1)")),
+                  proposal(ORDERS, "schemaMetadata", schema(("id", "string"), ("note", "string"))),
+                  proposal(ORDERS, "userScopeMetadata", _user([], owner="muller-s", room="x(2)")))
+    found = CdapSearchContract.found
+    assert found(harness, "id:long") == {CUSTOMERS}
+    assert found(harness, "id:string") == {ORDERS}
+    assert found(harness, "note:string") == {CUSTOMERS, ORDERS}
+    assert found(harness, "owner:müller") == {CUSTOMERS}
+    assert found(harness, "owner:ß") == {CUSTOMERS}
+    assert found(harness, "owner:muller") == {ORDERS}
+    assert found(harness, "room:x(1)") == {CUSTOMERS}
+    assert found(harness, "room:x(*") == {CUSTOMERS, ORDERS}
     harness.close()
 
 
