@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from confluent_kafka import Consumer as KafkaClientConsumer
 from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
 
+from ingest.backends.errors import BackendError
 from ingest.backends.kafka import backend_error
 from ingest.eventlog import Consumer, LogRecord
 
@@ -182,6 +183,10 @@ class KafkaConsumer(Consumer):
     def close(self) -> None:
         """Leave the group; records not committed go to the remaining members.
 
+        Commits a rebalance refused are sent first, the rebalance served meanwhile (for up to
+        CLOSE_TIMEOUT): once it has left, a member can no longer commit, and its last records
+        would be read again by the group.
+
         librdkafka's close can hang forever serving a rebalance that reaches a member while it
         closes (confluentinc/librdkafka#4884), as when this consumer's members leave one after
         the other. So each member first unsubscribes, and its rebalances are served until it
@@ -191,9 +196,10 @@ class KafkaConsumer(Consumer):
         if self._closed:
             return
         self._closed = True
+        deadline = time.monotonic() + CLOSE_TIMEOUT
+        self._send_refused_commits(deadline)
         for client in self._clients.values():
             client.unsubscribe()
-        deadline = time.monotonic() + CLOSE_TIMEOUT
         for client in self._clients.values():
             while client.assignment() and time.monotonic() < deadline:
                 client.consume(1, WAIT_SLICE)  # serves the revocation; a record it returns is not ours
@@ -204,6 +210,22 @@ class KafkaConsumer(Consumer):
             if closing.is_alive():
                 log.warning("group %s: the member reading %s did not close within %gs; left behind",
                             self.group, name, CLOSE_TIMEOUT)
+
+    def _send_refused_commits(self, deadline: float) -> None:
+        """Before leaving: serve the rebalance that refused commits and send them again, until
+        they land or the partitions go (by deadline; a member that left can no longer commit)."""
+        while self._unsent and time.monotonic() < deadline:
+            for client in self._clients.values():
+                client.consume(1, WAIT_SLICE)  # serves the rebalance; a record it returns is not ours
+            try:
+                self._send({})
+            except BackendError as exc:
+                log.warning("group %s: commit before leaving failed (%s); those records are read again",
+                            self.group, exc)
+                return
+        if self._unsent:
+            log.warning("group %s: commits of %s were still refused after %gs of rebalancing; their"
+                        " records are read again", self.group, sorted(self._unsent), CLOSE_TIMEOUT)
 
 
 def record_of(topic: str, message: Message) -> LogRecord:

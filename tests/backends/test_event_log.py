@@ -9,7 +9,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import ConsumerGroupState, KafkaException, Producer
+from confluent_kafka.admin import AdminClient
 
 from ingest.backends.errors import BackendUnavailable
 from ingest.eventlog import EventLog, LogMessage, LogRecord, partition_for
@@ -179,6 +180,46 @@ class TestKafkaEventLog(EventLogContract):
             assert stays.poll(10, 0.05) == [] and joining.poll(10, 0.05) == []
         stays.close()
         joining.close()
+
+    def test_a_commit_made_while_the_group_rebalances_lands_before_the_member_leaves(self):
+        """As when a subscription's member of one topic commits while its member of the other
+        topic joins, then closes at once: the broker may refuse the commit until the rebalance
+        is over, and closing must send it before leaving (a member that left cannot commit)."""
+        log = self.log()
+        log.append(TOPIC, messages(*[(f"urn:li:tag:t{i}", str(i)) for i in range(12)]))
+        leaves = log.consumer("g", (TOPIC,))
+        taken = poll_until(leaves, 12)
+        joining = log.consumer("g", (OTHER_TOPIC,))
+        joining.poll(10, 0)
+        self._await_group_state(log, "g", ConsumerGroupState.PREPARING_REBALANCING)
+        leaves.commit(taken)
+        stop = threading.Event()
+
+        def serve_the_rebalance() -> None:
+            while not stop.is_set():
+                joining.poll(10, 0.05)
+
+        serving = threading.Thread(target=serve_the_rebalance)
+        serving.start()
+        try:
+            leaves.close()
+        finally:
+            stop.set()
+            serving.join()
+        ends = {part: log.end_offset(TOPIC, part) for part in range(self.PARTITIONS)}
+        assert {part: log.committed("g", TOPIC, part) for part in ends} == ends
+        joining.close()
+
+    def _await_group_state(self, log: KafkaEventLog, group: str, state: ConsumerGroupState) -> None:
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        deadline = time.monotonic() + WAIT
+        while True:
+            (future,) = admin.describe_consumer_groups([log.group_name(group)]).values()
+            now = future.result().state
+            if now == state:
+                return
+            assert time.monotonic() < deadline, f"group {group} is {now}, not {state}"
+            time.sleep(0.05)
 
     def test_a_transaction_left_open_by_a_crash_is_aborted_and_its_messages_sent_once(self):
         log = self.log()

@@ -17,7 +17,8 @@ class ScratchKeyspace:
     def __init__(self, endpoints: Endpoints):
         self.name = unique_name("lodestar_test")
         self.endpoints = endpoints
-        self._owner = CassandraAspectStore.connect(endpoints, self.name)
+        # A loaded test machine's Cassandra may take longer than the product's 5 s to list its schema.
+        self._owner = CassandraAspectStore.connect(endpoints, self.name, connect_timeout=30)
 
     def store(self, producer_id: str | None = None, **options: Any) -> CassandraAspectStore:
         """A store in this keyspace, by default with a producer id of its own."""
