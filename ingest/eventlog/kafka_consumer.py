@@ -64,7 +64,7 @@ class KafkaConsumer(Consumer):
                 "auto.offset.reset": "earliest", "partition.assignment.strategy": "cooperative-sticky",
                 "session.timeout.ms": session_timeout_ms,
                 "heartbeat.interval.ms": max(100, min(3000, session_timeout_ms // 10))})
-            self._clients[name].subscribe([name], on_assign=self._assigned)
+            self._clients[name].subscribe([name], on_assign=self._assigned, on_revoke=self._revoked)
         self._turn = 0
         self._unsent: dict[tuple[str, int], int] = {}  # (Kafka topic name, partition) -> refused commit
         self._closed = False
@@ -76,6 +76,13 @@ class KafkaConsumer(Consumer):
             if offset is not None:
                 tp.offset = offset
         client.incremental_assign(partitions)
+
+    @staticmethod
+    def _revoked(client: KafkaClientConsumer, partitions: list[TopicPartition]) -> None:
+        """Give the partitions up here: left to confluent-kafka, a revocation served while the
+        member closes asks librdkafka for the rebalance protocol holding the GIL, and that request
+        can go unanswered during a close, which freezes the whole process."""
+        client.incremental_unassign(partitions)
 
     def poll(self, max_records: int = 500, timeout: float = 1.0) -> list[LogRecord]:
         if self._unsent:
@@ -200,8 +207,8 @@ class KafkaConsumer(Consumer):
         self._send_refused_commits(deadline)
         for client in self._clients.values():
             client.unsubscribe()
-        for client in self._clients.values():
-            while client.assignment() and time.monotonic() < deadline:
+        for client in self._clients.values():  # until it holds nothing and has left the group
+            while (client.assignment() or client.memberid()) and time.monotonic() < deadline:
                 client.consume(1, WAIT_SLICE)  # serves the revocation; a record it returns is not ours
         for name, client in self._clients.items():
             closing = threading.Thread(target=client.close, name=f"close-{name}", daemon=True)

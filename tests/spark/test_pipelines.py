@@ -17,10 +17,10 @@ ROOT = Path(__file__).resolve().parents[2]
 CASES = 13
 
 
-@pytest.mark.timeout(1800)
+@pytest.mark.timeout(1200)
 def test_pipeline_and_program_cases() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/spark/spark_cases_pipelines.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800, env=os.environ.copy())
+        cwd=ROOT, capture_output=True, text=True, timeout=1200, env=os.environ.copy())
     assert result.returncode == 0, result.stdout[-30000:] + result.stderr[-5000:]
     assert re.search(rf"^{CASES} passed\b", result.stdout, re.MULTILINE), result.stdout[-3000:]

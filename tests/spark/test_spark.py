@@ -19,11 +19,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.timeout(1800)  # the subprocess's own limit; each case there has the suite's limit
+@pytest.mark.timeout(1200)  # the subprocess's own limit; each case there has the suite's limit
 def test_spark_listener_cases() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/spark/spark_cases_lineage.py",
          "tests/spark/spark_cases_listener.py"],
-        cwd=ROOT, capture_output=True, text=True, timeout=1800, env=os.environ.copy())
+        cwd=ROOT, capture_output=True, text=True, timeout=1200, env=os.environ.copy())
     assert result.returncode == 0, result.stdout[-30000:] + result.stderr[-5000:]
     assert re.search(r"^23 passed\b", result.stdout, re.MULTILINE), result.stdout[-3000:]
