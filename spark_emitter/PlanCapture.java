@@ -14,6 +14,14 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.analysis.NamedRelation;
@@ -30,37 +38,89 @@ import org.apache.spark.sql.sources.DataSourceRegister;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * Reads what Lodestar's Spark listener needs of one finished action inside the JVM, so that the
- * listener pays one Py4J round trip per action instead of one per fact. Compiled from this source
- * by the driver JVM's own compiler when the listener attaches (spark_emitter/capture_compiled.py).
+ * Reads what Lodestar's Spark listener needs of one finished write action inside the JVM, on a
+ * thread of its own, so that Spark's listener thread pays one Py4J round trip per action and no
+ * more. Compiled from this source by the driver JVM's own compiler when the listener attaches
+ * (spark_emitter/capture_compiled.py).
  *
- * <p>{@link #capture} answers the analyzed plan's node name and, for a write Lodestar records,
- * writes one JSON object to the reader's file: {"plan": the pre-order node list (TreeNode.toJSON),
- * "facts": {"executionId", "write", "relations"}}, as spark_emitter/capture.py's Plan describes
- * them (relations keyed by the first output exprId, as a string).
+ * <p>{@link #submit} (on the listener thread) hands a write over and answers its ticket; the
+ * capture thread then writes one JSON object to the ticket's file in the reader's directory:
+ * {"plan": the pre-order node list (TreeNode.toJSON), "facts": {"command", "executionId",
+ * "write", "relations"}}, as spark_emitter/capture.py's Plan describes them (relations keyed by
+ * the first output exprId, as a string). {@link #take} waits for that file (on the listener's
+ * worker thread); a file nobody will take is removed.
  */
 public final class PlanCapture {
+    private static final long TAKE_TIMEOUT_S = 60;
     private final ObjectMapper mapper = new ObjectMapper().disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET);
-    private final Path path;
+    private final Path directory;
     private final Set<String> writes;
     private final Set<String> v2Writes;
     private final Set<String> queryField;
+    private final AtomicLong tickets = new AtomicLong();
+    private final Map<Long, Future<String>> pending = new ConcurrentHashMap<>();
+    private final ExecutorService thread = Executors.newSingleThreadExecutor(task -> {
+        Thread daemon = new Thread(task, "lodestar-plan-capture");
+        daemon.setDaemon(true);
+        return daemon;
+    });
 
-    /** Plans are written to `path`; the node names are capture.py's WRITES, V2_WRITES and QUERY_FIELD. */
-    public PlanCapture(String path, String[] writes, String[] v2Writes, String[] queryField) {
-        this.path = Path.of(path);
+    /** Plans are written to `directory`; the node names are capture.py's WRITES, V2_WRITES and QUERY_FIELD. */
+    public PlanCapture(String directory, String[] writes, String[] v2Writes, String[] queryField) {
+        this.directory = Path.of(directory);
         this.writes = Set.of(writes);
         this.v2Writes = Set.of(v2Writes);
         this.queryField = Set.of(queryField);
     }
 
-    /** The analyzed plan's node name; for a write in `writes`, its facts are in the file. */
-    public String capture(QueryExecution execution) throws IOException, ReflectiveOperationException {
+    /** The ticket of the action's plan being read; -1 when the action is not a write in `writes`. */
+    public long submit(QueryExecution execution) {
         LogicalPlan plan = execution.analyzed();
-        String command = plan.nodeName();
-        if (!writes.contains(command)) {
-            return command;
+        if (!writes.contains(plan.nodeName())) {
+            return -1;
         }
+        long ticket = tickets.incrementAndGet();
+        Path file = directory.resolve(ticket + ".json");
+        pending.put(ticket, thread.submit(() -> {
+            write(execution, plan, file);
+            if (!pending.containsKey(ticket)) {  // discarded meanwhile
+                Files.deleteIfExists(file);
+            }
+            return file.toString();
+        }));
+        return ticket;
+    }
+
+    /** The path of the ticket's file, once written (it is the caller's to remove). */
+    public String take(long ticket) throws InterruptedException, ExecutionException, TimeoutException {
+        Future<String> written = pending.get(ticket);
+        if (written == null) {
+            throw new IllegalStateException("plan " + ticket + " was discarded, or its reader closed");
+        }
+        try {
+            return written.get(TAKE_TIMEOUT_S, TimeUnit.SECONDS);
+        } finally {
+            pending.remove(ticket);
+        }
+    }
+
+    /** The ticket's plan will not be taken: its file is removed, now or once written. */
+    public void discard(long ticket) throws IOException {
+        Future<String> written = pending.remove(ticket);
+        if (written != null && written.isDone()) {
+            Files.deleteIfExists(directory.resolve(ticket + ".json"));
+        }
+    }
+
+    /** Stops the capture thread; plans not written yet are not. */
+    public void close() {
+        thread.shutdownNow();
+        pending.clear();
+    }
+
+    private void write(QueryExecution execution, LogicalPlan plan, Path file)
+            throws IOException, ReflectiveOperationException {
+        String command = plan.nodeName();
         LogicalPlan query = (LogicalPlan) invoke(plan, "query");
         Map<String, Object> write = new LinkedHashMap<>();
         if (plan instanceof InsertIntoHadoopFsRelationCommand insert) {
@@ -72,17 +132,17 @@ public final class PlanCapture {
         }
         write.put("schema", query.schema().json());
         Map<String, Object> facts = new LinkedHashMap<>();
+        facts.put("command", command);
         facts.put("executionId", execution.id());
         facts.put("write", write);
         facts.put("relations", relationFacts(queryField.contains(command) ? query : plan));
-        try (Writer out = Files.newBufferedWriter(path, StandardCharsets.UTF_8)) {
+        try (Writer out = Files.newBufferedWriter(file, StandardCharsets.UTF_8)) {
             out.write("{\"plan\":");
             out.write(plan.toJSON());  // (the JSON tree itself, jsonValue, is private)
             out.write(",\"facts\":");
             mapper.writeValue(out, facts);
             out.write("}");
         }
-        return command;
     }
 
     private static Map<String, Map<String, Object>> relationFacts(LogicalPlan root) {

@@ -1,22 +1,26 @@
-"""What the listener thread takes from the JVM for one write action (`Plan`), and the port that
-takes it (`PlanReader`): the analyzed plan's JSON and the few facts the JSON leaves out (output
-path, file format, output column names, file relations' root paths, JDBC and DataSource V2 table
+"""What the listener takes from the JVM for one write action (`Plan`), and the port that takes
+it (`PlanReader`): the analyzed plan's JSON and the few facts the JSON leaves out (output path,
+file format, output column names, file relations' root paths, JDBC and DataSource V2 table
 names). Nothing here keeps a JVM object of the plan.
 
-Two adapters: `capture_compiled.CompiledPlanReader` (one Py4J round trip per action, its reading
-done inside the JVM by a class the driver JVM compiles) and `capture_py4j.Py4jPlanReader` (a
-round trip per fact; for a JVM without a compiler). Round trips are what Spark's listener thread
-pays for: each is ~0.05-0.2 ms on a quiet machine and a millisecond or more on a busy one (both
-processes wait to be scheduled).
+A reader's `start` runs on Spark's listener thread, which every listener of the session shares,
+and the pending plan's `result` on the listener's worker thread: what `start` leaves to `result`
+costs Spark nothing. Two adapters: `capture_compiled.CompiledPlanReader` (a class the driver JVM
+compiles reads the plan on a JVM thread of its own; `start` is one Py4J round trip that hands it
+the action) and `capture_py4j.Py4jPlanReader` (a round trip per fact, all in `start`; for a JVM
+without a compiler). Round trips are what the listener thread pays for: each is ~0.05-0.2 ms on
+a quiet machine and a millisecond or more on a busy one (both processes wait to be scheduled).
 
 The plan's JSON is not returned through Py4J (a JVM string over ~8 KB costs a fixed ~44 ms there:
-the JVM side writes it in 8 KB pieces without TCP_NODELAY): the JVM writes it to a file the
-reader owns, read back from here (the JVM of a classic session always runs on this machine).
+the JVM side writes it in 8 KB pieces without TCP_NODELAY): the JVM writes it to a file in the
+reader's directory, read back from here (the JVM of a classic session always runs on this
+machine).
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -51,31 +55,55 @@ class Plan:
     relations: dict[int, dict[str, Any]] = field(default_factory=dict)
 
 
+class PendingPlan(ABC):
+    """A write action's plan being read."""
+
+    @abstractmethod
+    def result(self) -> Plan:
+        """The plan, once read (raises what reading it raised)."""
+
+    @abstractmethod
+    def discard(self) -> None:
+        """The plan will not be asked for (e.g. the listener's queue was full)."""
+
+
+class ReadPlan(PendingPlan):
+    """A plan read already."""
+
+    def __init__(self, plan: Plan):
+        self._plan = plan
+
+    def result(self) -> Plan:
+        return self._plan
+
+    def discard(self) -> None:
+        pass
+
+
 @dataclass
 class Captured:
     """One write action as the worker gets it."""
 
     func: str
-    plan: Plan
+    plan: PendingPlan
     end_ms: int
     duration_ms: int
     error: dict[str, str] | None = None
 
 
 class PlanReader(ABC):
-    """Reads finished actions' plans from the JVM of one gateway, through a file of its own that
-    the JVM writes the plans' JSON to (`close` removes it)."""
+    """Reads finished actions' plans from the JVM of one gateway, through files in a directory of
+    its own that the JVM writes the plans' JSON to (`close` removes it)."""
 
     def __init__(self) -> None:
         shared_memory = Path("/dev/shm")
-        handle, name = tempfile.mkstemp(prefix="lodestar-plan-", suffix=".json",
-                                        dir=shared_memory if os.access(shared_memory, os.W_OK) else None)
-        os.close(handle)
-        self.plan_path = Path(name)
+        self.directory = Path(tempfile.mkdtemp(
+            prefix="lodestar-plans-", dir=shared_memory if os.access(shared_memory, os.W_OK) else None))
 
     @abstractmethod
-    def read(self, execution: Any) -> Plan | None:
-        """The plan of a finished action (a JVM QueryExecution); None when it is not a write in WRITES."""
+    def start(self, execution: Any) -> PendingPlan | None:
+        """Begin reading the plan of a finished action (a JVM QueryExecution), on Spark's listener
+        thread; None when it is not a write in WRITES."""
 
     def close(self) -> None:
-        self.plan_path.unlink(missing_ok=True)
+        shutil.rmtree(self.directory, ignore_errors=True)

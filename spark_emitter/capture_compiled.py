@@ -1,7 +1,8 @@
 """`PlanReader` inside the JVM: `PlanCapture.java`, compiled by the driver JVM's own compiler the
 first time a listener attaches (cached under ~/.cache/lodestar/spark, per source, Spark and Java
-version) and loaded beside Spark's classes. One Py4J round trip per finished action, whatever
-it reads."""
+version) and loaded beside Spark's classes. One Py4J round trip per finished action on Spark's
+listener thread, whatever it reads: the reading is done by the class's own JVM thread, and the
+listener's worker thread takes the result."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from typing import Any
 import orjson
 from py4j.java_gateway import JavaClass
 
-from spark_emitter.capture import QUERY_FIELD, V2_WRITES, WRITES, Plan, PlanReader
+from spark_emitter.capture import QUERY_FIELD, V2_WRITES, WRITES, PendingPlan, Plan, PlanReader
 
 log = logging.getLogger(__name__)
 CLASS_NAME = "lodestar.spark.PlanCapture"
@@ -30,25 +31,44 @@ class CompileError(Exception):
 
 
 class CompiledPlanReader(PlanReader):
-    """Reads a finished action with one call to a PlanCapture in the JVM, which writes a write's
-    plan and facts to the reader's file."""
+    """Hands each finished write to a PlanCapture in the JVM, which reads its plan and facts on a
+    thread of its own into a file of the reader's directory."""
 
     def __init__(self, jvm: Any, gateway: Any, spark_classes: Any):
         """`spark_classes`: a JVM ClassLoader that sees Spark's classes."""
         constructor = _loaded(jvm, gateway, spark_classes).getConstructors()[0]  # (may fail: no file made yet)
         super().__init__()
-        arguments = [str(self.plan_path), *(_array(gateway, jvm.String, sorted(names))
+        arguments = [str(self.directory), *(_array(gateway, jvm.String, sorted(names))
                                             for names in (WRITES, V2_WRITES, QUERY_FIELD))]
         self._capture = constructor.newInstance(_array(gateway, jvm.Object, arguments))
 
-    def read(self, execution: Any) -> Plan | None:
-        command = self._capture.capture(execution)
-        if command not in WRITES:
-            return None
-        read = orjson.loads(self.plan_path.read_bytes())
+    def start(self, execution: Any) -> Ticket | None:
+        ticket = self._capture.submit(execution)
+        return None if ticket < 0 else Ticket(self._capture, ticket)
+
+    def close(self) -> None:
+        self._capture.close()
+        super().close()
+
+
+class Ticket(PendingPlan):
+    """A write handed to the JVM's capture thread."""
+
+    def __init__(self, capture: Any, ticket: int):
+        self._capture, self._ticket = capture, ticket
+
+    def result(self) -> Plan:
+        path = Path(self._capture.take(self._ticket))
+        try:
+            read = orjson.loads(path.read_bytes())
+        finally:
+            path.unlink(missing_ok=True)
         facts = read["facts"]
-        return Plan(command, facts["executionId"], read["plan"], facts["write"],
+        return Plan(facts["command"], facts["executionId"], read["plan"], facts["write"],
                     {int(expr_id): relation for expr_id, relation in facts["relations"].items()})
+
+    def discard(self) -> None:
+        self._capture.discard(self._ticket)
 
 
 def _loaded(jvm: Any, gateway: Any, spark_classes: Any) -> Any:

@@ -8,25 +8,31 @@ from typing import Any
 
 import orjson
 
-from spark_emitter.capture import FILE_WRITE, QUERY_FIELD, SEP, V2_WRITES, WRITES, Plan, PlanReader
+from spark_emitter.capture import FILE_WRITE, QUERY_FIELD, SEP, V2_WRITES, WRITES, Plan, PlanReader, ReadPlan
 from spark_emitter.plan import Node, parse
 
 
 class Py4jPlanReader(PlanReader):
-    """Reads each fact with a Py4J call; the plan's JSON through the reader's file (two round trips)."""
+    """Reads each fact with a Py4J call, all on the listener thread; the plan's JSON through a file
+    of the reader's directory (two round trips)."""
 
     def __init__(self, jvm: Any):
         super().__init__()
         self._mapper = getattr(jvm.org.json4s.jackson, "JsonMethods$").__getattr__("MODULE$").mapper()
-        self._plan_file = jvm.java.io.File(str(self.plan_path))
+        self._plan_path = self.directory / "plan.json"
+        self._plan_file = jvm.java.io.File(str(self._plan_path))
 
-    def read(self, execution: Any) -> Plan | None:
+    def start(self, execution: Any) -> ReadPlan | None:
+        plan = self._read(execution)
+        return None if plan is None else ReadPlan(plan)
+
+    def _read(self, execution: Any) -> Plan | None:
         analyzed = execution.analyzed()
         command = analyzed.nodeName()
         if command not in WRITES:
             return None
         self._mapper.writeValue(self._plan_file, analyzed.jsonValue())
-        nodes = orjson.loads(self.plan_path.read_bytes())
+        nodes = orjson.loads(self._plan_path.read_bytes())
         plan = Plan(command, execution.id(), nodes)
         schema = analyzed.query().schema().json()
         if command == FILE_WRITE:

@@ -1,6 +1,7 @@
 """The listener: a Spark QueryExecutionListener implemented in Python over py4j's callback
-server. Its callback (on Spark's shared listener thread) only reads the write's plan from the
-JVM and queues it; a worker thread analyses it and emits the proposals."""
+server. Its callback (on Spark's shared listener thread) only starts reading the write's plan
+(spark_emitter.capture) and queues it; a worker thread takes the plan, analyses it and emits the
+proposals."""
 
 from __future__ import annotations
 
@@ -144,7 +145,7 @@ class LodestarListener:
         try:
             if func == NESTED_WRITE or self._closed:
                 return
-            plan = self.plan_reader.read(qe)
+            plan = self.plan_reader.start(qe)
             if plan is None:
                 return
             end_ms = int(time.time() * 1000)
@@ -155,7 +156,8 @@ class LodestarListener:
             captured = Captured(func, plan, end_ms, duration_ms)
             if exception is not None:
                 captured.error = _error(exception)
-            self._delivery.offer(captured)
+            if not self._delivery.offer(captured):
+                plan.discard()
             self.callback_ms.append((time.perf_counter() - started) * 1000)
         except Exception:
             log.exception("Lodestar listener: could not read a finished action; it is not recorded")
@@ -165,7 +167,7 @@ class LodestarListener:
     def _build(self, item: Any) -> list[Proposal]:
         if not isinstance(item, Captured):
             return item  # proposals made on the caller's thread (application start and end)
-        captured, plan = item, item.plan
+        captured, plan = item, item.plan.result()
         lineage = analyze(plan, self.naming)
         if lineage is not None:
             self._job_inputs.update(s.urn for s in lineage.sources)
@@ -277,9 +279,10 @@ class LodestarListener:
         if _ATTACHED.get(id(self._spark)) is self:
             del _ATTACHED[id(self._spark)]
         atexit.unregister(self.close)
-        self.plan_reader.close()
         self._delivery.offer(application_ended(self.app, int(time.time() * 1000), self.failed_actions))
-        return self._delivery.close(timeout) and flushed
+        delivered = self._delivery.close(timeout)
+        self.plan_reader.close()  # (plans the worker has not taken by now are not recorded)
+        return delivered and flushed
 
 
 def plan_reader(spark: Any) -> PlanReader:

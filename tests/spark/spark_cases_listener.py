@@ -189,3 +189,57 @@ def _digest(columns: str) -> str:
     import hashlib
 
     return hashlib.sha1(columns.encode()).hexdigest()[:8]
+
+
+class _Starting:
+    """A second QueryExecutionListener: starts reading each finished action with `reader` and
+    keeps the pending plans, to take them later as the listener's worker would."""
+
+    def __init__(self, spark: Any, reader: CompiledPlanReader):
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        self.reader, self.pending = reader, []
+        ensure_callback_server_started(spark.sparkContext._gateway)
+        spark._jsparkSession.listenerManager().register(self)
+
+    def onSuccess(self, func: str, qe: Any, duration_ns: int) -> None:  # noqa: N802 (Java's name)
+        pending = self.reader.start(qe)
+        if pending is not None:
+            self.pending.append(pending)
+
+    def onFailure(self, func: str, qe: Any, exception: Any) -> None:  # noqa: N802
+        pass
+
+    def equals(self, other: Any) -> bool:
+        return self is other
+
+    def hashCode(self) -> int:  # noqa: N802
+        return id(self) & 0x7FFFFFFF
+
+    def toString(self) -> str:  # noqa: N802
+        return f"Starting-{id(self)}"
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+
+def test_the_compiled_reader_reads_later_on_its_own_thread_and_leaves_no_file(spark: Any, tmp_path: Path) -> None:
+    sc = spark.sparkContext
+    reader = CompiledPlanReader(sc._jvm, sc._gateway, spark._jsparkSession.getClass().getClassLoader())
+    starting = _Starting(spark, reader)
+    try:
+        for name in ("a", "b", "c"):
+            _write(spark, tmp_path / name)
+        assert spark.range(3).count() == 3  # not a write: nothing to read
+        sc._jsc.sc().listenerBus().waitUntilEmpty(60_000)
+        first, second, third = starting.pending
+        second.discard()  # as when the listener's queue is full
+        plans = [first.result(), third.result()]  # the capture thread wrote them in turn, the discarded one too
+        assert [(plan.command, Path(plan.write["path"]).name) for plan in plans] == [
+            ("InsertIntoHadoopFsRelationCommand", "a"), ("InsertIntoHadoopFsRelationCommand", "c")]
+        assert plans[0].execution_id < plans[1].execution_id
+        assert list(reader.directory.iterdir()) == []  # taken files are removed, and the discarded one's
+    finally:
+        spark._jsparkSession.listenerManager().unregister(starting)
+        reader.close()
+    assert not reader.directory.exists()

@@ -26,4 +26,4 @@ def test_spark_listener_cases() -> None:
          "tests/spark/spark_cases_listener.py"],
         cwd=ROOT, capture_output=True, text=True, timeout=1200, env=os.environ.copy())
     assert result.returncode == 0, result.stdout[-30000:] + result.stderr[-5000:]
-    assert re.search(r"^23 passed\b", result.stdout, re.MULTILINE), result.stdout[-3000:]
+    assert re.search(r"^24 passed\b", result.stdout, re.MULTILINE), result.stdout[-3000:]

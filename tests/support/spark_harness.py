@@ -149,7 +149,8 @@ class BothPlanReaders:
         if func == NESTED_WRITE:
             return
         try:
-            compiled, plain = self.compiled.read(qe), self.py4j.read(qe)
+            compiled, plain = (None if pending is None else pending.result()
+                               for pending in (self.compiled.start(qe), self.py4j.start(qe)))
         except Exception as err:  # (the JVM calls this: an exception would only be logged there)
             self.differences.append(repr(err))
             return
