@@ -80,7 +80,7 @@ public final class PlanCapture {
             return -1;
         }
         long ticket = tickets.incrementAndGet();
-        Path file = directory.resolve(ticket + ".json");
+        Path file = fileOf(ticket);
         pending.put(ticket, thread.submit(() -> {
             write(execution, plan, file);
             if (!pending.containsKey(ticket)) {  // discarded meanwhile
@@ -108,8 +108,12 @@ public final class PlanCapture {
     public void discard(long ticket) throws IOException {
         Future<String> written = pending.remove(ticket);
         if (written != null && written.isDone()) {
-            Files.deleteIfExists(directory.resolve(ticket + ".json"));
+            Files.deleteIfExists(fileOf(ticket));
         }
+    }
+
+    private Path fileOf(long ticket) {
+        return directory.resolve(ticket + ".json");
     }
 
     /** Stops the capture thread; plans not written yet are not. */

@@ -24,7 +24,7 @@ from spark_emitter.capture_py4j import Py4jPlanReader
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.processes import TOKEN, ServeProcess
 from tests.support.server import free_port
-from tests.support.spark_harness import Recorded, files, spark_session
+from tests.support.spark_harness import PythonQueryListener, Recorded, files, spark_session
 
 
 @pytest.fixture(scope="module")
@@ -191,16 +191,13 @@ def _digest(columns: str) -> str:
     return hashlib.sha1(columns.encode()).hexdigest()[:8]
 
 
-class _Starting:
-    """A second QueryExecutionListener: starts reading each finished action with `reader` and
-    keeps the pending plans, to take them later as the listener's worker would."""
+class _Starting(PythonQueryListener):
+    """A second listener: starts reading each finished action with `reader` and keeps the pending
+    plans, to take them later as the listener's worker would."""
 
     def __init__(self, spark: Any, reader: CompiledPlanReader):
-        from pyspark.java_gateway import ensure_callback_server_started
-
         self.reader, self.pending = reader, []
-        ensure_callback_server_started(spark.sparkContext._gateway)
-        spark._jsparkSession.listenerManager().register(self)
+        self.listen(spark)
 
     def onSuccess(self, func: str, qe: Any, duration_ns: int) -> None:  # noqa: N802 (Java's name)
         pending = self.reader.start(qe)
@@ -209,18 +206,6 @@ class _Starting:
 
     def onFailure(self, func: str, qe: Any, exception: Any) -> None:  # noqa: N802
         pass
-
-    def equals(self, other: Any) -> bool:
-        return self is other
-
-    def hashCode(self) -> int:  # noqa: N802
-        return id(self) & 0x7FFFFFFF
-
-    def toString(self) -> str:  # noqa: N802
-        return f"Starting-{id(self)}"
-
-    class Java:
-        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
 
 
 def test_the_compiled_reader_reads_later_on_its_own_thread_and_leaves_no_file(spark: Any, tmp_path: Path) -> None:

@@ -122,22 +122,42 @@ def _entry_key(entry: dict[str, Any]) -> tuple:
     return (entry.get("downstreams") or [""], entry.get("transformOperation") or "", entry.get("upstreams") or [])
 
 
-class BothPlanReaders:
+class PythonQueryListener:
+    """A QueryExecutionListener written in Python (through Py4J's callback server), registered on
+    `spark` by `listen`; subclasses implement onSuccess and onFailure."""
+
+    def listen(self, spark: Any) -> None:
+        from pyspark.java_gateway import ensure_callback_server_started
+
+        ensure_callback_server_started(spark.sparkContext._gateway)
+        spark._jsparkSession.listenerManager().register(self)
+
+    def equals(self, other: Any) -> bool:
+        return self is other
+
+    def hashCode(self) -> int:  # noqa: N802 (Java's name)
+        return id(self) & 0x7FFFFFFF
+
+    def toString(self) -> str:  # noqa: N802
+        return f"{type(self).__name__}-{id(self)}"
+
+    class Java:
+        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
+
+
+class BothPlanReaders(PythonQueryListener):
     """A second QueryExecutionListener on a session: reads each finished write with the compiled
     reader and the Py4J reader, and keeps where they differ. The relations' facts are compared
     where the Py4J reader has them (it reads only those the JSON leaves out; the compiled one,
     every file, JDBC and V2 relation)."""
 
     def __init__(self, spark: Any):
-        from pyspark.java_gateway import ensure_callback_server_started
-
         sc = spark.sparkContext
         self.compiled = CompiledPlanReader(sc._jvm, sc._gateway, spark._jsparkSession.getClass().getClassLoader())
         self.py4j = Py4jPlanReader(sc._jvm)
         self.compared = 0
         self.differences: list[Any] = []
-        ensure_callback_server_started(sc._gateway)
-        spark._jsparkSession.listenerManager().register(self)
+        self.listen(spark)
 
     def onSuccess(self, func: str, qe: Any, duration_ns: int) -> None:  # noqa: N802 (Java's name)
         self._compare(func, qe)
@@ -167,15 +187,3 @@ class BothPlanReaders:
     def close(self) -> None:
         self.compiled.close()
         self.py4j.close()
-
-    def equals(self, other: Any) -> bool:
-        return self is other
-
-    def hashCode(self) -> int:  # noqa: N802 (Java's name)
-        return id(self) & 0x7FFFFFFF
-
-    def toString(self) -> str:  # noqa: N802
-        return f"BothPlanReaders-{id(self)}"
-
-    class Java:
-        implements = ["org.apache.spark.sql.util.QueryExecutionListener"]
