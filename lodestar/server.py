@@ -20,6 +20,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
@@ -58,6 +59,7 @@ class Roles(enum.Flag):
 
 
 RELAY_INTERVAL = 5.0  # seconds between sweeps of the outbox when the store has one
+STOP_TIMEOUT = 25.0  # seconds the background threads get, together, to finish once asked to stop
 WORKER_NICENESS = 8  # how far below the background process's CPU priority the workers run
 GC_THRESHOLDS = (10_000, 10, 10)  # a young collection per 10,000 new containers rather than 700
 
@@ -128,10 +130,21 @@ class Node:
             stop.set()
             if dispatcher is not None:
                 dispatcher.stop()
-            for thread in threads:
-                thread.join(timeout=10)
+            _join(threads, STOP_TIMEOUT)
             self.read_models.close()
             self.gms.close()
+
+
+def _join(threads: list[threading.Thread], timeout: float) -> None:
+    """Wait for threads that were asked to stop, `timeout` seconds for all of them. A Kafka
+    consumer's close takes up to twice its CLOSE_TIMEOUT under load; a process that exits before
+    that leaves its group members behind until their sessions time out (and the group waits
+    for them). A thread still running then is named in a warning and left behind."""
+    deadline = time.monotonic() + timeout
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            log.warning("stopping: %s did not finish within %gs; left behind", thread.name, timeout)
 
 
 def _sweep_outbox(gms: Gms, stop: threading.Event) -> None:

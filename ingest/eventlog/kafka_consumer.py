@@ -26,6 +26,7 @@ Kafka's failures are raised as ingest.backends.errors errors (see ingest.backend
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -59,7 +60,8 @@ class KafkaConsumer(Consumer):
         self._start = dict(start or {})  # (Kafka topic name, partition) -> offset, until first assigned
         for name in self._topics:
             self._clients[name] = KafkaClientConsumer({
-                **client_config, "group.id": group_id, "enable.auto.commit": False,
+                **client_config, "group.id": group_id, "client.id": f"lodestar-{os.getpid()}-{name}",
+                "enable.auto.commit": False,
                 "enable.auto.offset.store": False, "isolation.level": "read_committed",
                 "auto.offset.reset": "earliest", "partition.assignment.strategy": "cooperative-sticky",
                 "session.timeout.ms": session_timeout_ms,

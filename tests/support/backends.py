@@ -84,10 +84,11 @@ def opensearch_url(endpoints: Endpoints) -> str:
     return endpoints.opensearch_url
 
 
-def drop_kafka_names(bootstrap: str, prefix: str, wait: float = 60.0) -> None:
+def drop_kafka_names(bootstrap: str, prefix: str, wait: float = 120.0) -> None:
     """Delete a test's topics and consumer groups (everything named with its prefix). A member
     that was killed, or closed while still joining, stays in its group until its session times
-    out, and a group with members cannot be deleted: that is waited for, up to `wait` seconds."""
+    out, and a group with members cannot be deleted: that is waited for, up to `wait` seconds
+    (a rebalance the dead member was part of can take a second session timeout to settle)."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     names = [name for name in admin.list_topics(timeout=wait).topics if name.startswith(prefix)]
     for future in (admin.delete_topics(names, operation_timeout=wait).values() if names else ()):
@@ -99,6 +100,18 @@ def drop_kafka_names(bootstrap: str, prefix: str, wait: float = 60.0) -> None:
             for future in admin.delete_consumer_groups(groups, request_timeout=wait).values():
                 future.result()
         except KafkaException as err:
-            if err.args[0].code() != KafkaError.NON_EMPTY_GROUP or time.monotonic() > deadline:
+            if err.args[0].code() != KafkaError.NON_EMPTY_GROUP:
                 raise
+            if time.monotonic() > deadline:
+                raise AssertionError(f"consumer groups still have members after {wait:g}s: "
+                                     f"{_members(admin, groups)}") from err
             time.sleep(0.5)  # until the session of its last member times out: nothing to await
+
+
+def _members(admin: AdminClient, groups: list[str]) -> dict[str, list[str]]:
+    """Each group's state and members (client id and host), to say who stayed behind."""
+    described = {}
+    for group, future in admin.describe_consumer_groups(groups).items():
+        description = future.result()
+        described[group] = [str(description.state)] + [f"{m.client_id}@{m.host}" for m in description.members]
+    return described

@@ -82,7 +82,7 @@ class ServeProcess:
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.terminate()
-            self.proc.wait(30)
+            self.proc.wait(60)  # the background threads get lodestar.server.STOP_TIMEOUT
 
     def __enter__(self) -> ServeProcess:
         return self.start()
