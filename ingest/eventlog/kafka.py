@@ -118,6 +118,7 @@ class KafkaEventLog(EventLog):
                 "group.id": f"{prefix}lodestar-reader", "enable.auto.commit": False,
                 "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
         self._reader_lock = threading.Lock()
+        self._closed = False
 
     @classmethod
     def from_endpoints(cls, endpoints: Endpoints, prefix: str = "", **options: Any) -> KafkaEventLog:
@@ -443,7 +444,16 @@ class KafkaEventLog(EventLog):
             self._admin.list_topics(timeout=timeout)
 
     def close(self) -> None:
+        """Send what is queued (within `timeout`), then let go of every librdkafka client: each
+        holds threads and broker connections until it is destroyed, which a log object kept
+        referenced after its close (in a list, a cycle) would otherwise delay indefinitely.
+        Closing again does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         self._producer.flush(self.timeout)
         for producer in list(self._transactional):
             self._discard(producer)
         self._reader.close()
+        self._producer.close()
+        del self._admin  # AdminClient has no close: dropping the only reference destroys it

@@ -3,6 +3,8 @@ only says how to open it), Kafka's consumer groups, and the Avro single-object e
 
 from __future__ import annotations
 
+import gc
+import os
 import sqlite3
 import threading
 import time
@@ -22,6 +24,18 @@ from tests.contracts.event_log import TOPIC, WAIT, EventLogContract, messages, p
 from tests.support.backends import drop_kafka_names, unique_name
 
 OTHER_TOPIC = "MetadataChangeLog_Timeseries_v1"
+
+
+def _librdkafka_threads() -> int:
+    """How many threads of this process librdkafka runs (named rdk:main, rdk:broker..., rdk:bg)."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                count += comm.read().startswith("rdk:")
+        except FileNotFoundError:  # the thread ended meanwhile
+            pass
+    return count
 
 
 class TestSqliteEventLog(EventLogContract):
@@ -92,6 +106,18 @@ class TestKafkaEventLog(EventLogContract):
             assert time.monotonic() < deadline, "the group did not settle"
             assert first.poll(10, 0.05) == [] and second.poll(10, 0.05) == []
         return first, second
+
+    def test_a_closed_log_holds_no_kafka_client_even_while_still_referenced(self):
+        gc.collect()  # other tests' clients that are garbage already
+        before = _librdkafka_threads()
+        log = self.log()  # the contract keeps a reference until the test ends
+        consumer = log.consumer("g", (TOPIC,))
+        log.append(TOPIC, [LogMessage("k", b"v")])
+        assert _librdkafka_threads() > before
+        consumer.close()
+        log.close()
+        assert _librdkafka_threads() <= before
+        log.close()  # closing again does nothing
 
     def test_members_of_one_group_split_the_partitions_and_see_every_record_once(self):
         log = self.log()
