@@ -52,7 +52,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from confluent_kafka import Consumer as KafkaClientConsumer
-from confluent_kafka import ConsumerGroupTopicPartitions, KafkaError, KafkaException, Message, Producer, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ingest import topics
@@ -77,7 +77,7 @@ SEQUENCES = "LodestarProducerSequences_v1"
 SEQUENCES_CONFIG = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(3600 * 1000)}
 TRANSACTION_TIMEOUT_MS = 60_000
 SCAN_BATCH = 10_000  # messages a read takes from the client at once
-FIRST_OFFSETS_TIMEOUT = 5.0  # a group's offsets not read within this are asked of a new admin client
+FIRST_OFFSETS_TIMEOUT = 5.0  # a group's offsets not read within this are asked of a new client
 _LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                             KafkaError.UNKNOWN_TOPIC_OR_PART,
                             KafkaError._UNKNOWN_PARTITION})  # the client's metadata lacks it (a broker back)
@@ -118,6 +118,8 @@ class KafkaEventLog(EventLog):
                 "group.id": f"{prefix}lodestar-reader", "enable.auto.commit": False,
                 "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
         self._reader_lock = threading.Lock()
+        self._offsets_readers: dict[str, KafkaClientConsumer] = {}  # group name -> its offsets reader
+        self._offsets_readers_lock = threading.Lock()
         self._closed = False
 
     @classmethod
@@ -409,25 +411,46 @@ class KafkaEventLog(EventLog):
             future[TopicPartition(name, partition, offset)].result()
 
     def committed(self, group: str, topic: str, partition: int) -> int:
-        """The next offset `group` will read in a partition (0 when it committed none)."""
-        request = ConsumerGroupTopicPartitions(self.group_name(group),
-                                               [TopicPartition(self.topic_name(topic), partition)])
-        with self._failing(f"reading the offsets of group {self.group_name(group)}"):
+        """The next offset `group` will read in a partition (0 when it committed none).
+
+        Asked through a consumer of the group that never joins it, not the admin client: an
+        admin client's offset request answered "not the coordinator" (a broker restarting, a
+        coordinator moving) crashes the whole process in librdkafka (confluentinc/librdkafka#5040:
+        it hands the retry to a consumer group the admin client does not have)."""
+        name = self.group_name(group)
+        partition_ = TopicPartition(self.topic_name(topic), partition)
+        with self._failing(f"reading the offsets of group {name}"):
             try:
-                return self._committed(request, min(self.timeout, FIRST_OFFSETS_TIMEOUT))
+                return self._committed(name, partition_, min(self.timeout, FIRST_OFFSETS_TIMEOUT))
             except KafkaException as exc:
                 if exc.args[0].code() != KafkaError._TIMED_OUT:
                     raise
-                # An admin client that lost its broker while the group had members may never hear
-                # from the group's coordinator again once the broker is back (librdkafka), while a
-                # new client is answered at once: ask again with one.
-                self._admin = AdminClient(self._config())
-                return self._committed(request, self.timeout)
+                # A client that lost its broker while the group had members may never hear from
+                # the group's coordinator again once the broker is back (librdkafka), while a new
+                # client is answered at once: ask again with one.
+                self._drop_offsets_reader(name)
+                return self._committed(name, partition_, self.timeout)
 
-    def _committed(self, request: ConsumerGroupTopicPartitions, timeout: float) -> int:
-        future = self._admin.list_consumer_group_offsets([request], request_timeout=timeout)
-        (result,) = future[request.group_id].result().topic_partitions
+    def _committed(self, group: str, partition: TopicPartition, timeout: float) -> int:
+        (result,) = self._offsets_reader(group).committed([partition], timeout)
+        if result.error is not None:
+            raise KafkaException(result.error)
         return max(result.offset, 0)
+
+    def _offsets_reader(self, group: str) -> KafkaClientConsumer:
+        """A consumer of `group` that only reads its offsets (one per group, kept)."""
+        with self._offsets_readers_lock:
+            reader = self._offsets_readers.get(group)
+            if reader is None:
+                reader = self._offsets_readers[group] = KafkaClientConsumer(self._config(**{
+                    "group.id": group, "enable.auto.commit": False}))
+            return reader
+
+    def _drop_offsets_reader(self, group: str) -> None:
+        with self._offsets_readers_lock:
+            reader = self._offsets_readers.pop(group, None)
+        if reader is not None:
+            reader.close()
 
     def consumer(self, group: str, topics: Sequence[str], start: Mapping[tuple[str, int], int] | None = None
                  ) -> KafkaConsumer:
@@ -455,5 +478,7 @@ class KafkaEventLog(EventLog):
         for producer in list(self._transactional):
             self._discard(producer)
         self._reader.close()
+        for group in list(self._offsets_readers):
+            self._drop_offsets_reader(group)
         self._producer.close()
         del self._admin  # AdminClient has no close: dropping the only reference destroys it
