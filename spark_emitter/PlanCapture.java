@@ -19,6 +19,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.FutureTask;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
@@ -81,13 +82,15 @@ public final class PlanCapture {
         }
         long ticket = tickets.incrementAndGet();
         Path file = fileOf(ticket);
-        pending.put(ticket, thread.submit(() -> {
+        FutureTask<String> writing = new FutureTask<>(() -> {
             write(execution, plan, file);
             if (!pending.containsKey(ticket)) {  // discarded meanwhile
                 Files.deleteIfExists(file);
             }
             return file.toString();
-        }));
+        });
+        pending.put(ticket, writing);  // before it runs: else a quick write finds no ticket and removes its file
+        thread.execute(writing);
         return ticket;
     }
 
