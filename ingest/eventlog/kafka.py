@@ -447,10 +447,9 @@ class KafkaEventLog(EventLog):
             return reader
 
     def _drop_offsets_reader(self, group: str) -> None:
+        """Forget the group's reader; it is destroyed once no thread is still asking through it."""
         with self._offsets_readers_lock:
-            reader = self._offsets_readers.pop(group, None)
-        if reader is not None:
-            reader.close()
+            self._offsets_readers.pop(group, None)
 
     def consumer(self, group: str, topics: Sequence[str], start: Mapping[tuple[str, int], int] | None = None
                  ) -> KafkaConsumer:
@@ -478,7 +477,9 @@ class KafkaEventLog(EventLog):
         for producer in list(self._transactional):
             self._discard(producer)
         self._reader.close()
-        for group in list(self._offsets_readers):
-            self._drop_offsets_reader(group)
+        with self._offsets_readers_lock:
+            readers, self._offsets_readers = list(self._offsets_readers.values()), {}
+        for reader in readers:
+            reader.close()
         self._producer.close()
         del self._admin  # AdminClient has no close: dropping the only reference destroys it
