@@ -206,6 +206,23 @@ def _scalars(found: list[Any]) -> list[str]:
     return out
 
 
+def field_filter_key(spec: SearchField) -> str | None:
+    """The key of the exact-filter entries a field's values add (`key:value`), or None: a map's
+    entries are keyed by the map's own keys, and schema field names and plain text add none."""
+    if spec.field_type == "MAP" or spec.name in SCHEMA_FIELDS \
+            or (spec.field_type in _TEXT_TYPES and spec.boost <= 1):
+        return None
+    return TAGS_KEY if spec.name in TAG_FIELDS else spec.name.lower()
+
+
+def field_filter_keys(annotations: Iterable[AspectAnnotations]) -> frozenset[str]:
+    """Every key under which some field (not a map's entries) adds exact-filter entries: a
+    filter on any other key can only match map entries (and upstream tags), which the
+    fragments' `properties` hold too."""
+    return frozenset(key for aspect in annotations for spec in aspect.searchable
+                     if (key := field_filter_key(spec)) is not None)
+
+
 def facet_name(spec: SearchField) -> str | None:
     """The facet a searchable field's values count in (None: not a facet). Every tag field
     counts in `tags`; a faceted map's keys count in `keys`."""
@@ -244,7 +261,7 @@ def _handler(spec: SearchField) -> Handler:
         return on_field_name
 
     if spec.field_type in _TEXT_TYPES and spec.boost > 1:  # a name
-        key, rank = field.lower(), (0 if field == NAME_FIELD else 100) - spec.boost
+        key, rank = field_filter_key(spec), (0 if field == NAME_FIELD else 100) - spec.boost
 
         def on_name(found: list[Any], parts: _Parts) -> None:
             for value in _scalars(found):
@@ -268,7 +285,7 @@ def _handler(spec: SearchField) -> Handler:
         return on_text
 
     is_tag, texted = field in TAG_FIELDS, spec.field_type not in _UNTEXTED_TYPES
-    key = TAGS_KEY if is_tag else field.lower()
+    key = field_filter_key(spec)
 
     def on_keyword(found: list[Any], parts: _Parts) -> None:  # keywords, URNs, flags, counts
         for value in _scalars(found):

@@ -42,6 +42,7 @@ from mcl_processor.search.document import (
     Fragment,
     FragmentPreparer,
     everything_token,
+    field_filter_keys,
     is_derived,
     merge,
     pair_tokens,
@@ -95,6 +96,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         self.db = db
         self.annotations = annotations
         self.analyzers = {name: Analyzer(a) for name, a in annotations.by_aspect.items() if annotations.searched(name)}
+        self.field_keys = field_filter_keys(annotations.by_aspect.values())
         self.t = Tables(staging)
         self._owns_aside = aside is None  # a staging index shares the live one's threads
         self._aside = aside or ThreadPoolExecutor(4, thread_name_prefix="search-count")  # SQLite runs without the GIL

@@ -81,6 +81,7 @@ class SqliteSearchQueries:
 
     db: Database
     t: Tables
+    field_keys: frozenset[str]  # the filter keys fields (not maps' entries) add: `field_filter_keys`
     _aside: ThreadPoolExecutor
 
     @consistent_read
@@ -93,7 +94,7 @@ class SqliteSearchQueries:
         if parsed.matches_nothing or (types is not None and not types) or (within is not None and restriction is None):
             return SearchResult(0, [], {})
         conn = self.db.reader()
-        hits = _Hits.of(conn, self.t, parsed, types, include_removed, scope, restriction)
+        hits = _Hits.of(conn, self.t, parsed, types, include_removed, scope, self.field_keys, restriction)
         if parsed.terms and sort == "relevance":  # the total and the facet sample are read beside the ranking
             # A sample of exact terms streams: it is read after the count. One of prefix terms
             # evaluates them whole, as the count does: both are read at once (two connections,
@@ -247,8 +248,9 @@ class _Hits:
     `by_type_only`: the filters are of entity types at most, so `search_names` can evaluate them."""
 
     def __init__(self, t: Tables, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str],
-                 by_type_only: bool, table: str | None = None):
+                 by_type_only: bool, table: str | None = None, by_properties: _PropertyProbe | None = None):
         self.t = t
+        self.by_properties = by_properties  # how the walk may tell its hits without FTS5
         self.exact = exact
         self.prefix = prefix
         self.filters = filters  # positive filters, "" when none
@@ -265,11 +267,13 @@ class _Hits:
 
     @classmethod
     def of(cls, conn: sqlite3.Connection, t: Tables, parsed: Query, types: Sequence[str] | None, include_removed: bool,
-           scope: str | None, restriction: str | None = None) -> _Hits:
-        """`restriction`: CDAP terms (search/cdap.py) every hit has, e.g. the caller's readable resources."""
+           scope: str | None, field_keys: frozenset[str], restriction: str | None = None) -> _Hits:
+        """`restriction`: CDAP terms (search/cdap.py) every hit has, e.g. the caller's readable
+        resources. `field_keys`: the filter keys fields add entries under (`field_filter_keys`)."""
         scopes = (scope,) if scope else SCOPES
         parts = [_any_of([type_token(t) for t in types])] if types is not None else []
         sql, params = [], []
+        exact_filters: list[tuple[str, list[str]]] = []
         if restriction:
             sql.append(f" AND rowid IN (SELECT rowid FROM {t.terms} WHERE {t.terms} MATCH ?)")
             params.append(f"meta : ({restriction})")
@@ -277,6 +281,7 @@ class _Hits:
             values = _expand(conn, t, key, flt.value) if flt.prefix else [flt.value]
             if values is not None:
                 parts.append(_any_of([property_token(s, key, v) for s in scopes for v in values] or ["none"]))
+                exact_filters.append((key, values))
             else:
                 sql.append(f" AND rowid IN (SELECT doc_id FROM {t.properties} WHERE key = ? AND lvalue >= ?"
                            f" AND lvalue < ? AND scope IN ({','.join('?' * len(scopes))}))")
@@ -290,11 +295,16 @@ class _Hits:
         exact = " OR ".join(_phrase(t.tokens, False) for t in parsed.terms if not t.prefix)
         prefix = " OR ".join(_phrases(conn, t, term.tokens, True) for term in parsed.terms)
         by_type_only = not (parsed.filters or parsed.tags or parsed.schema or restriction)
-        return cls(t, exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only)
+        by_properties = None
+        if exact_filters and not (parsed.terms or parsed.schema or restriction or sql) \
+                and not any(key in field_keys for key, _ in exact_filters):
+            by_properties = _PropertyProbe(t, exact_filters, scopes, types, include_removed)
+        return cls(t, exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only,
+                   by_properties=by_properties)
 
     def narrowed(self, expression: str) -> _Hits:
         narrowed = _Hits(self.t, self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only,
-                         self.table)
+                         self.table, self.by_properties)
         narrowed.expression = narrowed._with_filters(expression)
         return narrowed
 
@@ -364,7 +374,9 @@ class _Hits:
         """Many hits in an indexed document order (WALKS): walk the documents in that order and
         keep the hits. Up to WALK_SET_LIMIT hits (or with prefix phrases, which the index would
         evaluate again per probed document) are fetched as a set first; more are so dense that
-        probing the few documents walked is cheaper."""
+        probing the few documents walked is cheaper: in `search_properties` when the query is
+        of property filters only (`_PropertyProbe`), else in FTS5 (which evaluates its whole
+        expression again for each document, a cost that grows with the index)."""
         keys, order_by, beyond = WALKS[order]
         every = None
         if "*" in self.expression or total <= WALK_SET_LIMIT:
@@ -380,8 +392,7 @@ class _Hits:
             if not rows:
                 break
             ids = [row[0] for row in rows]
-            found = every if every is not None else {row[0] for row in conn.execute(
-                self._select() + f" AND rowid IN ({','.join('?' * len(ids))})", (self.expression, *self.params, *ids))}
+            found = every if every is not None else self._probe(conn, ids)
             for doc_id in ids:
                 if doc_id in found:
                     if start:
@@ -392,6 +403,13 @@ class _Hits:
                             break
             cursor, batch = tuple(rows[-1][1:]), min(batch * 4, 4096)  # hits may be sparse here: look further
         return page
+
+    def _probe(self, conn: sqlite3.Connection, ids: list[int]) -> set[int]:
+        """Which of these documents are hits."""
+        if self.by_properties is not None:
+            return self.by_properties.matching(conn, ids)
+        return {row[0] for row in conn.execute(self._select() + f" AND rowid IN ({','.join('?' * len(ids))})",
+                                               (self.expression, *self.params, *ids))}
 
     def in_index_order(self, conn: sqlite3.Connection, start: int, count: int) -> list[int]:
         """A page in document id order (the order documents were first indexed), in which FTS5
@@ -435,6 +453,34 @@ class _Hits:
     def _facet_rows(self, conn: sqlite3.Connection, expression: str) -> list[tuple[bytes]]:
         return conn.execute(f"SELECT d.facets FROM ({self._select()} LIMIT ?) h JOIN {self.t.docs} d ON d.id = h.rowid",
                             (expression, *self.params, FACET_SAMPLE)).fetchall()
+
+
+class _PropertyProbe:
+    """Which of some documents match a query of exact filters on keys only maps' entries (and
+    upstream tags) use, with entity types and the soft-deleted state: read from
+    `search_properties` and `search_docs`, which hold the same entries and flags as the
+    documents' filter tokens, in a few B-tree seeks per document."""
+
+    def __init__(self, t: Tables, filters: list[tuple[str, list[str]]], scopes: Sequence[str],
+                 types: Sequence[str] | None, include_removed: bool):
+        conditions, self.params = [], []
+        if not include_removed:
+            conditions.append("d.removed = 0")
+        if types is not None:
+            conditions.append(f"lower(d.entity_type) IN ({','.join('?' * len(types))})")
+            self.params.extend(entity_type.lower() for entity_type in types)
+        for key, values in filters:
+            conditions.append(f"EXISTS (SELECT 1 FROM {t.properties} p WHERE p.key = ?"
+                              f" AND p.lvalue IN ({','.join('?' * len(values))})"
+                              f" AND p.scope IN ({','.join('?' * len(scopes))}) AND p.doc_id = d.id)")
+            self.params.extend([key, *values, *scopes])
+        self.docs = t.docs
+        self.condition = "".join(f" AND {condition}" for condition in conditions)
+
+    def matching(self, conn: sqlite3.Connection, ids: Sequence[int]) -> set[int]:
+        return {row[0] for row in conn.execute(
+            f"SELECT d.id FROM {self.docs} d WHERE d.id IN ({','.join('?' * len(ids))}){self.condition}",
+            (*ids, *self.params))}
 
 
 def _expand(conn: sqlite3.Connection, t: Tables, key: str, prefix: str) -> list[str] | None:

@@ -141,6 +141,42 @@ class TestSqliteSearchInternals(OnSqlite):
         assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
         assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
 
+    def test_many_hits_of_property_filters_are_told_apart_in_the_property_table(self, tmp_path, monkeypatch):
+        harness = Indexed(tmp_path / "data")
+        written = [dataset_urn(f"shop.t{i:02d}") for i in range(30)]
+        harness.write(*[proposal(urn, "datasetProperties", {"name": f"t{i:02d}", "customProperties": {
+            "team": f"team-{i % 3}", "tier": ["gold", "silver"][i % 2]}}) for i, urn in enumerate(written)],
+            *[proposal(urn, "status", {"removed": True}) for urn in written[:6]],
+            *[proposal(urn, "userScopeMetadata", {"properties": {"steward": "alice"}}) for urn in written[::4]],
+            *[proposal(urn, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}]}) for urn in written[::2]])
+        searches = [("team:team-1", {}), ("team:team-1", {"include_removed": True}), ("team:team-* tier:gold", {}),
+                    ("steward:alice", {"scope": "USER"}), ("steward:alice", {"scope": "SYSTEM"}),
+                    ("team:team-2", {"types": ["DATASET"]}), ("team:team-2", {"types": ["dataJob"]}),
+                    ("tier:gold tier:silver", {}), ("tags:pii", {}), ("name:t07", {})]
+
+        def walked(query, kwargs):
+            return [h.urn for start in range(0, 30, 4) for h in harness.search.query(query, start=start, count=4,
+                                                                                    **kwargs).hits]
+        expected = {query + repr(kwargs): walked(query, kwargs) for query, kwargs in searches}  # few hits: sorted
+        assert len(expected["team:team-1{}"]) == 8 and expected["steward:alice{'scope': 'SYSTEM'}"] == []
+        probed: list[list[int]] = []
+        matching = sqlite_query._PropertyProbe.matching
+
+        def counted(probe, conn, ids):
+            probed.append(ids)
+            return matching(probe, conn, ids)
+        monkeypatch.setattr(sqlite_query._PropertyProbe, "matching", counted)
+        monkeypatch.setattr(sqlite_query, "SORT_LIMIT", 0)
+        for walk_set_limit in (1000, 0):  # the walk fetches every hit first, or probes each batch of documents
+            monkeypatch.setattr(sqlite_query, "WALK_SET_LIMIT", walk_set_limit)
+            assert {query + repr(kwargs): walked(query, kwargs) for query, kwargs in searches} == expected
+            assert bool(probed) == (walk_set_limit == 0)
+        probed.clear()
+        for query in ("tags:pii", "name:t07", "tier:silver t07"):  # keys of fields, or free text: FTS5 tells
+            assert harness.search.query(query, sort="urn").hits
+        assert probed == []
+        harness.close()
+
     def test_big_name_tiers_of_free_text_order_by_the_shorter_name(self, catalog, monkeypatch):
         monkeypatch.setattr(sqlite_query, "RANK_LIMIT", 0)  # every tier is big: none is ranked by bm25
         assert urns(catalog, "orders") == [ORDERS, JOB, ARCHIVE, NOTES]
