@@ -60,7 +60,7 @@ class Roles(enum.Flag):
 
 RELAY_INTERVAL = 5.0  # seconds between sweeps of the outbox when the store has one
 STOP_TIMEOUT = 25.0  # seconds the background threads get, together, to finish once asked to stop
-WORKER_NICENESS = 8  # how far below the background process's CPU priority the workers run
+BACKGROUND_NICENESS = 8  # how far below the workers' CPU priority the indexing background process runs
 GC_THRESHOLDS = (10_000, 10, 10)  # a young collection per 10,000 new containers rather than 700
 
 
@@ -88,10 +88,10 @@ class Node:
         self.processor = MclProcessor(self.gms.registry, self.gms.mcl_reader, self.read_models) \
             if Roles.MCL_PROCESSOR in roles else None
 
-    def app(self, token: str) -> web.Application:
+    def app(self, token: str, yielding_niceness: int = 0) -> web.Application:
         auth = TokenAuth()
         auth.add(token, ADMIN)
-        return create_app(self.gms, auth, self.read_models, self.processor)
+        return create_app(self.gms, auth, self.read_models, self.processor, yielding_niceness)
 
     def run(self, serve: Callable[[], None]) -> None:
         """Serve, with this node's background threads running.
@@ -184,11 +184,14 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     process's interpreter lock is then the MCL processor's (and the MCP consumer's) alone,
     and it is the serial stage of indexing. Returns the exit status.
 
-    With the MCL processor in the background process, the workers run at a lower CPU priority
-    (WORKER_NICENESS): when requests and indexing both want more CPU than there is, indexing
-    goes first, so the lag stays short and writes slow down evenly, instead of running ahead
-    until the lag limit refuses them all at once and the CPU the serial indexing cannot use
-    stays idle while they wait."""
+    With the MCL processor in the background process, that process runs at a lower CPU
+    priority than the workers (BACKGROUND_NICENESS): when requests and indexing both want more
+    CPU than there is, requests go first, so a burst of writes is accepted at the write path's
+    speed. Once the processor lags past half its limit, the workers apply writes on a thread
+    as far below the indexing's priority (`lodestar.api.writers`): indexing goes first and the
+    writers take what CPU it leaves, so the lag stops growing, instead of running on until the
+    lag limit refuses every write at once and the CPU the serial indexing cannot use stays
+    idle while they wait."""
     try:
         listener = socket.create_server((host, port), backlog=1024)
     except OSError as err:
@@ -196,7 +199,8 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     metrics.use_directory(data_dir / "metrics")  # /metrics in any worker adds up every process's counts
     channels: list[socket.socket] = []
     background = roles & ~Roles.WEBHOOKS
-    niceness = WORKER_NICENESS if Roles.MCL_PROCESSOR in background else 0
+    niceness = BACKGROUND_NICENESS if Roles.MCL_PROCESSOR in background else 0
+    yielding_niceness = 2 * niceness  # the workers' writes while indexing lags: as far below it
     # Plain flags, not threading.Events: a signal handler may run inside another one (SIGCHLD
     # while SIGTERM's handler runs), and an Event's lock taken twice by one thread never opens.
     flags = {"stopping": False, "asked": False}
@@ -213,12 +217,12 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     signal.signal(signal.SIGCHLD, stop)  # a child that exits, failing to start or later, stops them all
     children: dict[int, str] = {}
     if background:
-        children[_fork(partial(_background_main, data_dir, config, background), listener)] = "background"
+        children[_fork(partial(_background_main, data_dir, config, background, niceness), listener)] = "background"
     for worker in range(workers):
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
         children[_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles,
-                                niceness, access_log), listener, parent_end)] = f"w{worker}"
+                                yielding_niceness, access_log), listener, parent_end)] = f"w{worker}"
         child_end.close()
         channels.append(parent_end)
     signal.signal(signal.SIGTERM, stop)
@@ -288,20 +292,20 @@ def _create_backend_schemas(data_dir: Path, config: Config | None) -> int:
 
 
 def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str,
-                 roles: Roles, niceness: int, access_log: Mapping[str, Any]) -> int:
-    lower_priority(niceness)  # before any thread starts: every thread of the process inherits it
+                 roles: Roles, yielding_niceness: int, access_log: Mapping[str, Any]) -> int:
     try:
         node = Node(data_dir, roles, config, process)
     except ServeError as err:
         print(f"lodestar: error: {err}", file=sys.stderr)
         return 1
-    app = node.app(token)
+    app = node.app(token, yielding_niceness)
     node.run(lambda: asyncio.run(_serve_handed_connections(app, channel, access_log)))
     return 0
 
 
-def _background_main(data_dir: Path, config: Config | None, roles: Roles) -> int:
-    """The background roles, until SIGTERM or SIGINT."""
+def _background_main(data_dir: Path, config: Config | None, roles: Roles, niceness: int) -> int:
+    """The background roles, until SIGTERM or SIGINT, `niceness` below the workers' priority."""
+    lower_priority(niceness)  # before any thread or worker process starts: they all inherit it
     try:
         node = Node(data_dir, roles, config, "background")
     except ServeError as err:

@@ -40,6 +40,7 @@ from lodestar.api.context import (
     api_of,
     error,
 )
+from lodestar.api.writers import WriterThreads
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 
@@ -79,19 +80,22 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
     return await handler(request)
 
 
-def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels,
-               processor: MclProcessor | None = None) -> web.Application:
+def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: MclProcessor | None = None,
+               yielding_niceness: int = 0) -> web.Application:
+    """The HTTP app. `yielding_niceness`: how much lower the CPU priority of the writes is while
+    the MCL processor lags past half its limit (`WriterThreads`; 0: the same)."""
     app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
                           client_max_size=gms.limits.max_request_bytes)
     app[LIMIT_KEY] = gms.limits.max_request_bytes
-    app[GMS_KEY] = Api(gms, auth, read_models, processor)
+    app[GMS_KEY] = Api(gms, auth, read_models, processor,
+                       WriterThreads(yielding_niceness, lambda: app[guards.GUARDS_KEY].indexing_first()))
     auth.lookup = gms.access.token_principal  # tokens created through /v1/access
     app[openapi.DOCUMENT_KEY] = openapi.document(ROUTE_MODULES)
     for module in ROUTE_MODULES:
         module.add_routes(app)
 
     async def shutdown(app: web.Application) -> None:
-        app[GMS_KEY].writer.shutdown(wait=True)
+        app[GMS_KEY].writers.shutdown()
 
     app.on_cleanup.append(shutdown)
     return app

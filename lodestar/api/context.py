@@ -7,7 +7,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 
 import orjson
@@ -18,8 +17,9 @@ from gms.tracing import in_context
 from gms.write_path import Result
 from ingest.proposal import Proposal, ProposalError
 from lodestar.api.auth import TokenAuth
+from lodestar.api.writers import WriterThreads
 from mcl_processor.processor import MclProcessor, wait_until_caught_up
-from mcl_processor.readmodels import ReadModels, collector_paused
+from mcl_processor.readmodels import ReadModels
 
 log = logging.getLogger(__name__)
 PUBLIC_PATHS = frozenset({"/health", "/health/ready", "/metrics", "/config", "/openapi.json"})
@@ -51,15 +51,16 @@ def error(status: int, code: str, message: str, headers: Mapping[str, str] | Non
 
 
 class Api:
-    """What the handlers share: GMS, the read models, the authenticator, and the single
-    writer thread; `processor` is the MCL processor when it runs in this process."""
+    """What the handlers share: GMS, the read models, the authenticator, and the writer
+    threads (`writers.py`); `processor` is the MCL processor when it runs in this process."""
 
-    def __init__(self, gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: MclProcessor | None = None):
+    def __init__(self, gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: MclProcessor | None = None,
+                 writers: WriterThreads | None = None):
         self.gms = gms
         self.auth = auth
         self.read_models = read_models
         self.processor = processor
-        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gms-writer")
+        self.writers = writers or WriterThreads()
 
     async def wait_for_index(self, timeout: float = 30.0) -> bool:
         """Whether every MCL published so far is in the read models within timeout seconds. The
@@ -80,15 +81,9 @@ class Api:
         return await self.run(self.gms.apply, proposals, actor, headers, True, None, all_or_none)
 
     async def run(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Run a write-side call on the writer thread, in the caller's trace context, with the
-        cyclic garbage collector paused: a batch of 1,000 proposals makes some 100,000 containers
-        and no garbage cycles, and collections during it would only scan them again and again."""
-        call = in_context(fn, *args)
-
-        def paused() -> Any:
-            with collector_paused():
-                return call()
-        return await asyncio.get_running_loop().run_in_executor(self.writer, paused)
+        """Run a write-side call on a writer thread (`WriterThreads.run`), in the caller's
+        trace context."""
+        return await self.writers.run(in_context(fn, *args))
 
 
 def query_route(handler: Handler, when: Callable[[web.Request], bool] = lambda request: True) -> Handler:

@@ -182,6 +182,11 @@ class Guards:
         self.inflight_bytes = 0
         self.refused = 0  # writes refused with 429 by this process
 
+    def indexing_first(self) -> bool:
+        """Whether the MCL processor, as last sampled, lags past half its limit: writes then
+        yield the CPU to it (`lodestar.api.writers`)."""
+        return self.lag.lag > self.limits.max_mcl_lag // 2
+
 
 GUARDS_KEY = web.AppKey("guards", Guards)
 

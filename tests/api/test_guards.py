@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import socket
 import threading
 import time
@@ -41,13 +42,13 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 class Lagging:
     """A live server whose MCL processor runs only when asked: writes make it lag."""
 
-    def __init__(self, data: Path, limits: Backpressure):
+    def __init__(self, data: Path, limits: Backpressure, yielding_niceness: int = 0):
         self.gms = Gms.embedded(data)
         self.read_models = SqliteReadModels.in_data_dir(data, self.gms.registry)
         self.processor = MclProcessor(self.gms.registry, self.gms.codec, self.read_models)
         auth = TokenAuth()
         auth.add(TOKEN, ADMIN)
-        app = create_app(self.gms, auth, self.read_models, self.processor)
+        app = create_app(self.gms, auth, self.read_models, self.processor, yielding_niceness)
         self.guards = app[GUARDS_KEY] = Guards(self.gms.log, limits)
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -114,6 +115,32 @@ def test_writes_get_429_with_retry_after_while_the_mcl_processor_lags_and_pass_a
     lagging.catch_up()
     await_(lambda: lagging.post(mcp(sent[-1], "datasetProperties", properties("late"))).status_code == 200,
            "writes accepted after catching up")
+
+
+def test_past_half_the_lag_limit_writes_run_on_the_writer_thread_of_lower_cpu_priority(tmp_path):
+    server = Lagging(tmp_path / "data", Backpressure(max_mcl_lag=20, max_inflight_bytes=4096, sample_every=0.0),
+                     yielding_niceness=4)
+
+    def writer_threads() -> dict[str, int]:
+        return {thread.name.rpartition("_")[0]: int(Path(f"/proc/self/task/{thread.native_id}/stat").read_text()
+                                                    .rpartition(")")[2].split()[16])
+                for thread in threading.enumerate() if thread.name.startswith("gms-writer")}
+    try:
+        base = os.getpriority(os.PRIO_PROCESS, 0)
+        assert server.post(mcp(dataset_urn("lag.t0"), "datasetProperties", properties("x"))).status_code == 200
+        assert writer_threads() == {"gms-writer": base}  # no lag: the writes go first
+        sent = []
+
+        def lagging_write() -> dict[str, int] | None:  # each write adds 2 MCLs; past 10 they yield
+            sent.append(dataset_urn(f"lag.t{len(sent) + 1}"))
+            assert server.post(mcp(sent[-1], "datasetProperties", properties("x"))).status_code == 200
+            return threads if len(threads := writer_threads()) == 2 else None
+        assert await_(lagging_write, "a write on the yielding thread") == {
+            "gms-writer": base, "gms-writer-yielding": min(base + 4, 19)}
+        assert 5 <= len(sent) <= 7  # from the first sample past half the limit (at most a write or two old)
+        assert requests.get(f"{server.url}/v1/entities/{sent[-1]}", headers=AUTH).status_code == 200
+    finally:
+        server.close()
 
 
 def test_retry_after_is_the_time_the_processor_needs_at_its_best_recent_rate_to_get_back_under_the_limit(tmp_path):
@@ -215,7 +242,7 @@ def test_wait_for_index_answers_not_indexed_when_the_log_cannot_say_where_it_end
         assert asyncio.run(answer_then_release()) is False  # not a request hanging as long as the log
     finally:
         log.release.set()
-        api.writer.shutdown()
+        api.writers.shutdown()
         read_models.close()
         gms.close()
 

@@ -180,5 +180,5 @@ def test_the_writer_thread_runs_with_the_garbage_collector_paused_and_only_meanw
         assert asyncio.run(api.run(gc.isenabled)) is False
         assert gc.isenabled()
     finally:
-        api.writer.shutdown()
+        api.writers.shutdown()
         read_models.close()
