@@ -18,6 +18,7 @@ to one entity, the batch is told (`prefetch`), so such a store reads the entity 
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -74,7 +75,9 @@ class WritePath:
         #: encodes an MCL record in the topics' wire format (schemas.mcl_wire); GMS sets it
         self.encode_mcl = mcl_encoder(LODESTAR, codec=codec)
         self.validator = validator or ProposalValidator(registry)
-        self._pool: ThreadPoolExecutor | None = None  # started by the first call with several entities
+        # Started by the first call with several entities, one per CPU priority of the calling
+        # threads (a thread's niceness is inherited by the threads it starts: lodestar/api/writers.py).
+        self._pools: dict[int, ThreadPoolExecutor] = {}
         self._pool_lock = threading.Lock()
 
     def check(self, proposals: Sequence[Proposal | ProposalError], request_headers: Mapping[str, str] | None = None,
@@ -146,9 +149,9 @@ class WritePath:
     def close(self) -> None:
         """Stop the threads of concurrent applications, if any were started."""
         with self._pool_lock:
-            if self._pool is not None:
-                self._pool.shutdown()
-                self._pool = None
+            for pool in self._pools.values():
+                pool.shutdown()
+            self._pools.clear()
 
     def _apply_all(self, batch: AspectBatch, valid: Sequence[tuple[int, ValidProposal]], actor: str
                    ) -> list[tuple[int, Result]]:
@@ -192,10 +195,13 @@ class WritePath:
             for urn, items in by_entity.items():
                 prefetch(urn, items)
             return apply_in_order(valid)
+        niceness = os.getpriority(os.PRIO_PROCESS, 0)  # on Linux, this thread's
         with self._pool_lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.store.entity_concurrency, thread_name_prefix="write-path")
-        futures = [self._pool.submit(apply_entity, urn, items) for urn, items in by_entity.items()]
+            pool = self._pools.get(niceness)
+            if pool is None:
+                pool = self._pools[niceness] = ThreadPoolExecutor(self.store.entity_concurrency,
+                                                                  thread_name_prefix="write-path")
+        futures = [pool.submit(apply_entity, urn, items) for urn, items in by_entity.items()]
         wait(futures)  # every entity settled before any error is raised, as in order
         return [pair for future in futures for pair in future.result()]
 

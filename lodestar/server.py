@@ -200,7 +200,9 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     channels: list[socket.socket] = []
     background = roles & ~Roles.WEBHOOKS
     niceness = BACKGROUND_NICENESS if Roles.MCL_PROCESSOR in background else 0
-    yielding_niceness = 2 * niceness  # the workers' writes while indexing lags: as far below it
+    # the workers' writes while indexing lags: as far below it (niceness is per thread on Linux
+    # only: elsewhere a thread lowering its own lowers its whole process)
+    yielding_niceness = 2 * niceness if sys.platform == "linux" else 0
     # Plain flags, not threading.Events: a signal handler may run inside another one (SIGCHLD
     # while SIGTERM's handler runs), and an Event's lock taken twice by one thread never opens.
     flags = {"stopping": False, "asked": False}

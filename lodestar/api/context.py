@@ -110,8 +110,10 @@ def principal_of(request: web.Request) -> str:
 
 async def read_json(request: web.Request) -> Any:
     """The decoded JSON body. Decoding runs on the writer thread: in a process whose writer
-    holds the store's write lock, the event loop must not compete with it for the GIL."""
-    return await api_of(request).run(decode_json, await request.read())
+    holds the store's write lock, the event loop must not compete with it for the GIL. Never
+    on the yielding one: queries (GraphQL, DataHub's read actions) read their bodies here too."""
+    body = await request.read()
+    return await api_of(request).writers.run(in_context(decode_json, body), may_yield=False)
 
 
 def json_text(value: Any) -> str:

@@ -29,12 +29,14 @@ class WriterThreads:
             1, thread_name_prefix="gms-writer-yielding", initializer=lower_priority, initargs=(yielding_niceness,))
         self.yielding = yielding
 
-    async def run(self, call: Callable[[], Any]) -> Any:
-        """`call()` on a writer thread (the yielding one while `yielding()` holds), after any
-        call already running there, with the cyclic garbage collector paused: a batch of 1,000
-        proposals makes some 100,000 containers and no garbage cycles, and collections during it
-        would only scan them again and again."""
-        executor = self._yielding if self._yielding is not None and self.yielding() else self._first
+    async def run(self, call: Callable[[], Any], may_yield: bool = True) -> Any:
+        """`call()` on a writer thread (the yielding one while `yielding()` holds, unless not
+        `may_yield`), once no other call runs, with the cyclic garbage collector paused: a batch
+        of 1,000 proposals makes some 100,000 containers and no garbage cycles, and collections
+        during it would only scan them again and again."""
+        executor = self._first
+        if may_yield and self._yielding is not None and self.yielding():
+            executor = self._yielding
 
         def one_at_a_time() -> Any:
             with self._one_at_a_time, collector_paused():

@@ -22,13 +22,15 @@ def test_calls_run_on_the_lower_priority_thread_only_while_yielding_holds():
         first = asyncio.run(writers.run(lambda: (threading.current_thread().name, _niceness())))
         yielding[0] = True
         second = asyncio.run(writers.run(lambda: (threading.current_thread().name, _niceness())))
+        not_yielding = asyncio.run(writers.run(lambda: (threading.current_thread().name, _niceness()),
+                                               may_yield=False))  # a query's body, say
         yielding[0] = False
         third = asyncio.run(writers.run(lambda: (threading.current_thread().name, _niceness())))
     finally:
         writers.shutdown()
     assert first[0].startswith("gms-writer_") and first[1] == base
     assert second[0].startswith("gms-writer-yielding_") and second[1] == min(base + 5, 19)  # 19: the lowest
-    assert third == first
+    assert third == not_yielding == first
 
 
 def test_without_a_yielding_niceness_every_call_runs_on_the_one_writer_thread():

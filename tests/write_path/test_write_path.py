@@ -4,12 +4,17 @@ the Cassandra aspect store (with an SQLite event log, so its outbox relay is in 
 from __future__ import annotations
 
 import json
+import os
+import threading
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
 from gms.service import Gms
 from ingest import topics
+from ingest.eventlog.sqlite import SqliteEventLog
+from lodestar.priority import lower_priority
 from schemas.events import default_codec
 from tests.support.builders import dataset_urn, properties, proposal
 
@@ -291,6 +296,33 @@ def test_a_call_over_many_entities_keeps_the_order_of_each_entity_and_of_the_res
     assert versions[(urns[1], "datasetProperties")] == [1, 2, 3, 4]  # then tombstoned with its entity
     assert versions[(urns[1], "datasetKey")] == [1, 2]
     assert all(found == sorted(found) for found in versions.values())
+
+
+def test_the_entities_of_a_call_are_applied_at_the_cpu_priority_of_the_calling_thread(store_keyspace, tmp_path):
+    """On Cassandra the entities of a call are applied on a pool's threads: a pool per priority
+    of the callers (lodestar/api/writers.py lowers one writer thread's), as threads inherit it."""
+    gms = Gms(store_keyspace.store(), SqliteEventLog(tmp_path / "events.db"))
+    before = {thread.ident for thread in threading.enumerate()}
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+
+    def write(prefix: str) -> None:
+        results = apply(gms, *[proposal(dataset_urn(f"{prefix}.t{i}"), "status", {"removed": False}) for i in range(8)])
+        assert {r.status for r in results} == {"applied"}
+
+    def lowered() -> None:
+        lower_priority(3)
+        write("low")
+    try:
+        thread = threading.Thread(target=lowered)
+        thread.start()
+        thread.join()
+        write("first")
+        pools = {int(Path(f"/proc/self/task/{t.native_id}/stat").read_text().rpartition(")")[2].split()[16])
+                 for t in threading.enumerate() if t.name.startswith("write-path") and t.ident not in before}
+    finally:
+        gms.close()
+        store_keyspace.clear()
+    assert pools == {base, min(base + 3, 19)}
 
 
 def test_versions_survive_a_restart(tmp_path):
