@@ -22,6 +22,9 @@ from mcl_processor.readmodels import collector_paused
 
 
 class WriterThreads:
+    """A GMS process's writer threads (the module docstring says why two). `yielding`: whether
+    calls should yield the CPU now (the guards' `indexing_first`)."""
+
     def __init__(self, yielding_niceness: int = 0, yielding: Callable[[], bool] = lambda: False):
         self._one_at_a_time = threading.Lock()
         self._first = ThreadPoolExecutor(1, thread_name_prefix="gms-writer")
