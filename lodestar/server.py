@@ -184,14 +184,15 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     process's interpreter lock is then the MCL processor's (and the MCP consumer's) alone,
     and it is the serial stage of indexing. Returns the exit status.
 
-    With the MCL processor in the background process, that process runs at a lower CPU
-    priority than the workers (BACKGROUND_NICENESS): when requests and indexing both want more
-    CPU than there is, requests go first, so a burst of writes is accepted at the write path's
-    speed. Once the processor lags past half its limit, the workers apply writes on a thread
-    as far below the indexing's priority (`lodestar.api.writers`): indexing goes first and the
-    writers take what CPU it leaves, so the lag stops growing, instead of running on until the
-    lag limit refuses every write at once and the CPU the serial indexing cannot use stays
-    idle while they wait."""
+    With the MCL processor in the background process on the embedded stores, that process runs
+    at a lower CPU priority than the workers (BACKGROUND_NICENESS): when requests and indexing
+    both want more CPU than there is, requests go first, so a burst of writes is accepted at
+    the write path's speed. Once the processor lags past half its limit, the workers apply
+    writes on a thread as far below the indexing's priority (`lodestar.api.writers`): indexing
+    goes first and the writers take what CPU it leaves, so the lag stops growing, instead of
+    running on until the lag limit refuses every write at once and the CPU the serial indexing
+    cannot use stays idle while they wait. On the distributed stack the workers run below the
+    indexing throughout (`_priorities`)."""
     try:
         listener = socket.create_server((host, port), backlog=1024)
     except OSError as err:
@@ -199,10 +200,8 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     metrics.use_directory(data_dir / "metrics")  # /metrics in any worker adds up every process's counts
     channels: list[socket.socket] = []
     background = roles & ~Roles.WEBHOOKS
-    niceness = BACKGROUND_NICENESS if Roles.MCL_PROCESSOR in background else 0
-    # the workers' writes while indexing lags: as far below it (niceness is per thread on Linux
-    # only: elsewhere a thread lowering its own lowers its whole process)
-    yielding_niceness = 2 * niceness if sys.platform == "linux" else 0
+    niceness, worker_niceness, yielding_niceness = _priorities(Roles.MCL_PROCESSOR in background,
+                                                               (config or Config()).embedded)
     # Plain flags, not threading.Events: a signal handler may run inside another one (SIGCHLD
     # while SIGTERM's handler runs), and an Event's lock taken twice by one thread never opens.
     flags = {"stopping": False, "asked": False}
@@ -224,7 +223,7 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         worker_roles = roles & Roles.WEBHOOKS if worker == 0 else Roles.NONE
         children[_fork(partial(_worker_main, child_end, data_dir, token, config, f"w{worker}", worker_roles,
-                                yielding_niceness, access_log), listener, parent_end)] = f"w{worker}"
+                                worker_niceness, yielding_niceness, access_log), listener, parent_end)] = f"w{worker}"
         child_end.close()
         channels.append(parent_end)
     signal.signal(signal.SIGTERM, stop)
@@ -242,6 +241,19 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
                 break
         turn += 1
     return _stop_children(children, flags["asked"])
+
+
+def _priorities(indexing_in_background: bool, embedded: bool) -> tuple[int, int, int]:
+    """(background process's, workers', workers' yielding writer thread's) niceness. Embedded,
+    writes go first until indexing lags past half its limit, then indexing does. On the
+    distributed stack indexing always goes first (the workers niced below it): its writes to
+    Cassandra and OpenSearch wait on round trips, and with writes first the same burst became
+    searchable 30-40% later (docs/benchmarks.md). Yielding needs per-thread niceness: Linux."""
+    if not indexing_in_background:
+        return 0, 0, 0
+    if not embedded:
+        return 0, BACKGROUND_NICENESS, 0
+    return BACKGROUND_NICENESS, 0, 2 * BACKGROUND_NICENESS if sys.platform == "linux" else 0
 
 
 def _stop_children(children: dict[int, str], asked: bool) -> int:
@@ -294,7 +306,8 @@ def _create_backend_schemas(data_dir: Path, config: Config | None) -> int:
 
 
 def _worker_main(channel: socket.socket, data_dir: Path, token: str, config: Config | None, process: str,
-                 roles: Roles, yielding_niceness: int, access_log: Mapping[str, Any]) -> int:
+                 roles: Roles, niceness: int, yielding_niceness: int, access_log: Mapping[str, Any]) -> int:
+    lower_priority(niceness)  # before any thread starts: every thread of the process inherits it
     try:
         node = Node(data_dir, roles, config, process)
     except ServeError as err:

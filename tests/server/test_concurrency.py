@@ -166,3 +166,12 @@ def test_with_several_workers_serve_stops_when_one_of_its_processes_dies(tmp_pat
     assert f"lodestar: error: the {process} process exited (status -9); stopping the other processes" in output
     for pid in pids.values():  # every other process was stopped and reaped
         assert not Path(f"/proc/{pid}").exists()
+
+
+def test_writes_go_first_embedded_and_indexing_on_the_distributed_stack():
+    """(background, workers, yielding writer thread) niceness: see serve_workers."""
+    from lodestar.server import BACKGROUND_NICENESS, _priorities
+
+    assert _priorities(True, embedded=True) == (BACKGROUND_NICENESS, 0, 2 * BACKGROUND_NICENESS)  # on Linux
+    assert _priorities(True, embedded=False) == (0, BACKGROUND_NICENESS, 0)
+    assert _priorities(False, embedded=True) == _priorities(False, embedded=False) == (0, 0, 0)
