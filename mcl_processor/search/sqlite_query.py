@@ -304,7 +304,7 @@ class _Hits:
 
     def narrowed(self, expression: str) -> _Hits:
         narrowed = _Hits(self.t, self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only,
-                         self.table, self.by_properties)
+                         self.table)  # no property probe: the narrowing expression is more than property filters
         narrowed.expression = narrowed._with_filters(expression)
         return narrowed
 
