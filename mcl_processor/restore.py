@@ -1,12 +1,14 @@
 """Rebuilding the read models from the aspect store (latest versions) and the timeseries topic.
 
 Page by page. While the main process writes one page, worker processes run the read models'
-preparer (the costly per-aspect analysis) on the next pages. Versions are applied "at or
-above what the model has", so a restore never moves a model back, and just before a page is
-written the store is asked which of its entities still exist: an entity deleted meanwhile
-(whose reset the processor may already have applied) is not brought back. So a restore can
-run while ingestion goes on. At the end, fields' upstream tags are derived again wherever
-a document differs from what the models give (`upstream_tags.rederive`).
+preparer (the costly per-aspect analysis) on the next pages. Pages are written a few to a
+transaction (each commit flushes the full-text indexes' pending terms). Versions are applied
+"at or above what the model has", so a restore never moves a model back, and just before a page
+is written the store is asked, in one query per few hundred entities (`live_keys`), which of its
+entities still exist: an entity deleted meanwhile (whose reset the processor may already have
+applied) is not brought back. So a restore can run while ingestion goes on. At the end,
+fields' upstream tags are derived again wherever a document differs from what the models give
+(`upstream_tags.rederive`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextlib import ExitStack
-from typing import Any
+from itertools import chain, islice
+from typing import Any, TypeVar
 
 from gms.store import AspectStore, StoredAspect
 from ingest import topics
@@ -27,7 +30,9 @@ from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.readmodels import ReadModels, collector_paused
 from mcl_processor.workers import ahead, default_workers, pool, prepare_in_worker
 
+T = TypeVar("T")
 BATCH = 10000
+PAGES_PER_TRANSACTION = 4  # fewer commits, while the live processor waits at most a few seconds
 
 
 def scan_pages(store: AspectStore, batch: int = BATCH) -> Iterator[list[StoredAspect]]:
@@ -51,7 +56,7 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
     registry = decoder.registry
     wanted = like(urn_like).fullmatch if urn_like else None
     pages = ([row for row in page if (aspect is None or row.aspect == aspect) and registry.aspect(row.aspect)
-              and (wanted is None or wanted(row.urn))] for page in scan_pages(store))
+              and (wanted is None or wanted(row.urn))] for page in scan_pages(store, BATCH))
     done = 0
     with collector_paused(), ExitStack() as stack:
         preparer = read_models.preparer()
@@ -64,10 +69,12 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
             prepared_pages = ahead(pages, start, lookahead=2 * workers)
         else:
             prepared_pages = ((page, None) for page in pages)
-        for page, prepared in prepared_pages:
-            done += _write(read_models, decoder, store, page, prepared)
-            if progress:
-                progress(done)
+        for group in _groups(prepared_pages, PAGES_PER_TRANSACTION):
+            with read_models.transaction():
+                for page, prepared in group:
+                    done += _write(read_models, decoder, store, page, prepared)
+                    if progress:
+                        progress(done)
         with read_models.transaction():
             upstream_tags.rederive(read_models.search, read_models.lineage)
         spec = registry.aspect(aspect) if aspect else None
@@ -76,16 +83,19 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
     return done
 
 
+def _groups(items: Iterator[T], size: int) -> Iterator[Iterator[T]]:
+    """Consecutive groups of up to `size` items, each taken lazily as the caller iterates it
+    (which it must do to its end before asking for the next group)."""
+    for first in items:
+        yield chain((first,), islice(items, size - 1))
+
+
 def _write(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, page: list[StoredAspect],
            prepared: list[Any] | None) -> int:
     registry = decoder.registry
     with read_models.transaction():
-        existing = set()
-        for urn in {row.urn for row in page}:
-            entity = registry.entity(entity_type_of(urn))
-            key = store.get(urn, entity.key_aspect) if entity else None
-            if key is not None and key.exists:
-                existing.add(urn)
+        entities = {urn: registry.entity(entity_type_of(urn)) for urn in {row.urn for row in page}}
+        existing = store.live_keys({urn: entity.key_aspect for urn, entity in entities.items() if entity})
         changes = tuple(
             AspectChange(row.urn, entity_type_of(row.urn), row.aspect, row.version, value_json=row.value_json,
                          prepared=prepared[i] if prepared else None)

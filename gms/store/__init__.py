@@ -19,7 +19,7 @@ while the database does not answer or stays locked, BackendFailure for what it r
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -149,6 +149,11 @@ class AspectStore(ABC):
     @abstractmethod
     def get(self, urn: str, aspect: str, version: int | None = None) -> StoredAspect | None:
         """One version, or the newest (which may be a deletion) when version is None."""
+
+    def live_keys(self, key_aspects: Mapping[str, str]) -> set[str]:
+        """The URNs among `key_aspects` (URN -> its entity's key aspect) whose key aspect's newest
+        version is not a deletion: the entities that exist. Default: a `get` each."""
+        return {urn for urn, aspect in key_aspects.items() if (key := self.get(urn, aspect)) is not None and key.exists}
 
     @abstractmethod
     def history(self, urn: str, aspect: str) -> list[StoredAspect]:

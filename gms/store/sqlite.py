@@ -6,7 +6,8 @@ import fcntl
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from itertools import groupby
@@ -289,6 +290,22 @@ class SqliteAspectStore(AspectStore, _Reads):
             f"SELECT {_COLUMNS} FROM aspects WHERE urn = ? AND aspect = ? AND version = ?", (urn, aspect, version)
         ).fetchone()
         return _row(row) if row else None
+
+    @_translated
+    def live_keys(self, key_aspects: Mapping[str, str]) -> set[str]:
+        """See AspectStore.live_keys: one query per key aspect and `_READ_TOGETHER` URNs."""
+        by_aspect: dict[str, list[str]] = defaultdict(list)
+        for urn, aspect in key_aspects.items():
+            by_aspect[aspect].append(urn)
+        live: set[str] = set()
+        for aspect, urns in by_aspect.items():
+            for start in range(0, len(urns), _READ_TOGETHER):
+                chunk = urns[start:start + _READ_TOGETHER]
+                live.update(urn for urn, _, exists in self.conn.execute(  # the newest version's value, by max()
+                    "SELECT urn, max(version), value IS NOT NULL FROM aspects"
+                    f" WHERE urn IN ({', '.join('?' * len(chunk))}) AND aspect = ? GROUP BY urn",
+                    (*chunk, aspect)) if exists)
+        return live
 
     @_translated
     def history(self, urn: str, aspect: str) -> list[StoredAspect]:

@@ -168,6 +168,18 @@ class AspectStoreContract:
             assert [a.aspect for a in batch.live_aspects(urn)] == ["status"]
             assert not batch.latest(urn, "globalTags").exists
 
+    def test_live_keys_are_the_entities_whose_key_aspect_is_newest_and_not_deleted(self, store: AspectStore,
+                                                                                 urn: str):
+        deleted, revived, keyless = (dataset_urn(unique_name(name)) for name in ("deleted", "revived", "keyless"))
+        insert(store, row(urn, "datasetKey", 1, {"name": "a"}), row(urn, "datasetKey", 2, {"name": "a"}),
+               row(deleted, "datasetKey", 1, {"name": "b"}), row(deleted, "datasetKey", 2, None),
+               row(revived, "datasetKey", 1, None), row(revived, "datasetKey", 2, {"name": "c"}),
+               row(keyless, "status", 1, {"removed": False}))
+        unknown = dataset_urn(unique_name("unknown"))
+        asked = {u: "datasetKey" for u in (urn, deleted, revived, keyless, unknown)}
+        assert store.live_keys(asked) == {urn, revived}
+        assert store.live_keys({urn: "status"}) == set() and store.live_keys({}) == set()
+
     def test_refresh_replaces_the_system_metadata_of_one_version(self, store: AspectStore, urn: str):
         insert(store, row(urn, "status", 1, {"removed": False}), row(urn, "status", 2, {"removed": True}))
         with store.batch() as batch:

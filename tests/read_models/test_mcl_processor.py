@@ -26,6 +26,7 @@ from ingest import topics
 from ingest.eventlog import LogMessage, LogRecord
 from ingest.proposal import Proposal
 from mcl_processor import processor as processor_module
+from mcl_processor import restore as restore_module
 from mcl_processor import workers
 from mcl_processor.decode import MclDecoder
 from mcl_processor.embedded import SqliteReadModels
@@ -195,7 +196,11 @@ def test_the_writer_joins_the_batches_decoded_by_the_time_it_takes_the_first():
     assert [r.offset for r in pending[0][0]] == [6, 7]
 
 
-def test_restore_after_wiping_the_read_models_gives_the_same_answers(indexed):
+@pytest.mark.parametrize("page", [None, 3], ids=["one page", "pages of 3, 2 a transaction"])
+def test_restore_after_wiping_the_read_models_gives_the_same_answers(indexed, monkeypatch, page):
+    if page:
+        monkeypatch.setattr(restore_module, "BATCH", page)
+        monkeypatch.setattr(restore_module, "PAGES_PER_TRANSACTION", 2)
     urns = sample(indexed)
     indexed.write(proposal(RAW, "status", {"removed": True}),
                   proposal(CLEAN, "globalTags", {"tags": [{"tag": "urn:li:tag:pii"}, {"tag": "urn:li:tag:gold"}]}))
@@ -208,6 +213,8 @@ def test_restore_after_wiping_the_read_models_gives_the_same_answers(indexed):
     progress: list[int] = []
     restored = indexed.processor.restore(indexed.gms.store, progress=progress.append, timeseries_log=indexed.gms.log)
     assert restored == progress[-1] == 10 + 2  # 10 live aspects, 2 profile points
+    if page:  # a page of live aspects at a time (an entity's key aspect in the page, or none of it)
+        assert progress[:3] == [3, 6, 9] and progress[3] == 10
     assert answers(indexed, urns) == before
     assert indexed.processor.check(indexed.gms.store).ok
 
