@@ -6,7 +6,7 @@ import gc
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any
+from typing import Any, Protocol
 
 from mcl_processor import upstream_tags
 from mcl_processor.changes import ChangeBatch, TimeseriesDeletion, TimeseriesPoint
@@ -15,7 +15,14 @@ from mcl_processor.runs import RunLineageStore
 from mcl_processor.search import SearchIndex
 from mcl_processor.timeseries import TimeseriesStore
 
-Preparer = Callable[[Sequence[tuple[str, Any]]], list[Mapping[str, Any] | None]]
+
+class Preparer(Protocol):
+    """Prepares (aspect, parsed value) items for `AspectChange.prepared`, in any process.
+    `entities`, each item's (URN, entity type) when the caller knows them, lets a model also
+    prepare per entity, from consecutive items of one entity (a search document, say)."""
+
+    def __call__(self, items: Sequence[tuple[str, Any]],
+                 entities: Sequence[tuple[str, str]] | None = None) -> list[Mapping[str, Any] | None]: ...
 
 
 class ReadModels(ABC):
@@ -76,12 +83,13 @@ class ModelPreparer:
     """One model's preparer in the form `ReadModels.preparer` gives: each item's prepared value
     keyed by the model's name, as `AspectChange.prepared` holds it."""
 
-    def __init__(self, model: str, prepare: Callable[[Sequence[tuple[str, Any]]], list[Any]]):
+    def __init__(self, model: str, prepare: Callable[..., list[Any]]):
         self.model = model
-        self.prepare = prepare
+        self.prepare = prepare  # called as a Preparer is
 
-    def __call__(self, items: Sequence[tuple[str, Any]]) -> list[Mapping[str, Any] | None]:
-        return [None if value is None else {self.model: value} for value in self.prepare(items)]
+    def __call__(self, items: Sequence[tuple[str, Any]],
+                 entities: Sequence[tuple[str, str]] | None = None) -> list[Mapping[str, Any] | None]:
+        return [None if value is None else {self.model: value} for value in self.prepare(items, entities)]
 
 
 @contextmanager

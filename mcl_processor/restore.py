@@ -1,7 +1,8 @@
 """Rebuilding the read models from the aspect store (latest versions) and the timeseries topic.
 
 Page by page. While the main process writes one page, worker processes run the read models'
-preparer (the costly per-aspect analysis) on the next pages. Pages are written a few to a
+preparer (the costly per-aspect analysis, and the merging of each entity's search document:
+`search/sqlite_rows.py`) on the next pages. Pages are written a few to a
 transaction (each commit flushes the full-text indexes' pending terms). Versions are applied
 "at or above what the model has", so a restore never moves a model back, and just before a page
 is written the store is asked, in one query per few hundred entities (`live_keys`), which of its
@@ -65,7 +66,7 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
             workers_pool = stack.enter_context(pool(decoder, preparer, workers))
 
             def start(page: list[StoredAspect]) -> Future[Any]:
-                return workers_pool.submit(prepare_in_worker, [(row.aspect, row.value_json) for row in page])
+                return workers_pool.submit(prepare_in_worker, [(row.urn, row.aspect, row.value_json) for row in page])
             prepared_pages = ahead(pages, start, lookahead=2 * workers)
         else:
             prepared_pages = ((page, None) for page in pages)

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 
 import orjson
 
+from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.readmodels import Preparer, collector_paused
@@ -85,6 +86,8 @@ def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[byte
             out.append(err)
     if preparer is not None:
         changes = [item for item in out if isinstance(item, AspectChange) and not item.deleted]
+        # without the entities: documents merged here cost more CPU in all (their rows are pickled) than
+        # they save the writer, and live indexing shares the CPUs with GMS (a restore has one to spare)
         for change, prepared in zip(changes, preparer([(c.aspect, c.value) for c in changes]), strict=True):
             change.prepared = prepared
     return out
@@ -106,11 +109,11 @@ def decode_in_worker(values: Sequence[bytes]) -> list[Decoded]:
 
 
 @collector_paused()
-def prepare_in_worker(items: Sequence[tuple[str, str | None]]) -> list[Any]:
-    """What the worker's preparer makes of (aspect, value JSON) pairs."""
+def prepare_in_worker(items: Sequence[tuple[str, str, str | None]]) -> list[Any]:
+    """What the worker's preparer makes of (URN, aspect, value JSON) items."""
     assert _preparer is not None
-    return _preparer([(aspect, None if value_json is None else orjson.loads(value_json))
-                      for aspect, value_json in items])
+    values = [(aspect, None if value_json is None else orjson.loads(value_json)) for _, aspect, value_json in items]
+    return _preparer(values, [(urn, entity_type_of(urn)) for urn, _, _ in items])
 
 
 def ahead(items: Iterator[T], start: Callable[[T], Future[Any]], lookahead: int) -> Iterator[tuple[T, Any]]:

@@ -341,12 +341,19 @@ class FragmentPreparer:
         self.annotations = dict(annotations)
         self._analyzers: dict[str, Analyzer] = {}
 
-    def __call__(self, items: Sequence[tuple[str, Any]]) -> list[bytes | None]:
+    def __call__(self, items: Sequence[tuple[str, Any]],
+                 entities: Sequence[tuple[str, str]] | None = None) -> list[Any]:
+        """Each (aspect, parsed value)'s prepared value (None: nothing to index); `entities`, each
+        item's (URN, entity type), is for preparers that also prepare per entity."""
+        analyzers = self.analyzers()
+        return [None if value is None or aspect not in analyzers else self.encode(analyzers[aspect], value)
+                for aspect, value in items]
+
+    def analyzers(self) -> dict[str, Analyzer]:
+        """The analyzer of each searched aspect (made once per process)."""
         if not self._analyzers:
             self._analyzers = {name: Analyzer(a) for name, a in self.annotations.items()}
-        return [None if value is None or aspect not in self._analyzers
-                else self.encode(self._analyzers[aspect], value)
-                for aspect, value in items]
+        return self._analyzers
 
     @staticmethod
     def encode(analyzer: Analyzer, value: Any) -> Any:

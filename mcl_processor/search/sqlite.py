@@ -26,8 +26,6 @@ from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-import orjson
-
 from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence, compare_versions
@@ -38,19 +36,14 @@ from mcl_processor.search.document import (
     DERIVED_PREFIX,
     UPSTREAM_TAGS,
     Analyzer,
-    Document,
     Fragment,
-    FragmentPreparer,
-    everything_token,
     field_filter_keys,
     is_derived,
-    merge,
-    pair_tokens,
-    removed_token,
     tags_of,
     upstream_tags_part,
 )
 from mcl_processor.search.sqlite_query import PAIRS_MARK, SqliteSearchQueries, Tables, names_rowid, stored_fragments
+from mcl_processor.search.sqlite_rows import DocumentPreparer, DocumentRows, PreparedDocument, document_rows
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS {t.docs} (
@@ -140,16 +133,22 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         self._forget_rows(conn, [(ids[c.urn], c.aspect) for c in fresh if (ids[c.urn], c.aspect) in current])
         versions, properties, suggestions = [], [], []
         new_parts: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)  # of new documents
+        new_encoded: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
+        candidates: dict[int, PreparedDocument] = {}  # documents merged by the preparer
         for change in fresh:
             doc_id = ids[change.urn]
             if change.deleted:
                 versions.append((doc_id, change.aspect, change.version, None))
                 continue
             prepared = change.prepared and change.prepared.get(MODEL)
+            if isinstance(prepared, PreparedDocument):
+                candidates[doc_id], prepared = prepared, prepared.fragment
             fragment = Fragment.decode(prepared) if prepared else self.analyzers[change.aspect].fragment(change.value)
+            encoded = prepared or fragment.encode()
             if doc_id in created:
                 new_parts[doc_id].append((change.aspect, fragment))
-            versions.append((doc_id, change.aspect, change.version, prepared or fragment.encode()))
+                new_encoded[doc_id].append((change.aspect, encoded))
+            versions.append((doc_id, change.aspect, change.version, encoded))
             aspect = change.aspect
             properties += [(*p, doc_id, aspect) for p in fragment.properties]
             suggestions += [(lvalue, kind, doc_id, aspect, value) for lvalue, kind, value in fragment.suggestions]
@@ -157,7 +156,11 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         # in key order: each B-tree page is visited once per batch instead of once per row
         conn.executemany(f"INSERT OR IGNORE INTO {self.t.properties} VALUES (?, ?, ?, ?, ?)", sorted(properties))
         conn.executemany(f"INSERT OR IGNORE INTO {self.t.suggestions} VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
-        self._rebuild(conn, {ids[c.urn]: c.entity_type for c in fresh}, created, new_parts)
+        touched = {ids[c.urn]: c.entity_type for c in fresh}
+        premade = {doc_id: document.rows for doc_id, document in candidates.items()  # merged from these parts only
+                   if doc_id in created and document.entity_type == touched[doc_id]
+                   and document.parts == tuple(sorted(new_encoded[doc_id], key=lambda part: part[0]))}
+        self._rebuild(conn, touched, created, new_parts, premade)
 
     @model_errors
     def field_tags(self, urns: Collection[str], upstream: bool = False) -> dict[str, set[str]]:
@@ -192,7 +195,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         conn.executemany(f"INSERT OR IGNORE INTO {self.t.properties} VALUES (?, ?, ?, ?, ?)",
                          [(*p, doc_id, UPSTREAM_TAGS) for doc_id, fragment in added for p in fragment.properties])
         self._rebuild(conn, {ids[urn]: types[urn] for urn in wanted}, created,
-                      {doc_id: [(UPSTREAM_TAGS, fragment)] for doc_id, fragment in added if doc_id in created})
+                      {doc_id: [(UPSTREAM_TAGS, fragment)] for doc_id, fragment in added if doc_id in created}, {})
 
     def _mark_pairs(self, conn: sqlite3.Connection) -> None:
         """Record in the lexicon that every document of the index has its word pairs' tokens
@@ -241,23 +244,25 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
                          " AND aspect = ?", suggestions)
 
     def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: set[int],
-                 new_parts: dict[int, list[tuple[str, Fragment]]]) -> None:
+                 new_parts: dict[int, list[tuple[str, Fragment]]], premade: Mapping[int, DocumentRows]) -> None:
         """Re-merge the documents of `touched` (id -> entity type) from their aspects' fragments
-        (those of documents created in this batch are at hand)."""
+        (those of documents created in this batch are at hand, some already merged: `premade`)."""
         fragments = stored_fragments(conn, self.t, [doc_id for doc_id in touched if doc_id not in created])
-        fragments.update((doc_id, sorted(parts, key=lambda part: part[0])) for doc_id, parts in new_parts.items())
+        fragments.update((doc_id, sorted(parts, key=lambda part: part[0])) for doc_id, parts in new_parts.items()
+                         if doc_id not in premade)
         stale_names = self._names_rowids(conn, [doc_id for doc_id in touched if doc_id not in created])
         updates, fts_rows, name_rows, term_rows = [], [], [], []
         for doc_id, entity_type in touched.items():
-            if doc_id not in fragments:
+            rows = premade.get(doc_id)
+            if rows is None and doc_id in fragments:
+                rows = document_rows(entity_type, [fragment for _, fragment in fragments[doc_id]])
+            if rows is None:
                 updates.append((None, None, 0, 0, None, doc_id))
                 continue
-            doc = merge(entity_type, [fragment for _, fragment in fragments[doc_id]])
-            updates.append((doc.name, doc.description, 1, int(doc.removed), orjson.dumps(doc.facets), doc_id))
-            meta = " ".join((doc.columns[-1], *pair_tokens(doc.columns[1])))
-            fts_rows.append((doc_id, *doc.columns[:-1], meta))
-            name_rows.append((names_rowid(doc_id, doc.name), doc.columns[0], doc.name_meta))
-            term_rows.append((doc_id, _terms_row(doc)))
+            updates.append((rows.name, rows.description, 1, int(rows.removed), rows.facets, doc_id))
+            fts_rows.append((doc_id, *rows.fts))
+            name_rows.append((names_rowid(doc_id, rows.name), rows.fts[0], rows.name_meta))
+            term_rows.append((doc_id, rows.terms))
         conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
         conn.executemany(f"DELETE FROM {self.t.fts} WHERE rowid = ?", [(i,) for i in touched if i not in created])
@@ -288,9 +293,10 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
                               (self.t.docs, "id")):
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(doc_id,) for doc_id in doc_ids])
 
-    def preparer(self) -> FragmentPreparer:
-        """Computes, in any process, the fragments `apply` reads from `AspectChange.prepared[MODEL]`."""
-        return FragmentPreparer({name: analyzer.annotations for name, analyzer in self.analyzers.items()})
+    def preparer(self) -> DocumentPreparer:
+        """Computes, in any process, the fragments (and new documents) `apply` reads from
+        `AspectChange.prepared[MODEL]`."""
+        return DocumentPreparer({name: analyzer.annotations for name, analyzer in self.analyzers.items()})
 
     def close(self) -> None:
         """Stop the threads that count totals and facets beside the ranking."""
@@ -361,13 +367,4 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
             f" WHERE v.doc_id = d.id AND substr(v.aspect, 1, 1) = ?) OR EXISTS (SELECT 1 FROM {versions} v"
             " WHERE v.doc_id = d.id AND v.fragment IS NOT NULL AND substr(v.aspect, 1, 1) <> ?)) ORDER BY urn LIMIT ?",
             (after, DERIVED_PREFIX, DERIVED_PREFIX, limit))]
-
-
-def _terms_row(doc: Document) -> str:
-    """A document's `search_terms` text: its CDAP terms (search/cdap.py) with the tokens of every
-    document and of the soft-deleted state. The terms are most of the tokens and are only ever
-    matched whole or as prefixes, so they stay out of `search_fts` and its prefix indexes
-    (which tripled their cost of indexing)."""
-    return " ".join([doc.terms, everything_token(), *([removed_token()] if doc.removed else [])])
-
 

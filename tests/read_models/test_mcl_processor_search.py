@@ -16,8 +16,10 @@ from opensearchpy import OpenSearch
 from opensearchpy.exceptions import TransportError
 
 from mcl_processor.annotations import Annotations
+from mcl_processor.changes import AspectChange, ChangeBatch
 from mcl_processor.opensearch import indices as opensearch_indices
 from mcl_processor.readmodels_db import FILE_NAME
+from mcl_processor.search import sqlite as sqlite_search
 from mcl_processor.search import sqlite_query
 from mcl_processor.search.document import pair_tokens
 from mcl_processor.search.opensearch_mapping import index_body
@@ -140,6 +142,36 @@ class TestSqliteSearchInternals(OnSqlite):
         assert walked == expected
         assert [h.urn for h in catalog.search.query("*", sort="-urn", count=5).hits] == expected[::-1][:5]
         assert urns(catalog, "bulk*", sort="urn") == sorted(urns(catalog, "bulk"))
+
+    def test_documents_merged_by_the_preparer_are_used_only_where_the_writer_would_merge_the_same(
+            self, tmp_path, monkeypatch):
+        first, second, third = (dataset_urn(f"shop.{name}") for name in ("orders", "items", "notes"))
+        values = {"datasetProperties": {"name": "orders", "description": "Orders of the shop"},
+                  "schemaMetadata": schema("orders", "order_id", "customer_name"),
+                  "globalTags": {"tags": [{"tag": "urn:li:tag:pii"}]}}
+        # `first` in two runs (its second run's document lacks the first run's parts), the others in one
+        order = [(first, "datasetProperties"), (first, "schemaMetadata"), (second, "globalTags"),
+                 (second, "datasetProperties"), (first, "globalTags"), (third, "schemaMetadata")]
+
+        def indexed(data_dir, prepared: bool) -> tuple[dict[str, list], int]:
+            models = sqlite_models(data_dir)
+            preparer = models.preparer()
+            items = [(aspect, values[aspect]) for _, aspect in order]
+            made = preparer(items, [(urn, "dataset") for urn, _ in order]) if prepared else [None] * len(order)
+            merges = []
+            monkeypatch.setattr(sqlite_search, "document_rows", lambda *args: merges.append(args) or rows_of(*args))
+            models.apply(ChangeBatch((), tuple(AspectChange(urn, "dataset", aspect, 1, values[aspect], prepared=p)
+                                               for (urn, aspect), p in zip(order, made, strict=True))))
+            tables = {t: sorted(models.db.reader().execute(f"SELECT rowid, * FROM {t}").fetchall())
+                      for t in ("search_docs", "search_fts", "search_names", "search_terms")}
+            models.close()
+            return tables, len(merges)
+
+        rows_of = sqlite_search.document_rows
+        merged_here, merges_here = indexed(tmp_path / "here", prepared=False)
+        merged_ahead, merges_ahead = indexed(tmp_path / "ahead", prepared=True)
+        assert merged_ahead == merged_here and len(merged_here["search_fts"]) == 3
+        assert (merges_here, merges_ahead) == (3, 1)  # only `first`'s document is merged by the writer
 
     def test_many_hits_of_property_filters_are_told_apart_in_the_property_table(self, tmp_path, monkeypatch):
         harness = Indexed(tmp_path / "data")
