@@ -1,15 +1,14 @@
 """Rebuilding the read models from the aspect store (latest versions) and the timeseries topic.
 
 Page by page. While the main process writes one page, worker processes run the read models'
-preparer (the costly per-aspect analysis, and the merging of each entity's search document:
-`search/sqlite_rows.py`) on the next pages. Pages are written a few to a
-transaction (each commit flushes the full-text indexes' pending terms). Versions are applied
-"at or above what the model has", so a restore never moves a model back, and just before a page
-is written the store is asked, in one query per few hundred entities (`live_keys`), which of its
-entities still exist: an entity deleted meanwhile (whose reset the processor may already have
-applied) is not brought back. So a restore can run while ingestion goes on. At the end,
-fields' upstream tags are derived again wherever a document differs from what the models give
-(`upstream_tags.rederive`).
+preparer on the next pages: the costly per-aspect analysis, and the merging of each entity's
+search document (`search/sqlite_rows.py`). Pages are written a few to a transaction (each commit
+flushes the full-text indexes' pending terms). Versions are applied "at or above what the model
+has", so a restore never moves a model back, and just before a page is written the store is
+asked, in one query per few hundred entities (`live_keys`), which of its entities still exist:
+an entity deleted meanwhile (whose reset the processor may already have applied) is not brought
+back. So a restore can run while ingestion goes on. At the end, fields' upstream tags are
+derived again wherever a document differs from what the models give (`upstream_tags.rederive`).
 """
 
 from __future__ import annotations

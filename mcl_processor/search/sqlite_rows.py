@@ -1,12 +1,13 @@
 """The rows a merged document gives the SQLite search tables, made by the writer or, for a new
 document, ahead of it by the preparer in a worker process.
 
-A batch's changes often bring every aspect of a new entity together (a restore's page always
-does). Merging their fragments into the document and making its full-text rows is pure work on
-the fragments, so `DocumentPreparer` does it in the workers for each run of consecutive items of
-one entity, and hands the result to the run's last item (`PreparedDocument`). The writer uses it
-only for a document it creates in that batch whose fragments are exactly the ones merged (same
-entity type, same aspects, same encoded fragments): anything else is merged by the writer.
+A batch's changes often bring every aspect of a new entity together (a restore's page does, but
+for an entity it cuts). Merging their fragments into the document and making its full-text rows
+is pure work on the fragments, so `DocumentPreparer` does it in the workers for each run of
+consecutive items of one entity, and hands the result to the run's last item
+(`PreparedDocument`). The writer uses it only for a document it creates in that batch whose
+fragments are exactly the ones merged (same entity type, same aspects, same encoded fragments):
+anything else is merged by the writer.
 """
 
 from __future__ import annotations
