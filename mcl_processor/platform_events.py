@@ -51,6 +51,7 @@ GROUP = topics.PLATFORM_EVENT_GROUP
 PER_MCL = 1 << 20  # events one MCL may give (sequence numbers are offset * PER_MCL + index)
 RETRY_AFTER = 1.0
 EVENT_NAME = "entityChangeEvent"
+CONTENT_TYPE = "application/json"
 ReadMcl = Callable[[bytes], dict[str, Any]]  # an encoded MCL as its record; raises EventDecodeError
 Register = Callable[[str, str], int]  # (subject, schema text) -> the schema's id in the registry
 
@@ -73,7 +74,7 @@ class PlatformEventPublisher:
         self.key_aspects = key_aspects
         self.subject = f"{prefix}{topics.PLATFORM_EVENT}-value"
         self._schema_text = platform_event_schema()
-        self._parsed = parse_schema(json.loads(self._schema_text))
+        _check_layout(parse_schema(json.loads(self._schema_text)))
         self._head: bytes | None = None  # the framing, once the schema's id is known
 
     def run(self, stop: threading.Event, poll_timeout: float = 0.5, max_records: int = 1000) -> None:
@@ -108,12 +109,45 @@ class PlatformEventPublisher:
     def encode(self, event: dict[str, Any]) -> bytes:
         """An EntityChangeEvent as a Confluent-framed PlatformEvent."""
         assert self._head is not None
-        out = io.BytesIO()
-        out.write(self._head)
-        schemaless_writer(out, self._parsed, {
-            "header": {"timestampMillis": event["auditStamp"]["time"]}, "name": EVENT_NAME,
-            "payload": {"value": orjson.dumps(event), "contentType": "application/json"}})
-        return out.getvalue()
+        return self._head + platform_event_body(event["auditStamp"]["time"], orjson.dumps(event))
+
+
+def platform_event_body(timestamp: int, payload: bytes) -> bytes:
+    """The Avro encoding of a PlatformEvent {header: {timestampMillis}, name: EVENT_NAME, payload:
+    {value, contentType: JSON}}, written directly: a tenth of what a general encoder's call costs
+    (`_check_layout` makes sure the pinned schema is still laid out so)."""
+    return b"".join((_avro_long(timestamp), _NAME, _avro_long(len(payload)), payload, _CONTENT_TYPE))
+
+
+def _avro_long(n: int) -> bytes:
+    """Avro's long: zigzag, then base-128 varint, low groups first."""
+    n = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while n > 0x7F:
+        out.append(n & 0x7F | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _avro_string(text: str) -> bytes:
+    data = text.encode()
+    return _avro_long(len(data)) + data
+
+
+_NAME = _avro_string(EVENT_NAME)
+_CONTENT_TYPE = _avro_string(CONTENT_TYPE)
+
+
+def _check_layout(schema: Any) -> None:
+    """Fail at start-up, not with unreadable events, if the pinned PlatformEvent schema is not
+    the layout `platform_event_body` writes: compared with the general encoder on a sample."""
+    sample = {"header": {"timestampMillis": -1_700_000_000_123}, "name": EVENT_NAME,
+              "payload": {"value": b"{}", "contentType": CONTENT_TYPE}}
+    out = io.BytesIO()
+    schemaless_writer(out, schema, sample)
+    if out.getvalue() != platform_event_body(-1_700_000_000_123, b"{}"):
+        raise RuntimeError("the pinned PlatformEvent schema is not laid out as platform_events.py writes it")
 
 
 class _Mcl:

@@ -4,18 +4,20 @@ entity, however often a batch is handled."""
 
 from __future__ import annotations
 
+import io
 import json
 import threading
 from typing import Any
 
 import pytest
+from fastavro import parse_schema, schemaless_writer
 
 from gms.schema_registry import SchemaRegistry, store_reader
 from gms.service import Gms
 from ingest import topics
 from ingest.eventlog import LogMessage, LogRecord
 from mcl_processor.annotations import annotations_of
-from mcl_processor.platform_events import GROUP, PlatformEventPublisher
+from mcl_processor.platform_events import GROUP, PlatformEventPublisher, platform_event_body, platform_event_schema
 from schemas.confluent import ConfluentDecoder
 from schemas.events import MCL
 from tests.support.builders import dataset_urn, proposal
@@ -136,3 +138,13 @@ def mcl_record(**fields: Any) -> dict[str, Any]:
             "previousAspectValue": None, "previousSystemMetadata": None, "created": {"time": 1, "actor": ACTOR},
             **fields}
 
+
+
+@pytest.mark.parametrize("timestamp", [0, 1, -1, 63, 64, -65, 1_700_000_000_000, 2**63 - 1, -2**63])
+def test_a_platform_event_is_written_as_avro_writes_it_with_the_pinned_schema(timestamp):
+    schema = parse_schema(json.loads(platform_event_schema()))
+    for payload in (b"", b"x" * 127, b"y" * 128, b"z" * 20_000):  # lengths of one, two and three varint bytes
+        out = io.BytesIO()
+        schemaless_writer(out, schema, {"header": {"timestampMillis": timestamp}, "name": "entityChangeEvent",
+                                        "payload": {"value": payload, "contentType": "application/json"}})
+        assert platform_event_body(timestamp, payload) == out.getvalue()
