@@ -213,7 +213,7 @@ def test_restore_after_wiping_the_read_models_gives_the_same_answers(indexed, mo
     progress: list[int] = []
     restored = indexed.processor.restore(indexed.gms.store, progress=progress.append, timeseries_log=indexed.gms.log)
     assert restored == progress[-1] == 10 + 2  # 10 live aspects, 2 profile points
-    if page:  # a page of live aspects at a time (an entity's key aspect in the page, or none of it)
+    if page:  # progress after each page of 3 (every entity of the sample exists)
         assert progress[:3] == [3, 6, 9] and progress[3] == 10
     assert answers(indexed, urns) == before
     assert indexed.processor.check(indexed.gms.store).ok
