@@ -33,6 +33,11 @@ other on every append. Appends without a producer id use the shared idempotent p
 
 Consumers (kafka_consumer.KafkaConsumer) join group `prefix + group`; read() and the
 sequence lookup use a group-less reader (assign) up to the partition's last stable offset.
+A reader that gets nothing for STALLED_READ seconds is replaced and the read goes on with the
+new one: a client assigned partitions before a broker restart may never fetch again
+(confluentinc/librdkafka#5153), while a new client is answered at once. Watermarks and time
+lookups are asked of a client of their own, never assigned and used without a lock, so an
+append awaiting its commit markers never waits behind a read.
 
 Errors. The constructor checks that the cluster answers within `connect_timeout`; every
 Kafka failure is raised as an ingest.backends.errors error naming the bootstrap address
@@ -77,6 +82,7 @@ SEQUENCES = "LodestarProducerSequences_v1"
 SEQUENCES_CONFIG = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(3600 * 1000)}
 TRANSACTION_TIMEOUT_MS = 60_000
 SCAN_BATCH = 10_000  # messages a read takes from the client at once
+STALLED_READ = 5.0  # seconds a read may get neither a message nor the partition's end before its client is replaced
 FIRST_OFFSETS_TIMEOUT = 5.0  # a group's offsets not read within this are asked of a new client
 _LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
                             KafkaError.UNKNOWN_TOPIC_OR_PART,
@@ -114,9 +120,10 @@ class KafkaEventLog(EventLog):
         self._producer_locks: dict[str, threading.Lock] = {}
         self._producers_lock = threading.Lock()
         with self._failing("creating its reader"):
-            self._reader = KafkaClientConsumer(self._config(**{
-                "group.id": f"{prefix}lodestar-reader", "enable.auto.commit": False,
-                "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
+            self._reader = self._new_reader()
+            self._lookups = KafkaClientConsumer(self._config(**{
+                "group.id": f"{prefix}lodestar-lookups", "enable.auto.commit": False,
+                "isolation.level": "read_committed"}))
         self._reader_lock = threading.Lock()
         self._offsets_readers: dict[str, KafkaClientConsumer] = {}  # group name -> its offsets reader
         self._offsets_readers_lock = threading.Lock()
@@ -126,6 +133,12 @@ class KafkaEventLog(EventLog):
     def from_endpoints(cls, endpoints: Endpoints, prefix: str = "", **options: Any) -> KafkaEventLog:
         """The log on `endpoints.kafka_bootstrap` (options as for the constructor)."""
         return cls(endpoints.kafka_bootstrap, prefix, **options)
+
+    def _new_reader(self) -> KafkaClientConsumer:
+        """A group-less consumer for reads by assignment, read_committed, told each partition's end."""
+        return KafkaClientConsumer(self._config(**{
+            "group.id": f"{self.prefix}lodestar-reader", "enable.auto.commit": False,
+            "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
 
     def _config(self, **extra: object) -> dict[str, object]:
         return {"bootstrap.servers": self.bootstrap, "allow.auto.create.topics": False,
@@ -271,7 +284,7 @@ class KafkaEventLog(EventLog):
         readable, nor counted by end_offset (so waitForIndex would not wait for them)."""
         name = self.topic_name(topic)
         deadline = time.monotonic() + self.timeout
-        with self._reader_lock, self._failing(f"awaiting the commit markers in {name}"):
+        with self._failing(f"awaiting the commit markers in {name}"):
             for partition, last in written.items():
                 while self._watermarks(name, partition)[1] <= last:
                     if time.monotonic() > deadline:
@@ -334,10 +347,15 @@ class KafkaEventLog(EventLog):
                 while limit is None or len(found) < limit:
                     # the next message (or the end), then what the client holds already, without waiting
                     # (consume waits for a count that offsets of transaction markers may never reach)
-                    first = self._reader.poll(max(0.0, deadline - time.monotonic()))
+                    left = deadline - time.monotonic()
+                    first = self._reader.poll(max(0.0, min(left, STALLED_READ)))
                     if first is None:
-                        raise BackendUnavailable(f"Kafka at {self.bootstrap}: reading {name}[{partition}]"
-                                                 f" took over {self.timeout:g}s")
+                        if left <= STALLED_READ:
+                            raise BackendUnavailable(f"Kafka at {self.bootstrap}: reading {name}[{partition}]"
+                                                     f" took over {self.timeout:g}s")
+                        resume_at = found[-1].offset() + 1 if found else start
+                        self._replace_reader(TopicPartition(name, partition, resume_at))
+                        continue
                     room = (end - start if limit is None else min(limit, end - start)) - len(found)
                     wanted = min(SCAN_BATCH, room) - 1
                     messages = [first, *(self._reader.consume(wanted, 0) if wanted > 0 else ())]
@@ -355,12 +373,21 @@ class KafkaEventLog(EventLog):
                 self._reader.unassign()
         return found
 
+    def _replace_reader(self, position: TopicPartition) -> None:
+        """Read on from `position` with a new reader: the one in use got nothing for STALLED_READ
+        seconds (see the module docstring)."""
+        log.warning("reading %s[%d] from offset %d: nothing came for %gs; reading on with a new client",
+                    position.topic, position.partition, position.offset, STALLED_READ)
+        stalled, self._reader = self._reader, self._new_reader()
+        stalled.close()
+        self._reader.assign([position])
+
     def end_offset(self, topic: str, partition: int) -> int:
         """After the last committed record: transaction markers take offsets too, so the end of
         the partition may lie beyond it; the tail is read back in growing windows to find it."""
         self._ensure(topic)
         name = self.topic_name(topic)
-        with self._reader_lock, self._failing(f"reading the end of {name}[{partition}]"):
+        with self._failing(f"reading the end of {name}[{partition}]"):
             low, end = self._watermarks(name, partition)
         window = 2
         while end > low:
@@ -380,7 +407,7 @@ class KafkaEventLog(EventLog):
         deadline = time.monotonic() + self.timeout
         while True:
             try:
-                return self._reader.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
+                return self._lookups.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
             except KafkaException as exc:
                 if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
                     raise
@@ -389,15 +416,15 @@ class KafkaEventLog(EventLog):
     def first_offset(self, topic: str, partition: int) -> int:
         self._ensure(topic)
         name = self.topic_name(topic)
-        with self._reader_lock, self._failing(f"reading the start of {name}[{partition}]"):
+        with self._failing(f"reading the start of {name}[{partition}]"):
             low, end = self._watermarks(name, partition)
         return low if low < end else self.end_offset(topic, partition)
 
     def offset_for_time(self, topic: str, partition: int, timestamp_ms: int) -> int:
         self._ensure(topic)
         name = self.topic_name(topic)
-        with self._reader_lock, self._failing(f"looking up time {timestamp_ms} in {name}[{partition}]"):
-            (found,) = self._reader.offsets_for_times([TopicPartition(name, partition, timestamp_ms)], self.timeout)
+        with self._failing(f"looking up time {timestamp_ms} in {name}[{partition}]"):
+            (found,) = self._lookups.offsets_for_times([TopicPartition(name, partition, timestamp_ms)], self.timeout)
             if found.error is not None:
                 raise KafkaException(found.error)
         return found.offset if found.offset >= 0 else self.end_offset(topic, partition)
@@ -477,6 +504,7 @@ class KafkaEventLog(EventLog):
         for producer in list(self._transactional):
             self._discard(producer)
         self._reader.close()
+        self._lookups.close()
         with self._offsets_readers_lock:
             readers, self._offsets_readers = list(self._offsets_readers.values()), {}
         for reader in readers:

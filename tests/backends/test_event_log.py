@@ -11,11 +11,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import ConsumerGroupState, KafkaException, Producer
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from ingest.backends.errors import BackendUnavailable
 from ingest.eventlog import EventLog, LogMessage, LogRecord, partition_for
+from ingest.eventlog import kafka as kafka_log
 from ingest.eventlog.kafka import KafkaEventLog
 from ingest.eventlog.kafka_consumer import CLOSE_TIMEOUT, KafkaConsumer
 from ingest.eventlog.sqlite import SqliteEventLog
@@ -36,6 +37,34 @@ def _librdkafka_threads() -> int:
         except FileNotFoundError:  # the thread ended meanwhile
             pass
     return count
+
+
+class _FetchesNothing:
+    """A real reader client that never fetches what it is assigned (its partitions are paused),
+    as a client assigned partitions before a broker restart may (confluentinc/librdkafka#5153)."""
+
+    def __init__(self, client: Consumer):
+        self.client = client
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self.client.assign(partitions)
+        self.client.pause(partitions)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.client, name)
+
+
+class _ReaderStallsOnDemand(KafkaEventLog):
+    """A Kafka log whose reader client stops fetching when told; `readers`: the clients it made."""
+
+    readers = 0
+
+    def _new_reader(self) -> Consumer:
+        self.readers += 1
+        return super()._new_reader()
+
+    def stall_reader(self) -> None:
+        self._reader = _FetchesNothing(self._reader)  # type: ignore[assignment]
 
 
 class TestSqliteEventLog(EventLogContract):
@@ -261,6 +290,29 @@ class TestKafkaEventLog(EventLogContract):
         assert values(restarted.read(TOPIC, partition_for("k", self.PARTITIONS))) == [b"v1", b"v2", b"v3"]
         with pytest.raises(KafkaException, match="fenced"):  # a zombie cannot commit it later
             crashed.commit_transaction(WAIT)
+
+    def test_a_read_whose_client_fetches_nothing_goes_on_with_a_new_one_and_appends_never_wait_for_it(
+            self, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
+        monkeypatch.setattr(kafka_log, "STALLED_READ", 8.0)
+        log = _ReaderStallsOnDemand(self.bootstrap, self.prefix, partitions=self.PARTITIONS, timeout=WAIT)
+        try:
+            partition = partition_for("k", self.PARTITIONS)
+            log.append(TOPIC, [LogMessage("k", b"v1", 1), LogMessage("k", b"v2", 2)], producer="p")
+            log.stall_reader()
+            read: list[list[LogRecord]] = []
+            reading = threading.Thread(target=lambda: read.append(log.read(TOPIC, partition)))
+            reading.start()
+            # While the read waits on its stalled client, an append goes through: it asks the
+            # partition's end of a client of its own, not of the reader.
+            log.append(TOPIC, [LogMessage("k", b"v3", 3)], producer="p")
+            assert reading.is_alive(), "the read ended before the append: nothing was checked"
+            reading.join(WAIT)
+            assert values(read[0]) == [b"v1", b"v2"]  # to the end when the read began, from a new client
+            assert log.readers == 2
+            assert "nothing came for 8s; reading on with a new client" in caplog.text
+            assert values(log.read(TOPIC, partition)) == [b"v1", b"v2", b"v3"] and log.readers == 2
+        finally:
+            log.close()
 
     def test_an_unreachable_broker_is_reported_with_its_address_in_bounded_time(self):
         started = time.monotonic()
