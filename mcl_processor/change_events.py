@@ -106,6 +106,7 @@ def _facts(extractor: Extractor, urn: str, value: Any) -> dict[tuple[str, str], 
 
 def _diff(category: str, urn: str, extractor: Extractor, before: Any, after: Any) -> Iterator[Found]:
     old, new = _facts(extractor, urn, before), _facts(extractor, urn, after)
+    fields: dict[int, dict[str, Any]] = {}  # id of before / after -> its first field record of each path
     for key in [*old, *(k for k in new if k not in old)]:
         was, now = old.get(key), new.get(key)
         if was is None and now is not None:
@@ -116,12 +117,22 @@ def _diff(category: str, urn: str, extractor: Extractor, before: Any, after: Any
             operation, fact, value = "MODIFY", now, after
         else:
             continue
-        found = _shaped(category, operation, urn, fact, value)
+        found = _shaped(category, operation, urn, fact, value, fields)
         if found is not None:
             yield found
 
 
-def _shaped(category: str, operation: str, urn: str, fact: Fact, value: Any) -> Found | None:
+def _fields_by_path(value: Any) -> dict[str, Any]:
+    """A schema's field records by path (the first of a path)."""
+    found: dict[str, Any] = {}
+    for field in (value or {}).get("fields") or ():
+        if isinstance(field, dict):
+            found.setdefault(field.get("fieldPath"), field)
+    return found
+
+
+def _shaped(category: str, operation: str, urn: str, fact: Fact, value: Any,
+            fields: dict[int, dict[str, Any]]) -> Found | None:
     """The event of a fact that changed, shaped as the spec has it (None: the spec has none)."""
     if category == "DEPRECATION":  # a fact only while deprecated: its coming and going flip the flag
         if operation == "MODIFY":
@@ -131,8 +142,9 @@ def _shaped(category: str, operation: str, urn: str, fact: Fact, value: Any) -> 
     if category == "TECHNICAL_SCHEMA":
         if operation == "MODIFY":
             return None
-        record = next((f for f in (value or {}).get("fields") or () if isinstance(f, dict)
-                       and f.get("fieldPath") == fact.key), {})
+        if id(value) not in fields:
+            fields[id(value)] = _fields_by_path(value)
+        record = fields[id(value)].get(fact.key, {})
         return fact.entity, category, operation, fact.modifier, {
             "fieldUrn": fact.modifier, "fieldPath": fact.key, "nullable": bool(record.get("nullable", False))}
     parameters: dict[str, Any] = {}
