@@ -12,8 +12,9 @@ offsets of FailedMetadataChangeProposal_v1). With several processes on one port 
 
 from __future__ import annotations
 
+import glob
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest, values
@@ -38,6 +39,23 @@ def use_directory(path: Path) -> None:
         stale.unlink()
     os.environ[MULTIPROCESS_ENV] = str(path)
     values.ValueClass = values.get_value_class()
+
+
+class ProcessFilesCollector(MultiProcessCollector):
+    """The counts every process wrote to the directory, but for the files still being made: a
+    process creates its file empty and sizes it next, and prometheus_client fails reading an
+    empty one (a scrape racing a worker's first count answered 500)."""
+
+    def collect(self) -> Iterable[Metric]:
+        return self.merge([name for name in glob.glob(os.path.join(self._path, "*.db")) if _sized(name)],
+                          accumulate=True)
+
+
+def _sized(path: str) -> bool:
+    try:
+        return os.path.getsize(path) > 0
+    except FileNotFoundError:
+        return False
 
 
 class LogCollector(Collector):
@@ -77,7 +95,7 @@ def render(log: EventLog, groups: dict[str, tuple[str, ...]]) -> bytes:
     """The exposition text: this process's (or all processes') counters, then the log's offsets."""
     if os.environ.get(MULTIPROCESS_ENV):
         counted = CollectorRegistry()
-        MultiProcessCollector(counted)
+        ProcessFilesCollector(counted)
     else:
         counted = REGISTRY
     offsets = CollectorRegistry(auto_describe=False)

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import requests
 from aiohttp import hdrs
+from prometheus_client import CollectorRegistry, generate_latest
+from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.parser import text_string_to_metric_families
 
 from gms import tracing
@@ -29,6 +31,7 @@ from lodestar.api.app import create_app
 from lodestar.api.auth import ADMIN, TokenAuth
 from lodestar.api.context import Api
 from lodestar.api.guards import AWAIT_AFTER, GUARDS_KEY, RETRY_AFTER_LIMIT, Backpressure, Guards, LagSampler
+from lodestar.metrics import ProcessFilesCollector
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, MclProcessor
 from tests.support.builders import dataset_urn, mcp, properties
@@ -332,6 +335,18 @@ def test_metrics_show_the_memory_of_every_process_of_serve_with_workers(tmp_path
         total, anonymous, file = (resident[process, kind] for kind in ("total", "anonymous", "file"))
         assert total == anonymous + file and anonymous > 10 * 2**20, (process, total, anonymous, file)
         assert sqlite_heap[process] > 0  # every process opened the databases
+
+
+def test_a_scrape_adds_up_the_processes_files_but_one_still_being_made(tmp_path):
+    counted = MmapedDict(str(tmp_path / "counter_1.db"))  # a process's file, as prometheus_client writes it
+    counted.write_value(mmap_key("lodestar_http_responses", "lodestar_http_responses_total", ["method", "status"],
+                                 ["GET", "200"], "HTTP responses"), 3.0, 0.0)
+    counted.close()
+    (tmp_path / "counter_2.db").touch()  # another's, created and not sized yet (a worker starting)
+    registry = CollectorRegistry()
+    ProcessFilesCollector(registry, str(tmp_path))
+    samples = _samples(generate_latest(registry).decode())
+    assert samples["lodestar_http_responses_total"] == [({"method": "GET", "status": "200"}, 3.0)]
 
 
 def _samples(text: str) -> dict[str, list[tuple[dict[str, str], float]]]:
