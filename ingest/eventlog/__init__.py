@@ -108,6 +108,12 @@ class EventLog(ABC):
         """The offset after the last record of a partition readable now (0 when it has none): a
         group that committed this offset has processed every record appended so far."""
 
+    def end_bound(self, topic: str, partition: int) -> int:
+        """`end_offset`, or a little past it where the log keeps records of its own after the
+        last one readable (Kafka's transaction markers), asked more cheaply: for estimates such as
+        a group's lag, never for waiting on a group."""
+        return self.end_offset(topic, partition)
+
     @abstractmethod
     def first_offset(self, topic: str, partition: int) -> int:
         """The offset of the oldest record a partition still holds (retention drops older ones;

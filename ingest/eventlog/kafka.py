@@ -400,6 +400,14 @@ class KafkaEventLog(EventLog):
             window *= 8
         return 0
 
+    def end_bound(self, topic: str, partition: int) -> int:
+        """The partition's last stable offset: one watermark request, where `end_offset` also reads
+        the tail back to step over the transaction markers (at most one per transaction here)."""
+        self._ensure(topic)
+        name = self.topic_name(topic)
+        with self._failing(f"reading the end of {name}[{partition}]"):
+            return self._watermarks(name, partition)[1]
+
     def _watermarks(self, name: str, partition: int) -> tuple[int, int]:
         """(first offset, end of committed data) of a partition, asked of its leader; a leader
         not known yet (a topic just created, a leader moving, a broker just back) is asked again

@@ -147,6 +147,17 @@ class EventLogContract(ABC):
         assert log.committed("never", TOPIC, part) == 0
         consumer.close()
 
+    def test_the_end_bound_is_the_end_offset_or_past_it_by_no_more_than_a_marker_per_transaction(self):
+        log = self.log()
+        part = partition_for("k", self.PARTITIONS)
+        assert log.end_bound(TOPIC, part) == 0
+        log.append(TOPIC, messages(("k", "1")))
+        assert log.end_bound(TOPIC, part) == log.end_offset(TOPIC, part) == 1
+        for sequence in (1, 2):  # two transactions on Kafka, each followed by its marker
+            log.append(TOPIC, [LogMessage("k", str(sequence).encode(), sequence)], producer="store-a")
+        assert log.end_offset(TOPIC, part) == log.read(TOPIC, part)[-1].offset + 1
+        assert log.end_offset(TOPIC, part) <= log.end_bound(TOPIC, part) <= log.end_offset(TOPIC, part) + 2
+
     def test_start_positions_times_and_retention(self):
         log = self.log()
         part = partition_for("k", self.PARTITIONS)
