@@ -37,7 +37,8 @@ A reader that gets nothing for STALLED_READ seconds is replaced and the read goe
 new one: a client assigned partitions before a broker restart may never fetch again
 (confluentinc/librdkafka#5153), while a new client is answered at once. Watermarks and time
 lookups are asked of a client of their own, never assigned and used without a lock, so an
-append awaiting its commit markers never waits behind a read.
+append awaiting its commit markers never waits behind a read; that client is replaced too when
+it does not know a partition's leader for LOOKUPS_RENEW_AFTER seconds (see _watermarks).
 
 Errors. The constructor checks that the cluster answers within `connect_timeout`; every
 Kafka failure is raised as an ingest.backends.errors error naming the bootstrap address
@@ -88,6 +89,7 @@ _LEADER_MOVING = frozenset({KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEAD
                             KafkaError.UNKNOWN_TOPIC_OR_PART,
                             KafkaError._UNKNOWN_PARTITION})  # the client's metadata lacks it (a broker back)
 LEADER_RETRY_PAUSE = 0.05  # seconds between askings while the leader is not known
+LOOKUPS_RENEW_AFTER = 2.0  # seconds a lookups client may not know a partition's leader before it is replaced
 
 
 @dataclass
@@ -121,9 +123,7 @@ class KafkaEventLog(EventLog):
         self._producers_lock = threading.Lock()
         with self._failing("creating its reader"):
             self._reader = self._new_reader()
-            self._lookups = KafkaClientConsumer(self._config(**{
-                "group.id": f"{prefix}lodestar-lookups", "enable.auto.commit": False,
-                "isolation.level": "read_committed"}))
+            self._lookups = self._new_lookups()
         self._reader_lock = threading.Lock()
         self._offsets_readers: dict[str, KafkaClientConsumer] = {}  # group name -> its offsets reader
         self._offsets_readers_lock = threading.Lock()
@@ -139,6 +139,12 @@ class KafkaEventLog(EventLog):
         return KafkaClientConsumer(self._config(**{
             "group.id": f"{self.prefix}lodestar-reader", "enable.auto.commit": False,
             "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
+
+    def _new_lookups(self) -> KafkaClientConsumer:
+        """A consumer never assigned, for watermarks and time lookups (read_committed)."""
+        return KafkaClientConsumer(self._config(**{
+            "group.id": f"{self.prefix}lodestar-lookups", "enable.auto.commit": False,
+            "isolation.level": "read_committed"}))
 
     def _config(self, **extra: object) -> dict[str, object]:
         return {"bootstrap.servers": self.bootstrap, "allow.auto.create.topics": False,
@@ -411,14 +417,21 @@ class KafkaEventLog(EventLog):
     def _watermarks(self, name: str, partition: int) -> tuple[int, int]:
         """(first offset, end of committed data) of a partition, asked of its leader; a leader
         not known yet (a topic just created, a leader moving, a broker just back) is asked again
-        until the timeout."""
+        until the timeout. A client told so for LOOKUPS_RENEW_AFTER seconds is replaced: one that
+        met the broker while it was coming back may keep its metadata without the partition, as
+        nothing it is assigned makes it ask again, while a new client is answered at once."""
         deadline = time.monotonic() + self.timeout
+        renew_at = time.monotonic() + LOOKUPS_RENEW_AFTER
         while True:
             try:
                 return self._lookups.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
             except KafkaException as exc:
                 if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
                     raise
+                if time.monotonic() > renew_at:
+                    # dropped, not closed: another thread may be asking through it (destroyed after)
+                    self._lookups = self._new_lookups()
+                    renew_at = time.monotonic() + LOOKUPS_RENEW_AFTER
                 time.sleep(LEADER_RETRY_PAUSE)
 
     def first_offset(self, topic: str, partition: int) -> int:

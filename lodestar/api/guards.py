@@ -105,7 +105,7 @@ class LagSampler:
     async def _sample(self, now: float) -> None:
         try:
             # ends as bounds: a Kafka partition's is one request, not a read of its tail too; the
-            # lag may count a transaction marker per partition, nothing beside the limits
+            # lag may then count a transaction marker per partition, negligible against the limits
             offsets = await asyncio.to_thread(mcl_offsets, self._log, bound_ends=True)
         except Exception:  # the log is down: the 503 guard and readiness say so; keep the last figure
             return

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from confluent_kafka import Consumer, ConsumerGroupState, KafkaException, Producer, TopicPartition
+from confluent_kafka import Consumer, ConsumerGroupState, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from ingest.backends.errors import BackendUnavailable
@@ -65,6 +65,34 @@ class _ReaderStallsOnDemand(KafkaEventLog):
 
     def stall_reader(self) -> None:
         self._reader = _FetchesNothing(self._reader)  # type: ignore[assignment]
+
+
+class _KnowsNoLeader:
+    """A real lookups client that answers every watermark request as one whose metadata lost the
+    partition's leader, as one that met the broker while it was coming back did."""
+
+    def __init__(self, client: Consumer):
+        self.client = client
+
+    def get_watermark_offsets(self, *_: object) -> tuple[int, int]:
+        raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.client, name)
+
+
+class _LookupsLoseTheLeader(KafkaEventLog):
+    """A Kafka log whose lookups client loses the partitions' leaders when told; `lookups`: the
+    lookups clients it made."""
+
+    lookups = 0
+
+    def _new_lookups(self) -> Consumer:
+        self.lookups += 1
+        return super()._new_lookups()
+
+    def lose_the_leader(self) -> None:
+        self._lookups = _KnowsNoLeader(self._lookups)  # type: ignore[assignment]
 
 
 class TestSqliteEventLog(EventLogContract):
@@ -311,6 +339,19 @@ class TestKafkaEventLog(EventLogContract):
             assert log.readers == 2
             assert "nothing came for 8s; reading on with a new client" in caplog.text
             assert values(log.read(TOPIC, partition)) == [b"v1", b"v2", b"v3"] and log.readers == 2
+        finally:
+            log.close()
+
+    def test_a_lookups_client_that_does_not_know_the_leader_is_replaced(self):
+        log = _LookupsLoseTheLeader(self.bootstrap, self.prefix, partitions=self.PARTITIONS, timeout=WAIT)
+        try:
+            partition = partition_for("k", self.PARTITIONS)
+            log.append(TOPIC, [LogMessage("k", b"v1", 1)], producer="p")
+            log.lose_the_leader()
+            log.append(TOPIC, [LogMessage("k", b"v2", 2)], producer="p")  # awaits its markers: asks the end
+            assert log.lookups == 2
+            assert values(log.read(TOPIC, partition)) == [b"v1", b"v2"]
+            assert log.end_bound(TOPIC, partition) >= log.end_offset(TOPIC, partition) == 3
         finally:
             log.close()
 
