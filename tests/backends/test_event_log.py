@@ -39,57 +39,50 @@ def _librdkafka_threads() -> int:
     return count
 
 
-class _FetchesNothing:
-    """A real reader client that never fetches what it is assigned (its partitions are paused),
-    as a client assigned partitions before a broker restart may (confluentinc/librdkafka#5153)."""
+class _Altered:
+    """A real Kafka client, but for the method a subclass alters to put it in a state a test
+    cannot bring about on demand."""
 
     def __init__(self, client: Consumer):
         self.client = client
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.client, name)
+
+
+class _FetchesNothing(_Altered):
+    """A reader client that never fetches what it is assigned (its partitions are paused), as a
+    client assigned partitions before a broker restart may (confluentinc/librdkafka#5153)."""
 
     def assign(self, partitions: list[TopicPartition]) -> None:
         self.client.assign(partitions)
         self.client.pause(partitions)
 
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.client, name)
+
+class _KnowsNoLeader(_Altered):
+    """A lookups client that answers every watermark request as one whose metadata lost the
+    partition's leader, as one that met the broker while it was coming back did."""
+
+    def get_watermark_offsets(self, *_: object) -> tuple[int, int]:
+        raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
 
 
-class _ReaderStallsOnDemand(KafkaEventLog):
-    """A Kafka log whose reader client stops fetching when told; `readers`: the clients it made."""
+class _AlterableClients(KafkaEventLog):
+    """A Kafka log whose reader stops fetching, or whose lookups client loses the partitions'
+    leaders, when told; `readers`, `lookups`: the clients of each kind it made."""
 
-    readers = 0
+    readers = lookups = 0
 
     def _new_reader(self) -> Consumer:
         self.readers += 1
         return super()._new_reader()
 
-    def stall_reader(self) -> None:
-        self._reader = _FetchesNothing(self._reader)  # type: ignore[assignment]
-
-
-class _KnowsNoLeader:
-    """A real lookups client that answers every watermark request as one whose metadata lost the
-    partition's leader, as one that met the broker while it was coming back did."""
-
-    def __init__(self, client: Consumer):
-        self.client = client
-
-    def get_watermark_offsets(self, *_: object) -> tuple[int, int]:
-        raise KafkaException(KafkaError(KafkaError._UNKNOWN_PARTITION))
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.client, name)
-
-
-class _LookupsLoseTheLeader(KafkaEventLog):
-    """A Kafka log whose lookups client loses the partitions' leaders when told; `lookups`: the
-    lookups clients it made."""
-
-    lookups = 0
-
     def _new_lookups(self) -> Consumer:
         self.lookups += 1
         return super()._new_lookups()
+
+    def stall_reader(self) -> None:
+        self._reader = _FetchesNothing(self._reader)  # type: ignore[assignment]
 
     def lose_the_leader(self) -> None:
         self._lookups = _KnowsNoLeader(self._lookups)  # type: ignore[assignment]
@@ -322,7 +315,7 @@ class TestKafkaEventLog(EventLogContract):
     def test_a_read_whose_client_fetches_nothing_goes_on_with_a_new_one_and_appends_never_wait_for_it(
             self, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture):
         monkeypatch.setattr(kafka_log, "STALLED_READ", 8.0)
-        log = _ReaderStallsOnDemand(self.bootstrap, self.prefix, partitions=self.PARTITIONS, timeout=WAIT)
+        log = _AlterableClients(self.bootstrap, self.prefix, partitions=self.PARTITIONS, timeout=WAIT)
         try:
             partition = partition_for("k", self.PARTITIONS)
             log.append(TOPIC, [LogMessage("k", b"v1", 1), LogMessage("k", b"v2", 2)], producer="p")
@@ -343,7 +336,7 @@ class TestKafkaEventLog(EventLogContract):
             log.close()
 
     def test_a_lookups_client_that_does_not_know_the_leader_is_replaced(self):
-        log = _LookupsLoseTheLeader(self.bootstrap, self.prefix, partitions=self.PARTITIONS, timeout=WAIT)
+        log = _AlterableClients(self.bootstrap, self.prefix, partitions=self.PARTITIONS, timeout=WAIT)
         try:
             partition = partition_for("k", self.PARTITIONS)
             log.append(TOPIC, [LogMessage("k", b"v1", 1)], producer="p")
