@@ -135,16 +135,18 @@ class KafkaEventLog(EventLog):
         return cls(endpoints.kafka_bootstrap, prefix, **options)
 
     def _new_reader(self) -> KafkaClientConsumer:
-        """A group-less consumer for reads by assignment, read_committed, told each partition's end."""
-        return KafkaClientConsumer(self._config(**{
-            "group.id": f"{self.prefix}lodestar-reader", "enable.auto.commit": False,
-            "isolation.level": "read_committed", "enable.partition.eof": True, "fetch.wait.max.ms": 10}))
+        """A group-less consumer for reads by assignment, told each partition's end."""
+        return self._committed_reader("lodestar-reader", **{"enable.partition.eof": True, "fetch.wait.max.ms": 10})
 
     def _new_lookups(self) -> KafkaClientConsumer:
-        """A consumer never assigned, for watermarks and time lookups (read_committed)."""
+        """A consumer never assigned, for watermarks and time lookups."""
+        return self._committed_reader("lodestar-lookups")
+
+    def _committed_reader(self, name: str, **extra: object) -> KafkaClientConsumer:
+        """A read_committed consumer that never joins its group `prefix + name` nor commits."""
         return KafkaClientConsumer(self._config(**{
-            "group.id": f"{self.prefix}lodestar-lookups", "enable.auto.commit": False,
-            "isolation.level": "read_committed"}))
+            "group.id": f"{self.prefix}{name}", "enable.auto.commit": False, "isolation.level": "read_committed",
+            **extra}))
 
     def _config(self, **extra: object) -> dict[str, object]:
         return {"bootstrap.servers": self.bootstrap, "allow.auto.create.topics": False,
