@@ -175,12 +175,10 @@ def _ready(pending: deque[tuple[list[LogRecord], Future[list[Decoded]]]], most: 
     return records, decoded
 
 
-def mcl_offsets(log_: EventLog, group: str = GROUP, *, bound_ends: bool = False
-                ) -> dict[tuple[str, int], tuple[int, int]]:
-    """(end offset, offset committed by group "mcl-processor") of each MCL topic partition;
-    `bound_ends`: each end as `EventLog.end_bound` gives it (cheaper, perhaps a few records past)."""
-    end = log_.end_bound if bound_ends else log_.end_offset
-    return {(topic, partition): (end(topic, partition), log_.committed(group, topic, partition))
+def mcl_offsets(log_: EventLog, group: str = GROUP) -> dict[tuple[str, int], tuple[int, int]]:
+    """(end, offset committed by group "mcl-processor") of each MCL topic partition, the end as
+    `EventLog.end_bound` gives it: cheap, perhaps a transaction marker past the last record."""
+    return {(topic, partition): (log_.end_bound(topic, partition), log_.committed(group, topic, partition))
             for topic in TOPICS for partition in range(log_.partitions(topic))}
 
 

@@ -104,9 +104,9 @@ class LagSampler:
 
     async def _sample(self, now: float) -> None:
         try:
-            # ends as bounds: a Kafka partition's is one request, not a read of its tail too; the
-            # lag may then count a transaction marker per partition, negligible against the limits
-            offsets = await asyncio.to_thread(mcl_offsets, self._log, bound_ends=True)
+            # (the ends are bounds: the lag may count a transaction marker per Kafka partition,
+            # negligible against the limits)
+            offsets = await asyncio.to_thread(mcl_offsets, self._log)
         except Exception:  # the log is down: the 503 guard and readiness say so; keep the last figure
             return
         indexed = sum(committed for _, committed in offsets.values())
