@@ -3,7 +3,7 @@
 An aspect version is analysed once into a `Fragment`: lines of text per full-text column
 (with the index field of each line, to tell which values a query matched), filter tokens,
 the candidate shown name and description, the soft-delete flag, facets, property rows (for
-`key:value*` prefix filters), suggestion rows (for autocomplete) and CDAP's search terms
+`key:value*` prefix filters), suggested values (for autocomplete) and CDAP's search terms
 (`cdap.py`). An entity's document is the merge of its aspects' fragments.
 
 Exact filters (`key:value`, `tags:`) are entries [key, lower-cased value, scope]
@@ -123,6 +123,45 @@ def everything_token() -> str:
 
 def name_token(lvalue: str) -> str:
     return meta_token(f"@name={lvalue}")
+
+
+SUGGESTION_PREFIX = "s"  # the tokens of suggested values (the other tokens start with "c" or "m")
+SUGGESTION_KINDS = ("field", "key", "name", "tag")
+_KIND_DIGITS = {kind: str(number) for number, kind in enumerate(SUGGESTION_KINDS, 1)}
+_KINDS_BY_DIGIT = {digit: kind for kind, digit in _KIND_DIGITS.items()}
+_HEX_AS_LETTERS = str.maketrans("0123456789abcdef", "ghijklmnopqrstuv")
+_LETTERS_AS_HEX = str.maketrans("ghijklmnopqrstuv", "0123456789abcdef")
+SUGGESTED_BYTES = 8000  # longer values are not suggested: FTS5 cuts a token at 32 KiB (OpenSearch: KEYWORD_LIMIT)
+
+
+def suggestion_prefix(lvalue: str) -> str:
+    """What the tokens of every suggested value starting with `lvalue` start with: `s`, then
+    each UTF-8 byte as two letters g-v. Tokens sort as their values do, a value before the
+    longer ones it starts (a kind's digit sorts before any letter)."""
+    return _spelled(lvalue.encode())
+
+
+def suggestion_token(lvalue: str, kind: str) -> str | None:
+    """The token of a suggested (lower-cased value, kind): the value's prefix and the kind's
+    digit (kinds in SUGGESTION_KINDS order); None for a value too long to suggest."""
+    data = lvalue.encode()
+    return None if len(data) > SUGGESTED_BYTES else _spelled(data) + _KIND_DIGITS[kind]
+
+
+def _spelled(data: bytes) -> str:
+    return SUGGESTION_PREFIX + data.hex().translate(_HEX_AS_LETTERS)
+
+
+def suggested(token: str) -> tuple[str, str]:
+    """The (lower-cased value, kind) of a suggestion token."""
+    return bytes.fromhex(token[1:-1].translate(_LETTERS_AS_HEX)).decode(), _KINDS_BY_DIGIT[token[-1]]
+
+
+def suggestion_tokens(fragments: Iterable[Fragment]) -> str:
+    """A document's suggestion tokens, from its fragments."""
+    found = {suggestion_token(lvalue, kind) for fragment in fragments for lvalue, kind, _ in fragment.suggestions}
+    found.discard(None)
+    return " ".join(sorted(found))  # type: ignore[arg-type]
 
 
 def pair_token(first: str, second: str) -> str:

@@ -3,9 +3,10 @@
 Tables: `search_docs` (one row per entity: shown name and description, flags, facets),
 `search_versions` (per entity and aspect: the version reflected and the aspect's fragment,
 NULL for a deleted aspect), `search_properties` (property and tag values, for prefix
-filters), `search_suggestions` (names, field names and tags, for autocomplete) and
-`search_fts` (the merged documents, without CDAP terms; rowid = document id), `search_terms`
-(each document's CDAP terms, for CDAP's search; rowid = document id) and `search_names` (each
+filters), `search_fts` (the merged documents, without CDAP terms; rowid = document id),
+`search_terms` (each document's CDAP terms, for CDAP's search, and its suggested names, field
+names, keys and tags as tokens that sort as the values do, for autocomplete: an FTS5 posting
+costs a fraction of a B-tree row's; rowid = document id) and `search_names` (each
 shown document's names with its type and soft-delete tokens; rowid = `names_rowid`, so that
 FTS5's rowid order is the shorter-name order of the name tiers) and `search_lexicon` (every
 word of the free-text columns, a row per batch: the words a long prefix starts). The `meta`
@@ -39,6 +40,7 @@ from mcl_processor.search.document import (
     Fragment,
     field_filter_keys,
     is_derived,
+    suggestion_token,
     tags_of,
     upstream_tags_part,
 )
@@ -60,17 +62,13 @@ CREATE TABLE IF NOT EXISTS {t.properties} (
     key TEXT NOT NULL, lvalue TEXT NOT NULL, scope TEXT NOT NULL, doc_id INTEGER NOT NULL, aspect TEXT NOT NULL,
     PRIMARY KEY (key, lvalue, scope, doc_id, aspect)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS {t.suggestions} (
-    lvalue TEXT NOT NULL, kind TEXT NOT NULL, doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, value TEXT NOT NULL,
-    PRIMARY KEY (lvalue, kind, doc_id, aspect)
-) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS {t.fts} USING fts5(
     name, schema, text, keywords, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS {t.names} USING fts5(
     name, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS {t.terms} USING fts5(meta, detail = column);
+CREATE VIRTUAL TABLE IF NOT EXISTS {t.terms} USING fts5(meta, suggest, detail = column);
 CREATE VIRTUAL TABLE IF NOT EXISTS {t.lexicon} USING fts5(
     words, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2'
 );
@@ -105,6 +103,8 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
                              f" FROM {self.t.fts} GROUP BY rowid >> 10")  # a row per 1024 documents
             elif lexicon_missing:  # a new index: every document will have its word pairs
                 self._mark_pairs(conn)
+            if table_exists(conn, self.t.old_suggestions):
+                self._move_suggestions(conn)
             configured = dict(conn.execute(f"SELECT k, v FROM {self.t.fts}_config"))
             for option, value in FTS_OPTIONS:
                 if configured.get(option) != value:  # only the first opening writes
@@ -131,7 +131,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         if not fresh:
             return
         self._forget_rows(conn, [(ids[c.urn], c.aspect) for c in fresh if (ids[c.urn], c.aspect) in current])
-        versions, properties, suggestions = [], [], []
+        versions, properties = [], []
         new_parts: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)  # of new documents
         new_encoded: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
         candidates: dict[int, PreparedDocument] = {}  # documents merged by the preparer
@@ -151,11 +151,9 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
             versions.append((doc_id, change.aspect, change.version, encoded))
             aspect = change.aspect
             properties += [(*p, doc_id, aspect) for p in fragment.properties]
-            suggestions += [(lvalue, kind, doc_id, aspect, value) for lvalue, kind, value in fragment.suggestions]
         conn.executemany(f"INSERT OR REPLACE INTO {self.t.versions} VALUES (?, ?, ?, ?)", versions)
         # in key order: each B-tree page is visited once per batch instead of once per row
         conn.executemany(f"INSERT OR IGNORE INTO {self.t.properties} VALUES (?, ?, ?, ?, ?)", sorted(properties))
-        conn.executemany(f"INSERT OR IGNORE INTO {self.t.suggestions} VALUES (?, ?, ?, ?, ?)", sorted(suggestions))
         touched = {ids[c.urn]: c.entity_type for c in fresh}
         premade = {doc_id: document.rows for doc_id, document in candidates.items()  # merged from these parts only
                    if doc_id in created and document.entity_type == touched[doc_id]
@@ -202,6 +200,20 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         (`document.pair_tokens`): only then may a query look them up."""
         conn.execute(f"INSERT INTO {self.t.lexicon} (words) VALUES (?)", (PAIRS_MARK,))
 
+    def _move_suggestions(self, conn: sqlite3.Connection) -> None:
+        """Turn an index made when suggestions were rows of their own (a table, `old_suggestions`)
+        into this layout: each document's suggestion tokens join its terms."""
+        terms, moving = self.t.terms, f"{self.t.terms}_moving"
+        conn.create_function("suggestion_token", 2, suggestion_token, deterministic=True)
+        conn.execute(f"CREATE VIRTUAL TABLE {moving} USING fts5(meta, suggest, detail = column)")
+        conn.execute(f"INSERT INTO {moving} (rowid, meta, suggest) SELECT t.rowid, t.meta, coalesce(s.tokens, '')"
+                     f" FROM {terms} t LEFT JOIN (SELECT doc_id, group_concat(token, ' ') AS tokens FROM"
+                     f" (SELECT DISTINCT doc_id, suggestion_token(lvalue, kind) AS token FROM {self.t.old_suggestions})"
+                     " GROUP BY doc_id) s ON s.doc_id = t.rowid")
+        conn.execute(f"DROP TABLE {terms}")
+        conn.execute(f"ALTER TABLE {moving} RENAME TO {terms}")
+        conn.execute(f"DROP TABLE {self.t.old_suggestions}")
+
     def _parts_named(self, conn: sqlite3.Connection, doc_ids: Iterable[int], part: str) -> list[tuple[int, bytes]]:
         """(document id, stored fragment) of the documents holding a part (aspect) of this name."""
         found = []
@@ -230,18 +242,15 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         return ids
 
     def _forget_rows(self, conn: sqlite3.Connection, keys: Sequence[tuple[int, str]]) -> None:
-        """Delete the property and suggestion rows of these (document, aspect) versions."""
+        """Delete the property rows of these (document, aspect) versions."""
         wanted = set(keys)
-        properties, suggestions = [], []
+        properties = []
         for doc_id, parts in stored_fragments(conn, self.t, {doc_id for doc_id, _ in keys}).items():
             for aspect, fragment in parts:
                 if (doc_id, aspect) in wanted:
                     properties.extend((*p, doc_id, aspect) for p in fragment.properties)
-                    suggestions.extend((lvalue, kind, doc_id, aspect) for lvalue, kind, _ in fragment.suggestions)
         conn.executemany(f"DELETE FROM {self.t.properties} WHERE key = ? AND lvalue = ? AND scope = ? AND doc_id = ?"
                          " AND aspect = ?", properties)
-        conn.executemany(f"DELETE FROM {self.t.suggestions} WHERE lvalue = ? AND kind = ? AND doc_id = ?"
-                         " AND aspect = ?", suggestions)
 
     def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: set[int],
                  new_parts: dict[int, list[tuple[str, Fragment]]], premade: Mapping[int, DocumentRows]) -> None:
@@ -262,7 +271,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
             updates.append((rows.name, rows.description, 1, int(rows.removed), rows.facets, doc_id))
             fts_rows.append((doc_id, *rows.fts))
             name_rows.append((names_rowid(doc_id, rows.name), rows.fts[0], rows.name_meta))
-            term_rows.append((doc_id, rows.terms))
+            term_rows.append((doc_id, rows.terms, rows.suggest))
         conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
         conn.executemany(f"DELETE FROM {self.t.fts} WHERE rowid = ?", [(i,) for i in touched if i not in created])
@@ -270,7 +279,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         conn.executemany(f"DELETE FROM {self.t.names} WHERE rowid = ?", [(rowid,) for rowid in stale_names])
         conn.executemany(f"INSERT INTO {self.t.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
         conn.executemany(f"INSERT INTO {self.t.names} (rowid, name, meta) VALUES (?, ?, ?)", name_rows)
-        conn.executemany(f"INSERT INTO {self.t.terms} (rowid, meta) VALUES (?, ?)", term_rows)
+        conn.executemany(f"INSERT INTO {self.t.terms} (rowid, meta, suggest) VALUES (?, ?, ?)", term_rows)
         if fts_rows:  # the words of the batch, once: the lexicon's rows are batches, not documents
             conn.execute(f"INSERT INTO {self.t.lexicon} (words) VALUES (?)",
                          ("\n".join("\n".join(row[1:1 + len(WORD_COLUMNS)]) for row in fts_rows),))

@@ -30,6 +30,8 @@ from mcl_processor.search.document import (
     pair_token,
     property_token,
     removed_token,
+    suggested,
+    suggestion_prefix,
     type_token,
 )
 from mcl_processor.search.matching import has_tokens as _has_tokens
@@ -65,14 +67,14 @@ class Tables:
 
     def __init__(self, staging: str | None = None):
         suffix = "" if staging is None else f"__{staging_name(staging)}"
-        self.docs, self.versions, self.properties, self.suggestions, self.fts, self.names, self.terms, self.lexicon = (
-            f"search_{table}{suffix}" for table in ("docs", "versions", "properties", "suggestions", "fts", "names",
-                                                    "terms", "lexicon"))
+        self.docs, self.versions, self.properties, self.fts, self.names, self.terms, self.lexicon = (
+            f"search_{table}{suffix}" for table in ("docs", "versions", "properties", "fts", "names", "terms",
+                                                    "lexicon"))
+        self.old_suggestions = f"search_suggestions{suffix}"  # of an index made before `search_terms` held them
 
     def __iter__(self) -> Iterator[str]:
         """Every table, those referring to documents before `docs`."""
-        return iter((self.properties, self.suggestions, self.versions, self.fts, self.names, self.terms, self.lexicon,
-                     self.docs))
+        return iter((self.properties, self.versions, self.fts, self.names, self.terms, self.lexicon, self.docs))
 
 
 class SqliteSearchQueries:
@@ -160,11 +162,12 @@ class SqliteSearchQueries:
         conn = self.db.reader()
         low = prefix.strip().lower()
         found: dict[tuple[str, str], tuple[str, int]] = {}
-        for lvalue, kind, value in _distinct_suggestions(conn, self.t, low, 2 * limit):  # whole values first
-            carriers = self._carriers(conn, f"SELECT doc_id FROM {self.t.suggestions} WHERE lvalue = ? AND kind = ?"
-                                      " LIMIT ?", (lvalue, kind, SUGGESTION_COUNT))
+        for token in _suggestion_tokens(conn, self.t, low, 2 * limit):  # whole values first
+            carriers = self._carriers(conn, f"SELECT rowid AS doc_id FROM {self.t.terms} WHERE {self.t.terms} MATCH ?"
+                                      " LIMIT ?", (f'suggest : "{token}"', SUGGESTION_COUNT))
             if carriers:
-                found[(lvalue, kind)] = (value, len(carriers))
+                lvalue, kind = suggested(token)
+                found[(lvalue, kind)] = (self._shown(conn, carriers[0], lvalue, kind), len(carriers))
         if len(found) < limit:  # then values with a later token starting with the prefix
             words = _phrases(conn, self.t, tuple(wanted), True)
             matching = f"{{name schema keywords}} : ({words}) NOT {_any_of([removed_token()])}"
@@ -179,6 +182,14 @@ class SqliteSearchQueries:
             found.update((key, (value, len(docs))) for key, (value, docs) in later.items() if key not in found)
         ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -kv[1][1], kv[0]))
         return [Suggestion(value, kind, count) for (_, kind), (value, count) in ranked[:limit]]
+
+    def _shown(self, conn: sqlite3.Connection, doc_id: int, lvalue: str, kind: str) -> str:
+        """How a document writes a suggested value (its case)."""
+        for _, fragment in stored_fragments(conn, self.t, [doc_id]).get(doc_id, []):
+            for suggestion in fragment.suggestions:
+                if suggestion[0] == lvalue and suggestion[1] == kind:
+                    return suggestion[2]
+        return lvalue
 
     def _carriers(self, conn: sqlite3.Connection, select_ids: str, params: tuple) -> list[int]:
         """The visible documents among those the query selects."""
@@ -211,14 +222,14 @@ def _phrase(words: tuple[str, ...], prefix: bool) -> str:
     return " + ".join(f'"{w}"' for w in words) + (" *" if prefix else "")
 
 
-def _lexicon_words(conn: sqlite3.Connection, t: Tables) -> str:
-    """The (per connection) table of the lexicon's words."""
-    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{t.lexicon}_words USING fts5vocab(main, {t.lexicon}, row)")
-    return f"temp.{t.lexicon}_words"
+def _vocabulary(conn: sqlite3.Connection, table: str) -> str:
+    """The (per connection) table of an FTS5 table's words."""
+    conn.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{table}_words USING fts5vocab(main, {table}, row)")
+    return f"temp.{table}_words"
 
 
 def _lexicon_has(conn: sqlite3.Connection, t: Tables, word: str) -> bool:
-    return conn.execute(f"SELECT 1 FROM {_lexicon_words(conn, t)} WHERE term = ?", (word,)).fetchone() is not None
+    return conn.execute(f"SELECT 1 FROM {_vocabulary(conn, t.lexicon)} WHERE term = ?", (word,)).fetchone() is not None
 
 
 def _phrases(conn: sqlite3.Connection, t: Tables, words: tuple[str, ...], prefix: bool) -> str:
@@ -230,8 +241,8 @@ def _phrases(conn: sqlite3.Connection, t: Tables, words: tuple[str, ...], prefix
     last = words[-1] if words else ""
     if not prefix or len(last) <= PREFIX_INDEXED or not last.isascii():
         return _phrase(words, prefix)
-    started = [row[0] for row in conn.execute(f"SELECT term FROM {_lexicon_words(conn, t)} WHERE term >= ? AND term < ?"
-                                              " LIMIT ?", (last, last + "\U0010ffff", EXPAND_WORDS + 1))]
+    started = [row[0] for row in conn.execute(f"SELECT term FROM {_vocabulary(conn, t.lexicon)} WHERE term >= ?"
+                                              " AND term < ? LIMIT ?", (last, last + "\U0010ffff", EXPAND_WORDS + 1))]
     if not started or len(started) > EXPAND_WORDS:
         return _phrase(words, prefix)
     return " OR ".join(_phrase((*words[:-1], word), False) for word in started)
@@ -550,16 +561,9 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
     return page
 
 
-def _distinct_suggestions(conn: sqlite3.Connection, t: Tables, prefix: str, limit: int) -> list[tuple[str, str, str]]:
-    """Up to `limit` distinct (lower-cased value, kind, value) suggestions starting with prefix,
-    in order, one index seek each."""
-    out: list[tuple[str, str, str]] = []
-    bound, operator = (prefix, ""), ">="
-    while len(out) < limit:
-        row = conn.execute(f"SELECT lvalue, kind, value FROM {t.suggestions} WHERE (lvalue, kind) {operator} (?, ?)"
-                           " AND lvalue < ? ORDER BY lvalue, kind LIMIT 1", (*bound, prefix + "\U0010ffff")).fetchone()
-        if row is None:
-            break
-        out.append(row)
-        bound, operator = (row[0], row[1]), ">"
-    return out
+def _suggestion_tokens(conn: sqlite3.Connection, t: Tables, prefix: str, limit: int) -> list[str]:
+    """The tokens of up to `limit` suggested (lower-cased value, kind) starting with prefix, in
+    order (`document.suggestion_token`)."""
+    start = suggestion_prefix(prefix)
+    return [row[0] for row in conn.execute(f"SELECT term FROM {_vocabulary(conn, t.terms)} WHERE term >= ?"
+                                           " AND term < ? AND doc > 0 LIMIT ?", (start, start + "~", limit))]

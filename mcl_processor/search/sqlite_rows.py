@@ -26,6 +26,7 @@ from mcl_processor.search.document import (
     merge,
     pair_tokens,
     removed_token,
+    suggestion_tokens,
 )
 
 Part = tuple[str, bytes]  # (aspect, encoded fragment)
@@ -33,7 +34,8 @@ Part = tuple[str, bytes]  # (aspect, encoded fragment)
 
 class DocumentRows(NamedTuple):
     """What a document writes, but its id: `search_docs`' columns, `search_fts`' five columns
-    (meta with the schema's word pairs), `search_names`' name and meta, `search_terms`' text."""
+    (meta with the schema's word pairs), `search_names`' name and meta, `search_terms`' two
+    columns (CDAP terms, suggested values)."""
 
     name: str | None
     description: str | None
@@ -42,6 +44,7 @@ class DocumentRows(NamedTuple):
     fts: tuple[str, str, str, str, str]
     name_meta: str
     terms: str
+    suggest: str
 
 
 class PreparedDocument(NamedTuple):
@@ -59,7 +62,8 @@ def document_rows(entity_type: str, fragments: Sequence[Fragment]) -> DocumentRo
     doc = merge(entity_type, fragments)
     meta = " ".join((doc.columns[-1], *pair_tokens(doc.columns[1])))
     return DocumentRows(doc.name, doc.description, doc.removed, orjson.dumps(doc.facets),
-                        (*doc.columns[:-1], meta), doc.name_meta, terms_row(doc))  # type: ignore[arg-type]
+                        (*doc.columns[:-1], meta), doc.name_meta, terms_row(doc),  # type: ignore[arg-type]
+                        suggestion_tokens(fragments))
 
 
 def terms_row(doc: Document) -> str:

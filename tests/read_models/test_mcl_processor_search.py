@@ -21,7 +21,14 @@ from mcl_processor.opensearch import indices as opensearch_indices
 from mcl_processor.readmodels_db import FILE_NAME
 from mcl_processor.search import sqlite as sqlite_search
 from mcl_processor.search import sqlite_query
-from mcl_processor.search.document import pair_tokens
+from mcl_processor.search.document import (
+    SUGGESTED_BYTES,
+    Fragment,
+    pair_tokens,
+    suggested,
+    suggestion_prefix,
+    suggestion_token,
+)
 from mcl_processor.search.opensearch_mapping import index_body
 from schemas.registry import default_registry
 from tests.contracts.search_index import (
@@ -241,6 +248,17 @@ class TestSqliteSearchInternals(OnSqlite):
         assert {query: urns(catalog, query) for query in queries} == expanded
         assert len(expanded["bulk*"]) == 25 and {ORDERS, ARCHIVE, ITEMS} <= set(expanded["orde*"])
 
+    def test_suggestion_tokens_sort_and_start_as_their_values_do(self):
+        values = [("ab", "tag"), ("ab", "field"), ("abc", "field"), ("ab c", "name"), ("ab0", "key"), ("é", "name"),
+                  ("a", "key"), ("ab_", "field"), ("b", "field")]
+        tokens = [suggestion_token(lvalue, kind) for lvalue, kind in values]
+        assert all(token and token.isalnum() and token.islower() for token in tokens)  # one FTS5 token, as folded
+        assert sorted(tokens) == [suggestion_token(lvalue, kind) for lvalue, kind in sorted(values)]
+        assert [suggested(token) for token in tokens] == values
+        assert [suggested(t) for t in tokens if t.startswith(suggestion_prefix("ab"))] == \
+            [v for v in values if v[0].startswith("ab")]
+        assert suggestion_token("x" * SUGGESTED_BYTES, "name") and suggestion_token("é" * 4001, "name") is None
+
     def test_schema_word_pairs_are_found_as_the_index_folds_their_letters(self, tmp_path):
         harness = Indexed(tmp_path / "data")
         cafe, plain = dataset_urn("shop.cafe"), dataset_urn("shop.plain")
@@ -272,6 +290,32 @@ class TestSqliteSearchInternals(OnSqlite):
         db.close()
         harness.close()
 
+    def test_an_index_made_with_suggestion_rows_moves_them_into_its_terms(self, tmp_path):
+        harness = build_catalog(tmp_path / "data", sqlite_models)
+        prefixes = ("cust", "pi", "orders", "ret", "shop.o")
+        suggestions = {prefix: harness.search.autocomplete(prefix) for prefix in prefixes}
+        assert all(suggestions.values())
+        harness.models.close()
+        db = sqlite3.connect(harness.data_dir / FILE_NAME)  # the layout before: a row per suggested value
+        db.execute("CREATE TABLE search_suggestions (lvalue TEXT NOT NULL, kind TEXT NOT NULL,"
+                   " doc_id INTEGER NOT NULL, aspect TEXT NOT NULL, value TEXT NOT NULL,"
+                   " PRIMARY KEY (lvalue, kind, doc_id, aspect)) WITHOUT ROWID")
+        for doc_id, aspect, data in db.execute("SELECT doc_id, aspect, fragment FROM search_versions"
+                                               " WHERE fragment IS NOT NULL").fetchall():
+            db.executemany("INSERT INTO search_suggestions VALUES (?, ?, ?, ?, ?)",
+                           [(lvalue, kind, doc_id, aspect, value) for lvalue, kind, value in
+                            Fragment.decode(data).suggestions])
+        db.execute("CREATE VIRTUAL TABLE terms_before USING fts5(meta, detail = column)")
+        db.execute("INSERT INTO terms_before (rowid, meta) SELECT rowid, meta FROM search_terms")
+        db.execute("DROP TABLE search_terms")
+        db.execute("ALTER TABLE terms_before RENAME TO search_terms")
+        db.commit()
+        harness.reopen_models()
+        assert {prefix: harness.search.autocomplete(prefix) for prefix in prefixes} == suggestions
+        assert db.execute("SELECT count(*) FROM sqlite_master WHERE name = 'search_suggestions'").fetchone()[0] == 0
+        db.close()
+        harness.close()
+
     def test_facets_of_more_hits_than_the_sample_are_counted_on_it_and_scaled(self, catalog, monkeypatch):
         monkeypatch.setattr(sqlite_query, "FACET_SAMPLE", 5)
         for sort in ("relevance", "urn"):  # ranked (total and sample read beside the ranking), and not
@@ -286,6 +330,8 @@ class TestSqliteSearchInternals(OnSqlite):
         harness = deleted_and_written_again(Indexed(tmp_path / "data"))
         db = sqlite3.connect(harness.data_dir / FILE_NAME)
         assert db.execute("SELECT count(*) FROM search_properties").fetchone()[0] == 0
-        assert {row[0] for row in db.execute("SELECT value FROM search_suggestions")} == {"orders again", "shop.orders"}
+        db.execute("CREATE VIRTUAL TABLE temp.suggested USING fts5vocab(main, search_terms, col)")
+        assert {suggested(row[0]) for row in db.execute("SELECT term FROM temp.suggested WHERE col = 'suggest'")} \
+            == {("orders again", "name"), ("shop.orders", "name")}
         db.close()
         harness.close()
