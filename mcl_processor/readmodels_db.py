@@ -13,7 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Concatenate, ParamSpec, Protocol, TypeVar
 
-from ingest.backends.sqlite import WalCheckpointer, WalLimit, backend_error, connect, translated
+from ingest.backends.sqlite import BUSY_TIMEOUT_S, WalCheckpointer, WalLimit, backend_error, connect, translated
 from mcl_processor.changes import chunks
 
 FILE_NAME = "readmodels.db"
@@ -21,6 +21,7 @@ MMAP_BYTES = 0x7FFF0000  # SQLite's default ceiling: read through the OS page ca
 # connection and process shares, so a fresh connection is not cold
 PAGE_SIZE = 16384  # bytes, for a new database: a batch's commit writes fewer, larger pages to the
 # write-ahead log (two system calls each) than with SQLite's 4 KiB; restores ran 12-24% faster
+SCHEMA_WAIT_S = 600  # an opening waits this long for another process bringing the tables up to date
 SCHEMA_CHANGE_ATTEMPTS = 5  # a query is tried this many times while other connections change the schema
 
 
@@ -55,6 +56,18 @@ class Database:
                 self._wal_limit.after_commit(self.writer)
             except sqlite3.Error as err:
                 raise backend_error(err, self.path) from err
+
+    @contextmanager
+    def schema_change(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction that creates or updates a model's tables at its opening. It waits
+        up to SCHEMA_WAIT_S for the write lock: another process may be updating the same tables,
+        which takes a while for a big index."""
+        self.writer.execute(f"PRAGMA busy_timeout = {SCHEMA_WAIT_S * 1000}")
+        try:
+            with self.transaction() as conn:
+                yield conn
+        finally:
+            self.writer.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_S * 1000}")
 
     def reader(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)

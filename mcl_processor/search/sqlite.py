@@ -4,9 +4,10 @@ Tables: `search_docs` (one row per entity: shown name and description, flags, fa
 `search_versions` (per entity and aspect: the version reflected and the aspect's fragment,
 NULL for a deleted aspect), `search_properties` (property and tag values, for prefix
 filters), `search_fts` (the merged documents, without CDAP terms; rowid = document id),
-`search_terms` (each document's CDAP terms, for CDAP's search, and its suggested names, field
-names, keys and tags as tokens that sort as the values do, for autocomplete: an FTS5 posting
-costs a fraction of a B-tree row's; rowid = document id) and `search_names` (each
+`search_terms` (each document's CDAP terms, for CDAP's search; rowid = document id),
+`search_suggest` (each document's suggested names, field names, keys and tags, for
+autocomplete, as tokens that sort as the values do: an FTS5 posting costs a fraction of the
+B-tree row a value had per document and aspect; rowid = document id) and `search_names` (each
 shown document's names with its type and soft-delete tokens; rowid = `names_rowid`, so that
 FTS5's rowid order is the shorter-name order of the name tiers) and `search_lexicon` (every
 word of the free-text columns, a row per batch: the words a long prefix starts). The `meta`
@@ -26,6 +27,9 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import lru_cache
+from itertools import groupby
+from operator import itemgetter
 
 from mcl_processor.annotations import Annotations, entity_type_of
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
@@ -35,6 +39,7 @@ from mcl_processor.search import SearchIndex
 from mcl_processor.search.document import (
     COLUMNS,
     DERIVED_PREFIX,
+    MEMO_SIZE,
     UPSTREAM_TAGS,
     Analyzer,
     Fragment,
@@ -68,7 +73,8 @@ CREATE VIRTUAL TABLE IF NOT EXISTS {t.fts} USING fts5(
 CREATE VIRTUAL TABLE IF NOT EXISTS {t.names} USING fts5(
     name, meta, tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS {t.terms} USING fts5(meta, suggest, detail = column);
+CREATE VIRTUAL TABLE IF NOT EXISTS {t.terms} USING fts5(meta, detail = column);
+CREATE VIRTUAL TABLE IF NOT EXISTS {t.suggest} USING fts5(tokens, detail = none);
 CREATE VIRTUAL TABLE IF NOT EXISTS {t.lexicon} USING fts5(
     words, content = '', detail = none, tokenize = 'unicode61 remove_diacritics 2'
 );
@@ -93,7 +99,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         self._aside = aside or ThreadPoolExecutor(4, thread_name_prefix="search-count")  # SQLite runs without the GIL
         # One write transaction: processes opening a new database at once (`--workers`) take
         # turns, instead of one meeting the other's half-made FTS tables ("vtable constructor failed").
-        with db.transaction() as conn:
+        with db.schema_change() as conn:
             lexicon_missing = not table_exists(conn, self.t.lexicon)
             run_script(conn, _SCHEMA.format(t=self.t))
             if lexicon_missing and conn.execute(f"SELECT 1 FROM {self.t.fts} LIMIT 1").fetchone():
@@ -201,17 +207,15 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         conn.execute(f"INSERT INTO {self.t.lexicon} (words) VALUES (?)", (PAIRS_MARK,))
 
     def _move_suggestions(self, conn: sqlite3.Connection) -> None:
-        """Turn an index made when suggestions were rows of their own (a table, `old_suggestions`)
-        into this layout: each document's suggestion tokens join its terms."""
-        terms, moving = self.t.terms, f"{self.t.terms}_moving"
-        conn.create_function("suggestion_token", 2, suggestion_token, deterministic=True)
-        conn.execute(f"CREATE VIRTUAL TABLE {moving} USING fts5(meta, suggest, detail = column)")
-        conn.execute(f"INSERT INTO {moving} (rowid, meta, suggest) SELECT t.rowid, t.meta, coalesce(s.tokens, '')"
-                     f" FROM {terms} t LEFT JOIN (SELECT doc_id, group_concat(token, ' ') AS tokens FROM"
-                     f" (SELECT DISTINCT doc_id, suggestion_token(lvalue, kind) AS token FROM {self.t.old_suggestions})"
-                     " GROUP BY doc_id) s ON s.doc_id = t.rowid")
-        conn.execute(f"DROP TABLE {terms}")
-        conn.execute(f"ALTER TABLE {moving} RENAME TO {terms}")
+        """Move the suggestions of an index made when they were rows (`old_suggestions`, a row
+        per value, document and aspect) into `search_suggest`, for the documents shown."""
+        spelled = lru_cache(maxsize=MEMO_SIZE)(suggestion_token)  # field names and tags repeat
+        rows = conn.execute(f"SELECT s.doc_id, s.lvalue, s.kind FROM {self.t.old_suggestions} s JOIN {self.t.docs} d"
+                            " ON d.id = s.doc_id AND d.live = 1 ORDER BY s.doc_id")
+        documents = ((doc_id, {spelled(lvalue, kind) for _, lvalue, kind in values})
+                     for doc_id, values in groupby(rows, key=itemgetter(0)))
+        conn.executemany(f"INSERT INTO {self.t.suggest} (rowid, tokens) VALUES (?, ?)",
+                         ((doc_id, " ".join(sorted(filter(None, tokens)))) for doc_id, tokens in documents))
         conn.execute(f"DROP TABLE {self.t.old_suggestions}")
 
     def _parts_named(self, conn: sqlite3.Connection, doc_ids: Iterable[int], part: str) -> list[tuple[int, bytes]]:
@@ -260,7 +264,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         fragments.update((doc_id, sorted(parts, key=lambda part: part[0])) for doc_id, parts in new_parts.items()
                          if doc_id not in premade)
         stale_names = self._names_rowids(conn, [doc_id for doc_id in touched if doc_id not in created])
-        updates, fts_rows, name_rows, term_rows = [], [], [], []
+        updates, fts_rows, name_rows, term_rows, suggest_rows = [], [], [], [], []
         for doc_id, entity_type in touched.items():
             rows = premade.get(doc_id)
             if rows is None and doc_id in fragments:
@@ -271,15 +275,19 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
             updates.append((rows.name, rows.description, 1, int(rows.removed), rows.facets, doc_id))
             fts_rows.append((doc_id, *rows.fts))
             name_rows.append((names_rowid(doc_id, rows.name), rows.fts[0], rows.name_meta))
-            term_rows.append((doc_id, rows.terms, rows.suggest))
+            term_rows.append((doc_id, rows.terms))
+            if rows.suggest:
+                suggest_rows.append((doc_id, rows.suggest))
         conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
         conn.executemany(f"DELETE FROM {self.t.fts} WHERE rowid = ?", [(i,) for i in touched if i not in created])
         conn.executemany(f"DELETE FROM {self.t.terms} WHERE rowid = ?", [(i,) for i in touched if i not in created])
+        conn.executemany(f"DELETE FROM {self.t.suggest} WHERE rowid = ?", [(i,) for i in touched if i not in created])
         conn.executemany(f"DELETE FROM {self.t.names} WHERE rowid = ?", [(rowid,) for rowid in stale_names])
         conn.executemany(f"INSERT INTO {self.t.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
         conn.executemany(f"INSERT INTO {self.t.names} (rowid, name, meta) VALUES (?, ?, ?)", name_rows)
-        conn.executemany(f"INSERT INTO {self.t.terms} (rowid, meta, suggest) VALUES (?, ?, ?)", term_rows)
+        conn.executemany(f"INSERT INTO {self.t.terms} (rowid, meta) VALUES (?, ?)", term_rows)
+        conn.executemany(f"INSERT INTO {self.t.suggest} (rowid, tokens) VALUES (?, ?)", suggest_rows)
         if fts_rows:  # the words of the batch, once: the lexicon's rows are batches, not documents
             conn.execute(f"INSERT INTO {self.t.lexicon} (words) VALUES (?)",
                          ("\n".join("\n".join(row[1:1 + len(WORD_COLUMNS)]) for row in fts_rows),))
@@ -299,7 +307,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         conn.executemany(f"DELETE FROM {self.t.names} WHERE rowid = ?",
                          [(r,) for r in self._names_rowids(conn, doc_ids)])
         for table, column in ((self.t.versions, "doc_id"), (self.t.fts, "rowid"), (self.t.terms, "rowid"),
-                              (self.t.docs, "id")):
+                              (self.t.suggest, "rowid"), (self.t.docs, "id")):
             conn.executemany(f"DELETE FROM {table} WHERE {column} = ?", [(doc_id,) for doc_id in doc_ids])
 
     def preparer(self) -> DocumentPreparer:

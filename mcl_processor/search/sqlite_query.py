@@ -67,14 +67,15 @@ class Tables:
 
     def __init__(self, staging: str | None = None):
         suffix = "" if staging is None else f"__{staging_name(staging)}"
-        self.docs, self.versions, self.properties, self.fts, self.names, self.terms, self.lexicon = (
+        self.docs, self.versions, self.properties, self.fts, self.names, self.terms, self.suggest, self.lexicon = (
             f"search_{table}{suffix}" for table in ("docs", "versions", "properties", "fts", "names", "terms",
-                                                    "lexicon"))
-        self.old_suggestions = f"search_suggestions{suffix}"  # of an index made before `search_terms` held them
+                                                    "suggest", "lexicon"))
+        self.old_suggestions = f"search_suggestions{suffix}"  # of an index made before `search_suggest`
 
     def __iter__(self) -> Iterator[str]:
         """Every table, those referring to documents before `docs`."""
-        return iter((self.properties, self.versions, self.fts, self.names, self.terms, self.lexicon, self.docs))
+        return iter((self.properties, self.versions, self.fts, self.names, self.terms, self.suggest, self.lexicon,
+                     self.docs))
 
 
 class SqliteSearchQueries:
@@ -163,8 +164,8 @@ class SqliteSearchQueries:
         low = prefix.strip().lower()
         found: dict[tuple[str, str], tuple[str, int]] = {}
         for token in _suggestion_tokens(conn, self.t, low, 2 * limit):  # whole values first
-            carriers = self._carriers(conn, f"SELECT rowid AS doc_id FROM {self.t.terms} WHERE {self.t.terms} MATCH ?"
-                                      " LIMIT ?", (f'suggest : "{token}"', SUGGESTION_COUNT))
+            carriers = self._carriers(conn, f"SELECT rowid AS doc_id FROM {self.t.suggest} WHERE {self.t.suggest}"
+                                      " MATCH ? LIMIT ?", (f'"{token}"', SUGGESTION_COUNT))
             if carriers:
                 lvalue, kind = suggested(token)
                 found[(lvalue, kind)] = (self._shown(conn, carriers[0], lvalue, kind), len(carriers))
@@ -565,5 +566,5 @@ def _suggestion_tokens(conn: sqlite3.Connection, t: Tables, prefix: str, limit: 
     """The tokens of up to `limit` suggested (lower-cased value, kind) starting with prefix, in
     order (`document.suggestion_token`)."""
     start = suggestion_prefix(prefix)
-    return [row[0] for row in conn.execute(f"SELECT term FROM {_vocabulary(conn, t.terms)} WHERE term >= ?"
+    return [row[0] for row in conn.execute(f"SELECT term FROM {_vocabulary(conn, t.suggest)} WHERE term >= ?"
                                            " AND term < ? AND doc > 0 LIMIT ?", (start, start + "~", limit))]

@@ -34,8 +34,8 @@ Part = tuple[str, bytes]  # (aspect, encoded fragment)
 
 class DocumentRows(NamedTuple):
     """What a document writes, but its id: `search_docs`' columns, `search_fts`' five columns
-    (meta with the schema's word pairs), `search_names`' name and meta, `search_terms`' two
-    columns (CDAP terms, suggested values)."""
+    (meta with the schema's word pairs), `search_names`' name and meta, `search_terms`' text
+    and `search_suggest`'s tokens."""
 
     name: str | None
     description: str | None

@@ -290,7 +290,7 @@ class TestSqliteSearchInternals(OnSqlite):
         db.close()
         harness.close()
 
-    def test_an_index_made_with_suggestion_rows_moves_them_into_its_terms(self, tmp_path):
+    def test_an_index_made_with_suggestion_rows_has_them_moved_at_its_opening(self, tmp_path):
         harness = build_catalog(tmp_path / "data", sqlite_models)
         prefixes = ("cust", "pi", "orders", "ret", "shop.o")
         suggestions = {prefix: harness.search.autocomplete(prefix) for prefix in prefixes}
@@ -305,10 +305,7 @@ class TestSqliteSearchInternals(OnSqlite):
             db.executemany("INSERT INTO search_suggestions VALUES (?, ?, ?, ?, ?)",
                            [(lvalue, kind, doc_id, aspect, value) for lvalue, kind, value in
                             Fragment.decode(data).suggestions])
-        db.execute("CREATE VIRTUAL TABLE terms_before USING fts5(meta, detail = column)")
-        db.execute("INSERT INTO terms_before (rowid, meta) SELECT rowid, meta FROM search_terms")
-        db.execute("DROP TABLE search_terms")
-        db.execute("ALTER TABLE terms_before RENAME TO search_terms")
+        db.execute("DROP TABLE search_suggest")
         db.commit()
         harness.reopen_models()
         assert {prefix: harness.search.autocomplete(prefix) for prefix in prefixes} == suggestions
@@ -330,8 +327,8 @@ class TestSqliteSearchInternals(OnSqlite):
         harness = deleted_and_written_again(Indexed(tmp_path / "data"))
         db = sqlite3.connect(harness.data_dir / FILE_NAME)
         assert db.execute("SELECT count(*) FROM search_properties").fetchone()[0] == 0
-        db.execute("CREATE VIRTUAL TABLE temp.suggested USING fts5vocab(main, search_terms, col)")
-        assert {suggested(row[0]) for row in db.execute("SELECT term FROM temp.suggested WHERE col = 'suggest'")} \
+        db.execute("CREATE VIRTUAL TABLE temp.suggested USING fts5vocab(main, search_suggest, row)")
+        assert {suggested(row[0]) for row in db.execute("SELECT term FROM temp.suggested")} \
             == {("orders again", "name"), ("shop.orders", "name")}
         db.close()
         harness.close()
