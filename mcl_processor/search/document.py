@@ -88,6 +88,7 @@ class Document(NamedTuple):
 _TOKENS: dict[str, str] = {}  # a bounded memo (no per-entry objects for the garbage collector)
 MEMO_SIZE = 100_000  # tokens repeat across a catalog (keys, values, schema words): the memos keep this many
 _PROPERTY_TOKENS: dict[tuple[str, str, str], str] = {}  # by (scope, key, lower-cased value)
+_SUGGESTION_TOKENS: dict[tuple[str, str], str | None] = {}  # by (lower-cased value, kind)
 
 
 def meta_token(name: str) -> str:
@@ -144,8 +145,14 @@ def suggestion_prefix(lvalue: str) -> str:
 def suggestion_token(lvalue: str, kind: str) -> str | None:
     """The token of a suggested (lower-cased value, kind): the value's prefix and the kind's
     digit (kinds in SUGGESTION_KINDS order); None for a value too long to suggest."""
-    data = lvalue.encode()
-    return None if len(data) > SUGGESTED_BYTES else _spelled(data) + _KIND_DIGITS[kind]
+    key = (lvalue, kind)
+    token = _SUGGESTION_TOKENS.get(key, "")
+    if token == "":
+        if len(_SUGGESTION_TOKENS) >= MEMO_SIZE:
+            _SUGGESTION_TOKENS.clear()
+        data = lvalue.encode()
+        token = _SUGGESTION_TOKENS[key] = None if len(data) > SUGGESTED_BYTES else _spelled(data) + _KIND_DIGITS[kind]
+    return token
 
 
 def _spelled(data: bytes) -> str:

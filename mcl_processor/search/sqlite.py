@@ -27,7 +27,6 @@ import sqlite3
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from functools import lru_cache
 from itertools import groupby
 from operator import itemgetter
 
@@ -39,7 +38,6 @@ from mcl_processor.search import SearchIndex
 from mcl_processor.search.document import (
     COLUMNS,
     DERIVED_PREFIX,
-    MEMO_SIZE,
     UPSTREAM_TAGS,
     Analyzer,
     Fragment,
@@ -209,10 +207,9 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
     def _move_suggestions(self, conn: sqlite3.Connection) -> None:
         """Move the suggestions of an index made when they were rows (`old_suggestions`, a row
         per value, document and aspect) into `search_suggest`, for the documents shown."""
-        spelled = lru_cache(maxsize=MEMO_SIZE)(suggestion_token)  # field names and tags repeat
         rows = conn.execute(f"SELECT s.doc_id, s.lvalue, s.kind FROM {self.t.old_suggestions} s JOIN {self.t.docs} d"
                             " ON d.id = s.doc_id AND d.live = 1 ORDER BY s.doc_id")
-        documents = ((doc_id, {spelled(lvalue, kind) for _, lvalue, kind in values})
+        documents = ((doc_id, {suggestion_token(lvalue, kind) for _, lvalue, kind in values})
                      for doc_id, values in groupby(rows, key=itemgetter(0)))
         conn.executemany(f"INSERT INTO {self.t.suggest} (rowid, tokens) VALUES (?, ?)",
                          ((doc_id, " ".join(sorted(filter(None, tokens)))) for doc_id, tokens in documents))
