@@ -126,7 +126,7 @@ def name_token(lvalue: str) -> str:
     return meta_token(f"@name={lvalue}")
 
 
-SUGGESTION_PREFIX = "s"  # the tokens of suggested values (the other tokens start with "c" or "m")
+SUGGESTION_PREFIX = "s"  # suggested values' tokens start with it, as CDAP terms do with "c" and meta tokens with "m"
 SUGGESTION_KINDS = ("field", "key", "name", "tag")
 _KIND_DIGITS = {kind: str(number) for number, kind in enumerate(SUGGESTION_KINDS, 1)}
 _KINDS_BY_DIGIT = {digit: kind for kind, digit in _KIND_DIGITS.items()}
