@@ -21,18 +21,25 @@ from mcl_processor.processor import MclProcessor
 TOKEN = "test-admin-token"
 
 
+_PORTS = random.SystemRandom()  # not the random module's state, which a test may seed
+_HANDED_OUT: set[int] = set()  # never handed out twice by this process: a server binds its port later
+
+
 def free_port() -> int:
     """A port free now, below the kernel's ephemeral range: a port the kernel hands out (bind to
     0) may be taken as the source port of some client connection before the server binds it."""
     low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
     while True:
-        port = random.randrange(max(1024, low - 12000), low)
+        port = _PORTS.randrange(max(1024, low - 12000), low)
+        if port in _HANDED_OUT:
+            continue
         with socket.socket() as sock:
             try:
                 sock.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return port
+        _HANDED_OUT.add(port)
+        return port
 
 
 @dataclass
