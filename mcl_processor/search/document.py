@@ -166,7 +166,12 @@ def suggested(token: str) -> tuple[str, str]:
 
 def suggestion_tokens(fragments: Iterable[Fragment]) -> str:
     """A document's suggestion tokens, from its fragments."""
-    found = {suggestion_token(lvalue, kind) for fragment in fragments for lvalue, kind, _ in fragment.suggestions}
+    return suggestion_text((lvalue, kind) for fragment in fragments for lvalue, kind, _ in fragment.suggestions)
+
+
+def suggestion_text(suggestions: Iterable[tuple[str, str]]) -> str:
+    """The tokens of (lower-cased value, kind) suggestions, each once, in order."""
+    found = {suggestion_token(lvalue, kind) for lvalue, kind in suggestions}
     found.discard(None)
     return " ".join(sorted(found))  # type: ignore[arg-type]
 

@@ -43,7 +43,7 @@ from mcl_processor.search.document import (
     Fragment,
     field_filter_keys,
     is_derived,
-    suggestion_token,
+    suggestion_text,
     tags_of,
     upstream_tags_part,
 )
@@ -209,10 +209,10 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         per value, document and aspect) into `search_suggest`, for the documents shown."""
         rows = conn.execute(f"SELECT s.doc_id, s.lvalue, s.kind FROM {self.t.old_suggestions} s JOIN {self.t.docs} d"
                             " ON d.id = s.doc_id AND d.live = 1 ORDER BY s.doc_id")
-        documents = ((doc_id, {suggestion_token(lvalue, kind) for _, lvalue, kind in values})
+        documents = ((doc_id, suggestion_text((lvalue, kind) for _, lvalue, kind in values))
                      for doc_id, values in groupby(rows, key=itemgetter(0)))
         conn.executemany(f"INSERT INTO {self.t.suggest} (rowid, tokens) VALUES (?, ?)",
-                         ((doc_id, " ".join(sorted(filter(None, tokens)))) for doc_id, tokens in documents))
+                         ((doc_id, text) for doc_id, text in documents if text))
         conn.execute(f"DROP TABLE {self.t.old_suggestions}")
 
     def _parts_named(self, conn: sqlite3.Connection, doc_ids: Iterable[int], part: str) -> list[tuple[int, bytes]]:
@@ -277,9 +277,9 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
                 suggest_rows.append((doc_id, rows.suggest))
         conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
-        conn.executemany(f"DELETE FROM {self.t.fts} WHERE rowid = ?", [(i,) for i in touched if i not in created])
-        conn.executemany(f"DELETE FROM {self.t.terms} WHERE rowid = ?", [(i,) for i in touched if i not in created])
-        conn.executemany(f"DELETE FROM {self.t.suggest} WHERE rowid = ?", [(i,) for i in touched if i not in created])
+        existing = [(doc_id,) for doc_id in touched if doc_id not in created]
+        for table in (self.t.fts, self.t.terms, self.t.suggest):
+            conn.executemany(f"DELETE FROM {table} WHERE rowid = ?", existing)
         conn.executemany(f"DELETE FROM {self.t.names} WHERE rowid = ?", [(rowid,) for rowid in stale_names])
         conn.executemany(f"INSERT INTO {self.t.fts} (rowid, {', '.join(COLUMNS)}) VALUES (?, ?, ?, ?, ?, ?)", fts_rows)
         conn.executemany(f"INSERT INTO {self.t.names} (rowid, name, meta) VALUES (?, ?, ?)", name_rows)

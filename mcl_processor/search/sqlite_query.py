@@ -162,13 +162,14 @@ class SqliteSearchQueries:
             return []
         conn = self.db.reader()
         low = prefix.strip().lower()
-        found: dict[tuple[str, str], tuple[str, int]] = {}
+        carried: dict[tuple[str, str], list[int]] = {}
         for token in _suggestion_tokens(conn, self.t, low, 2 * limit):  # whole values first
             carriers = self._carriers(conn, f"SELECT rowid AS doc_id FROM {self.t.suggest} WHERE {self.t.suggest}"
                                       " MATCH ? LIMIT ?", (f'"{token}"', SUGGESTION_COUNT))
             if carriers:
-                lvalue, kind = suggested(token)
-                found[(lvalue, kind)] = (self._shown(conn, carriers[0], lvalue, kind), len(carriers))
+                carried[suggested(token)] = carriers
+        shown = self._shown(conn, carried)
+        found = {key: (shown[key], len(carriers)) for key, carriers in carried.items()}
         if len(found) < limit:  # then values with a later token starting with the prefix
             words = _phrases(conn, self.t, tuple(wanted), True)
             matching = f"{{name schema keywords}} : ({words}) NOT {_any_of([removed_token()])}"
@@ -184,13 +185,16 @@ class SqliteSearchQueries:
         ranked = sorted(found.items(), key=lambda kv: (not kv[0][0].startswith(low), -kv[1][1], kv[0]))
         return [Suggestion(value, kind, count) for (_, kind), (value, count) in ranked[:limit]]
 
-    def _shown(self, conn: sqlite3.Connection, doc_id: int, lvalue: str, kind: str) -> str:
-        """How a document writes a suggested value (its case)."""
-        for _, fragment in stored_fragments(conn, self.t, [doc_id]).get(doc_id, []):
-            for suggestion in fragment.suggestions:
-                if suggestion[0] == lvalue and suggestion[1] == kind:
-                    return suggestion[2]
-        return lvalue
+    def _shown(self, conn: sqlite3.Connection, carried: dict[tuple[str, str], list[int]]) -> dict[tuple[str, str], str]:
+        """How each suggested (lower-cased value, kind) is written (its case) by its first carrier."""
+        fragments = stored_fragments(conn, self.t, {carriers[0] for carriers in carried.values()})
+        written: dict[tuple[str, str, int], str] = {}
+        for doc_id, parts in fragments.items():  # in aspect order: the first aspect's writing
+            for _, fragment in parts:
+                for lvalue, kind, value in fragment.suggestions:
+                    written.setdefault((lvalue, kind, doc_id), value)
+        return {(lvalue, kind): written.get((lvalue, kind, carriers[0]), lvalue)
+                for (lvalue, kind), carriers in carried.items()}
 
     def _carriers(self, conn: sqlite3.Connection, select_ids: str, params: tuple) -> list[int]:
         """The visible documents among those the query selects."""
