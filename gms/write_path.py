@@ -12,8 +12,9 @@ stop colliding), for up to CONFLICT_RETRY_S seconds before answering 409.
 A proposal reads and writes its own entity only, so on a store with `entity_concurrency` > 1
 the entities of a call are applied concurrently, up to that many at once, each entity's
 proposals in order on one thread: the same versions, MCLs and results as in order, with the
-store's round trips overlapped instead of one after the other. Before several proposals
-to one entity, the batch is told (`prefetch`), so such a store reads the entity once.
+store's round trips overlapped instead of one after the other. The batch is told of every
+entity it will write versions of, and how many (`prefetch`), before the first is applied, so
+such a store reads each entity once, and may read several together.
 """
 
 from __future__ import annotations
@@ -162,13 +163,7 @@ class WritePath:
         def apply_in_order(items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
             return [(i, self._apply_with_retries(batch, item, actor, keyed)) for i, item in items]
 
-        def prefetch(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> None:
-            versions = sum(not item.aspect.is_timeseries for _, item in items)
-            if versions > 1:
-                batch.prefetch(urn, versions)
-
         def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
-            prefetch(urn, items)
             done: list[tuple[int, Result]] = []
             for _ in _attempts():
                 while len(done) < len(items):
@@ -189,11 +184,12 @@ class WritePath:
         by_entity: dict[str, list[tuple[int, ValidProposal]]] = {}
         for i, item in valid:
             by_entity.setdefault(str(item.urn), []).append((i, item))
+        for urn, items in by_entity.items():
+            if versions := sum(not item.aspect.is_timeseries for _, item in items):
+                batch.prefetch(urn, versions)
         if len(by_entity) == 1:
             return apply_entity(*next(iter(by_entity.items())))
         if self.store.entity_concurrency <= 1:
-            for urn, items in by_entity.items():
-                prefetch(urn, items)
             return apply_in_order(valid)
         niceness = os.getpriority(os.PRIO_PROCESS, 0)  # on Linux, this thread's
         with self._pool_lock:

@@ -107,10 +107,11 @@ class AspectBatch(ABC):
         """The newest version of each aspect of the entity that is not deleted."""
 
     def prefetch(self, urn: str, versions: int) -> None:  # noqa: B027 (a hint: doing nothing is a valid answer)
-        """A hint that this batch will apply several proposals to the entity, adding up to about
+        """A hint that this batch will apply proposals to the entity, adding up to about
         `versions` versions: a store whose operations are round trips may read the newest version
-        of all its aspects at once, answer `latest` and `live_aspects` from that and its own
-        writes, and prepare for that many inserts (default: nothing)."""
+        of all its aspects at once (and those of other prefetched entities with it), answer
+        `latest` and `live_aspects` from that and its own writes, and prepare for that many
+        inserts (default: nothing)."""
 
     @abstractmethod
     def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:

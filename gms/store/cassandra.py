@@ -44,11 +44,12 @@ only while the lease is renewed; once a dead store's lease has expired, another 
 outbox over (`orphaned_producers`, `take_over`: gms.store.cassandra_takeover). Outbox ids
 come from the producer's counter row, reserved in blocks by an LWT (a second store using the
 same id is detected when it reserves). For each event the store writes its pointer first,
-then the conditional batch; a batch that did not apply removes its pointers. (Before several
-versions of one entity, the pointers of the ids they will take are written together, and an
-id is taken within `settle_after / 10` seconds of its pointer or not at all; the pointers of
-ids not taken are removed when the batch ends; `settle_after` also bounds how long the relay
-waits for this process's own writes in flight.) The relay
+then the conditional batch; a batch that did not apply removes its pointers. (The entities a
+batch was told of (`prefetch`) are read READ_TOGETHER at a time, when the first of them is
+needed, and the pointers of the ids their versions will take are written together; an id is
+taken within `settle_after / 10` seconds of its pointer or not at all; the pointers of ids not
+taken are removed when the batch ends, in one request; `settle_after` also bounds how long
+the relay waits for this process's own writes in flight.) The relay
 (`pending_outbox`) reads the producer's pointers in id order, which is one partition, not a
 scan of every entity, and reads each event from its entity's partition. Ids are handed out
 before their batch is applied, so the relay only goes up to the lowest id still being written
@@ -61,8 +62,9 @@ EXISTS in its conditional batch, so Paxos orders the two: either the batch was a
 (the fence is not, and the event is read and published) or the fence was, and the batch, should
 it still arrive, is not applied at all. So the relay never waits for a write that may or may not
 land, and nothing after it is held back (a restarted GMS publishes at once). Acknowledging
-deletes the events, then the pointers up to the largest id as one range. A hard delete
-(`purge`) removes the entity's versions but not its pending events.
+deletes the events (one range per entity, `cassandra_outbox.ACK_PARTITIONS` entities a
+request), then the pointers up to the largest id as one range. A hard delete (`purge`)
+removes the entity's versions but not its pending events.
 
 Scans. `scan_latest` walks the ring in token order (GROUP BY keeps the newest version of each
 aspect), resumable after a (urn, aspect): the rest of partitions with that URN's token, then
@@ -97,9 +99,9 @@ from gms.store.cassandra_schema import (
     Runner,
     applied,
     ensure_schema,
-    partition_batch,
     prepare,
     quoted_keyspace,
+    unlogged_batch,
 )
 from gms.store.cassandra_takeover import Takeover
 from ingest.backends import Endpoints, cassandra_session
@@ -107,6 +109,8 @@ from ingest.backends import Endpoints, cassandra_session
 MIN_TOKEN, MAX_TOKEN = -(2**63), 2**63 - 1  # Murmur3Partitioner
 # Each operation is a round trip, so a batch's entities are applied this many at a time.
 ENTITY_CONCURRENCY = 16
+# Prefetched entities read at once (and whose outbox pointers one request writes).
+READ_TOGETHER = 32
 # Bytes of an entity's writes held by `together` before it asks to write them (a batch of one
 # partition is one mutation, which Cassandra bounds by half a commit log segment).
 HELD_BYTES = 512 * 1024
@@ -157,11 +161,12 @@ class CassandraBatch(AspectBatch):
     """Operations applied as they are made (see the module docstring); reads are SERIAL, but
     for the read of a whole entity (QUORUM).
 
-    A prefetched entity's newest versions are read once (one QUORUM read of its partition) and
-    kept up to date with the batch's own writes; an insert that finds its version taken drops
-    them, so the write path's retry reads afresh. The outbox ids of its events are reserved at
-    once too (one more for the key aspect of a new entity), their pointers written in one
-    request; `release` removes those left unused when the batch ends.
+    Prefetched entities are read when the first of them is needed, up to READ_TOGETHER at a
+    time in the order they were prefetched: their newest versions in QUORUM reads sent at once,
+    the outbox ids of their events reserved (one more for the key aspect of a new entity) and the
+    ids' pointers written in one request. The versions read are kept up to date with the
+    batch's own writes; an insert that finds its version taken drops its entity's, so the write
+    path's retry reads afresh. `release` removes the pointers left unused when the batch ends.
 
     `together(urn)` reads the entity so too (unless prefetched) and holds its inserts and
     events: at the end of the block they are written as ONE conditional batch (every version
@@ -170,23 +175,42 @@ class CassandraBatch(AspectBatch):
 
     def __init__(self, store: CassandraAspectStore):
         self._store = store
-        self._known: dict[str, dict[str, StoredAspect]] = {}  # prefetched: urn -> aspect -> newest
+        self._wanted: dict[str, int] = {}  # prefetched, not read yet: urn -> versions, in order
+        self._known: dict[str, dict[str, StoredAspect]] = {}  # read: urn -> aspect -> newest
+        self._reading = threading.Lock()
         self._reserved: dict[str, Reserved] = {}
         self._held: dict[str, _Held] = {}  # entities inside together(), one thread each
 
     def prefetch(self, urn: str, versions: int) -> None:
-        known = self._read(urn)
-        if versions > 1:
-            self._reserved[urn] = self._store._held_outbox().reserve(urn, versions + (0 if known else 1))
+        with self._reading:
+            if urn not in self._known:
+                self._wanted[urn] = versions
 
-    def _read(self, urn: str) -> dict[str, StoredAspect]:
-        known = self._known[urn] = {row.aspect: row for row in self._store._newest(urn, QUORUM)}
-        return known
+    def _entity(self, urn: str) -> dict[str, StoredAspect]:
+        """The newest version of each aspect of a prefetched or together() entity, read now if
+        not yet (with the next prefetched ones)."""
+        known = self._known.get(urn)
+        if known is not None:
+            return known
+        with self._reading:
+            if urn not in self._known:
+                self._read_together(urn)
+            return self._known[urn]
+
+    def _read_together(self, urn: str) -> None:
+        """Read urn and the next prefetched entities, and reserve the outbox ids of the latter."""
+        group = [urn, *islice((other for other in self._wanted if other != urn), READ_TOGETHER - 1)]
+        newest = self._store._newest_of(group, QUORUM)
+        versions = {entity: self._wanted.pop(entity) for entity in group if entity in self._wanted}
+        counts = {entity: n + (0 if newest[entity] else 1) for entity, n in versions.items() if n}
+        if counts:
+            self._reserved.update(self._store._held_outbox().reserve(counts))
+        for entity in group:
+            self._known[entity] = {row.aspect: row for row in newest[entity]}
 
     @contextmanager
     def together(self, urn: str) -> Iterator[Together]:
-        if urn not in self._known:
-            self._read(urn)
+        known = self._entity(urn)
         held = self._held[urn] = _Held()
         try:
             yield held
@@ -195,26 +219,31 @@ class CassandraBatch(AspectBatch):
                 urn, held.rows, held.events, self._reserved.get(urn))
         except BaseException:
             self._held.pop(urn, None)
-            self._known.pop(urn, None)
+            self._forget(urn, known)
             raise
         if not held.applied:
-            del self._known[urn]
+            self._forget(urn, known)
+
+    def _forget(self, urn: str, known: dict[str, StoredAspect]) -> None:
+        """Drop what was read of urn (that read, not a newer one), so it is read afresh."""
+        with self._reading:
+            if self._known.get(urn) is known:
+                del self._known[urn]
 
     def release(self) -> None:
         """Remove the pointers of the reserved outbox ids no event took."""
-        for reserved in self._reserved.values():
-            self._store._outbox.release(reserved)
+        self._store._outbox.release(list(self._reserved.values()))
         self._reserved.clear()
 
     def latest(self, urn: str, aspect: str) -> StoredAspect | None:
-        known = self._known.get(urn)
-        return known.get(aspect) if known is not None else self._store._latest(urn, aspect, SERIAL)
+        if urn in self._known or urn in self._wanted:
+            return self._entity(urn).get(aspect)
+        return self._store._latest(urn, aspect, SERIAL)
 
     def live_aspects(self, urn: str) -> list[StoredAspect]:
-        known = self._known.get(urn)
-        if known is None:
-            return self._store._live(urn, SERIAL)
-        return [row for _, row in sorted(known.items()) if row.exists]
+        if urn in self._known or urn in self._wanted:
+            return [row for _, row in sorted(self._entity(urn).items()) if row.exists]
+        return self._store._live(urn, SERIAL)
 
     def insert(self, row: StoredAspect, outbox: Sequence[OutboxMessage]) -> bool:
         held = self._held.get(row.urn)
@@ -230,7 +259,7 @@ class CassandraBatch(AspectBatch):
             if applied:
                 self._known[row.urn][row.aspect] = row
             else:
-                del self._known[row.urn]
+                self._known.pop(row.urn, None)
         return applied
 
     def refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:
@@ -292,7 +321,7 @@ class CassandraAspectStore(AspectStore):
         self._get_latest = prepare(session, f"{aspect} LIMIT 1")
         self._get_version = prepare(session, f"{aspect} AND seq = ?")
         self._history = prepare(session, f"{aspect} ORDER BY kind DESC, name DESC, seq ASC")
-        self._live_query = prepare(session, f"{columns} WHERE urn = ? AND kind = '{ASPECT}' GROUP BY name")
+        self._newest_query = prepare(session, f"{columns} WHERE urn = ? AND kind = '{ASPECT}' GROUP BY name")
         group = "GROUP BY urn, kind, name"
         self._scan_from = prepare(session, f"{columns} WHERE token(urn) >= ? AND token(urn) <= ? {group}")
         self._scan_after = prepare(session, f"{columns} WHERE token(urn) > token(?) AND token(urn) <= ? {group}")
@@ -409,13 +438,17 @@ class CassandraAspectStore(AspectStore):
         return _first(self._db.execute(statement))
 
     def _live(self, urn: str, consistency: int) -> list[StoredAspect]:
-        return [row for row in self._newest(urn, consistency) if row.exists]
+        return [row for row in self._newest_of([urn], consistency)[urn] if row.exists]
 
-    def _newest(self, urn: str, consistency: int) -> list[StoredAspect]:
-        """The newest version of each aspect of the entity, deletions included, by aspect name."""
-        statement = self._live_query.bind((urn,))
-        statement.consistency_level = consistency
-        return [_stored(row) for row in self._db.execute(statement)]
+    def _newest_of(self, urns: Sequence[str], consistency: int) -> dict[str, list[StoredAspect]]:
+        """The newest version of each aspect of each entity, deletions included, by aspect
+        name; one read per entity, all at once. (One read of all with `urn IN` would make
+        Cassandra warn, in its log and to the client, of each: GROUP BY over partitions.)"""
+        statements = [self._newest_query.bind((urn,)) for urn in urns]
+        for statement in statements:
+            statement.consistency_level = consistency
+        results = self._db.concurrently([(statement, None) for statement in statements])
+        return {urn: [_stored(row) for row in result] for urn, result in zip(urns, results, strict=True)}
 
     def _write(self, urn: str, rows: Sequence[StoredAspect], outbox: Sequence[OutboxMessage],
                reserved: Reserved | None = None) -> bool:
@@ -424,7 +457,7 @@ class CassandraAspectStore(AspectStore):
         versions = [(self._insert_version, (row.urn, row.aspect, row.version, row.value_json,
                                             orjson.dumps(row.system_metadata).decode())) for row in rows]
         with self._held_outbox().writing(urn, outbox, reserved) as staged:
-            staged.applied = applied(self._db.execute(partition_batch([*versions, *staged.rows])))
+            staged.applied = applied(self._db.execute(unlogged_batch([*versions, *staged.rows])))
         return staged.applied
 
     def _refresh(self, urn: str, aspect: str, version: int, system_metadata: dict[str, Any]) -> None:

@@ -10,20 +10,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
-from cassandra.query import PreparedStatement
+from cassandra.query import PreparedStatement, Statement
 
 from gms.store import OutboxMessage
 from gms.store.cassandra_lease import ProducerInUse
-from gms.store.cassandra_schema import OUTBOX, SERIAL, Runner, applied, partition_batch, prepare, quoted_keyspace
+from gms.store.cassandra_schema import OUTBOX, SERIAL, Runner, applied, prepare, quoted_keyspace, unlogged_batch
 
 _NO_LIMIT = 2**31 - 1
 REMEMBERED = 100_000  # events kept in memory for the relay, at most
+# Entities whose acknowledged events one request removes (Cassandra warns of unlogged batches
+# over more partitions than its unlogged_batch_across_partitions_warn_threshold, 10 by default).
+ACK_PARTITIONS = 10
 FENCE_TTL = 86_400  # seconds a fence outlives the write it stopped (Cassandra gives up on a write in seconds)
 
 
@@ -159,28 +162,37 @@ class CassandraOutbox:
         self._remove = prepare(session, f"DELETE FROM {ks}.aspects WHERE urn = ? AND kind = '{OUTBOX}'"
                                         " AND name = ? AND seq >= ? AND seq <= ?")
 
-    def reserve(self, urn: str, n: int) -> Reserved:
-        """n ids for events of urn, their pointers written at once (one single-partition batch);
-        `release` removes those left unused."""
-        ids = self.ids.allocate(n)
+    def reserve(self, counts: Mapping[str, int]) -> dict[str, Reserved]:
+        """Ids for the events of entities (urn -> how many), consecutive per entity, their
+        pointers all written at once (one batch of the producer's partition); `release`
+        removes those left unused."""
+        ids = self.ids.allocate(sum(counts.values()))
         try:
-            self._db.execute(partition_batch([(self._point, (self.producer, i, urn)) for i in ids]))
+            self._db.execute(unlogged_batch([(self._point, (self.producer, i, urn))
+                                              for urn, i in zip(_repeated(counts), ids, strict=True)]))
         except BaseException:
             self.ids.settle(ids, certain=False)
             raise
-        return Reserved(urn, ids, self.settle_after / 10)
+        reserved, start = {}, 0
+        for urn, n in counts.items():
+            reserved[urn] = Reserved(urn, ids[start:start + n], self.settle_after / 10)
+            start += n
+        return reserved
 
-    def release(self, reserved: Reserved) -> None:
-        """Remove the pointers of the reserved ids never taken (a contiguous tail)."""
-        rest = reserved.rest()
-        if not rest:
+    def release(self, reservations: Sequence[Reserved]) -> None:
+        """Remove the pointers of the reserved ids never taken (a contiguous tail of each
+        reservation), in one request."""
+        spans = [rest for rest in (reserved.rest() for reserved in reservations) if rest]
+        if not spans:
             return
+        ids = [i for rest in spans for i in rest]
         try:
-            self._db.execute(self._unpoint_span, (self.producer, rest[0], rest[-1]))
+            self._db.execute(unlogged_batch([(self._unpoint_span, (self.producer, rest[0], rest[-1]))
+                                             for rest in spans]))
         except BaseException:
-            self.ids.settle(rest, certain=False)
+            self.ids.settle(ids, certain=False)
             raise
-        self.ids.settle(rest, certain=True)
+        self.ids.settle(ids, certain=True)
 
     @contextmanager
     def writing(self, urn: str, messages: Sequence[OutboxMessage], reserved: Reserved | None = None
@@ -211,7 +223,7 @@ class CassandraOutbox:
         """Events without a version, each in the partition of its key."""
         for key, group in groupby(messages, key=lambda m: m.key):
             with self.writing(key, list(group)) as staged:
-                staged.applied = applied(self._db.execute(partition_batch(staged.rows)))
+                staged.applied = applied(self._db.execute(unlogged_batch(staged.rows)))
                 if not staged.applied:  # only a fence stops it, and the relay fences no write of this process
                     raise RuntimeError(f"events of {key} found their outbox ids fenced")
 
@@ -278,7 +290,9 @@ class CassandraOutbox:
             for p in self._db.execute(self._pointers, (self.producer, self._acked, upto + 1, _NO_LIMIT)):
                 first, last = spans.get(p.urn, (p.id, p.id))
                 spans[p.urn] = (min(first, p.id), max(last, p.id))
-            self._run_all([(self._remove, (urn, self.producer, first, last)) for urn, (first, last) in spans.items()])
+            removals = [(self._remove, (urn, self.producer, first, last)) for urn, (first, last) in spans.items()]
+            self._run_all([(unlogged_batch(removals[i:i + ACK_PARTITIONS]), None)
+                           for i in range(0, len(removals), ACK_PARTITIONS)])
             self._db.execute(self._unpoint_range, (self.producer, self._acked, upto))
             self._acked = upto
         with self._written_lock:
@@ -286,9 +300,15 @@ class CassandraOutbox:
                 del self._written[outbox_id]
         self.ids.forget_through(upto)
 
-    def _run_all(self, statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) -> list[Any]:
+    def _run_all(self, statements: list[tuple[Statement, tuple[Any, ...] | None]]) -> list[Any]:
         if not statements:
             return []
         if len(statements) == 1:
             return [self._db.execute(*statements[0])]
         return self._db.concurrently(statements)
+
+
+def _repeated(counts: Mapping[str, int]) -> Iterator[str]:
+    """Each key as many times as its count, in order."""
+    for key, n in counts.items():
+        yield from [key] * n

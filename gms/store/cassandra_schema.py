@@ -77,8 +77,9 @@ def prepare(session: Session, cql: str, consistency: int = QUORUM) -> PreparedSt
     return statement
 
 
-def partition_batch(statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) -> BatchStatement:
-    """Statements on one partition as one batch: atomic, and conditional if any has IF."""
+def unlogged_batch(statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) -> BatchStatement:
+    """Statements as one request. On one partition the batch is atomic, and conditional if any
+    has IF; across partitions it is not atomic (each partition's part applies on its own)."""
     batch = BatchStatement(BatchType.UNLOGGED, consistency_level=QUORUM, serial_consistency_level=SERIAL)
     for statement, params in statements:
         batch.add(statement, params)
@@ -101,7 +102,7 @@ class Runner:
         except DRIVER_ERRORS as err:
             raise backend_error(err, self.where) from err
 
-    def concurrently(self, statements: list[tuple[PreparedStatement, tuple[Any, ...]]], concurrency: int = 64
+    def concurrently(self, statements: Sequence[tuple[Statement, Sequence[Any] | None]], concurrency: int = 64
                      ) -> list[ResultSet]:
         """The results of statements run concurrently, in order; raises the first error."""
         try:

@@ -134,7 +134,8 @@ class SqliteBatch(AspectBatch, _Reads):
         return [row for _, row in sorted(self._known[urn].items()) if row is not None and row.exists]
 
     def prefetch(self, urn: str, versions: int) -> None:
-        if urn not in self._complete:
+        # One version: reading its one aspect when needed is cheaper than all of them now.
+        if versions != 1 and urn not in self._complete:
             self._wanted[urn] = None
 
     def _read_wanted(self) -> None:

@@ -15,12 +15,12 @@ import pytest
 from cassandra.query import BatchStatement
 
 from gms.service import Gms
-from gms.store import AspectStore
+from gms.store import AspectStore, cassandra_outbox
 from gms.store import cassandra as cassandra_store
 from gms.store.cassandra import CassandraAspectStore
 from gms.store.cassandra_lease import ProducerInUse
 from gms.store.cassandra_outbox import Reserved
-from gms.store.cassandra_schema import SERIAL, applied, partition_batch
+from gms.store.cassandra_schema import SERIAL, applied, unlogged_batch
 from gms.write_path import Result
 from ingest.backends import Endpoints
 from ingest.backends.errors import BackendUnavailable
@@ -98,7 +98,7 @@ def test_an_event_whose_write_failed_is_fenced_the_relay_goes_on_and_the_late_ba
         keyspace: ScratchKeyspace, urn: str):
     store = keyspace.store()
     with pytest.raises(TimeoutError), store._outbox.writing(urn, [event(urn, "lost")]) as staged:
-        late = partition_batch(staged.rows)  # the batch, still on its way to Cassandra when the client gave up
+        late = unlogged_batch(staged.rows)  # the batch, still on its way to Cassandra when the client gave up
         raise TimeoutError("the conditional batch timed out")  # its pointer is written, its outcome unknown
     insert(store, row(urn, "status", 1, {"removed": False}))
     assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]  # no waiting for the unknown write
@@ -111,7 +111,7 @@ def test_an_event_whose_write_timed_out_but_landed_is_published_in_its_place(key
     producer = unique_name("producer")
     store = keyspace.store(producer)
     with pytest.raises(TimeoutError), store._outbox.writing(urn, [event(urn, "landed")]) as staged:
-        store.session.execute(partition_batch(staged.rows))  # applied, but the client saw a timeout
+        store.session.execute(unlogged_batch(staged.rows))  # applied, but the client saw a timeout
         raise TimeoutError("the conditional batch timed out")
     insert(store, row(urn, "status", 1, {"removed": False}))
     store.close()  # a process killed then: its successor (same producer id) publishes both, in order
@@ -124,8 +124,9 @@ def test_a_prefetched_entity_is_read_again_once_another_writer_took_a_version(ke
     insert(store, row(urn, "status", 1, {"removed": False}))
     with store.batch() as batch:
         batch.prefetch(urn, 2)
+        assert batch.latest(urn, "status").version == 1  # read when first needed
         insert(other, row(urn, "status", 2, {"removed": True}))
-        assert batch.latest(urn, "status").version == 1  # as read when prefetched
+        assert batch.latest(urn, "status").version == 1  # as read
         assert not batch.insert(row(urn, "status", 2, {"removed": False}), [event(urn, "the loser")])
         assert batch.latest(urn, "status").value == {"removed": True}  # read afresh, as the retry does
         assert batch.insert(row(urn, "status", 3, {"removed": False}), [event(urn, "status v3")])
@@ -175,18 +176,28 @@ def _kind(statement: Any, conditional: set[bytes]) -> str:
     return "conditional" if " IF " in cql else "write"
 
 
-def test_a_request_writes_each_entity_with_one_read_and_one_conditional_batch(
+def test_a_request_reads_its_entities_together_and_writes_each_with_one_conditional_batch(
         keyspace: ScratchKeyspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     store = keyspace.store()
     gms = Gms(store, SqliteEventLog(tmp_path / "events.db"))
     urns = [dataset_urn(unique_name("grouped")) for _ in range(3)]
     gms.apply([proposal(urns[0], "status", {"removed": False})], ACTOR)  # an id block reserved, the outbox relayed
+    monkeypatch.setattr(cassandra_store, "READ_TOGETHER", 2)
     statements = _Statements(store, monkeypatch)
     results = gms.writes.apply([proposal(urn, aspect, value) for urn in urns for aspect, value in (
         ("datasetProperties", {"name": "n"}), ("globalTags", {"tags": []}), ("status", {"removed": True}))], ACTOR)
     assert [r.version for r in results] == [1, 1, 2] + [1, 1, 1] * 2
-    assert sorted(statements.kinds) == sorted(["read", "batch", "conditional batch"] * 3)
+    # the pointers of two entities' outbox ids written in one request, then the third's
+    assert sorted(statements.kinds) == sorted(["read"] * 3 + ["batch"] * 2 + ["conditional batch"] * 3)
     assert [h.version for h in store.history(urns[1], "datasetKey")] == [1]  # the key aspect in the same batch
+    gms.relay.publish_pending()
+    published = [(record["entityUrn"], record["aspectName"], record["systemMetadata"]["version"])
+                 for record in (gms.codec.decode(r.value)[1] for r in gms.log.read(MCL_VERSIONED))]
+    assert published[2:] == [(urn, aspect, version) for urn, aspects in (
+        (urns[0], [("datasetProperties", "1"), ("globalTags", "1"), ("status", "2")]),
+        (urns[1], [("datasetKey", "1"), ("datasetProperties", "1"), ("globalTags", "1"), ("status", "1")]),
+        (urns[2], [("datasetKey", "1"), ("datasetProperties", "1"), ("globalTags", "1"), ("status", "1")]),
+    ) for aspect, version in aspects]
     gms.close()
 
 
@@ -230,12 +241,18 @@ def test_gms_instances_racing_on_one_entity_write_every_version_once_with_one_mc
         service.close()
 
 
-def test_outbox_ids_reserved_for_a_prefetched_entity_and_not_taken_leave_no_pointer(keyspace: ScratchKeyspace,
-                                                                                   urn: str):
+def test_outbox_ids_reserved_for_prefetched_entities_and_not_taken_leave_no_pointer(
+        keyspace: ScratchKeyspace, urn: str, monkeypatch: pytest.MonkeyPatch):
     store = keyspace.store()
+    other = dataset_urn(unique_name("cassandra"))
+    statements = _Statements(store, monkeypatch)
     with store.batch() as batch:
-        batch.prefetch(urn, 4)  # a new entity: 4 versions and its key aspect expected
+        batch.prefetch(urn, 4)  # new entities: 4 versions and the key aspect expected of each
+        batch.prefetch(other, 4)
+        assert batch.latest(urn, "status") is None  # both read, and their ids reserved
         assert batch.insert(row(urn, "status", 1, {"removed": False}), [event(urn, "status v1")])
+    assert [kind for kind in statements.kinds if kind != "conditional"] == [  # (but the id block's reservation)
+        "read", "read", "batch", "conditional batch", "batch"]  # the unused pointers of both, in one request
     pointers = f'SELECT id FROM "{keyspace.name}".outbox_pending WHERE producer = %s'
     assert len(list(store.session.execute(pointers, (store.producer_id,)))) == 1
     assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]
@@ -252,21 +269,23 @@ def test_reserved_outbox_ids_are_taken_in_order_within_their_time_or_not_at_all(
     assert late.take(1) is None and late.rest() == [8]
 
 
-def test_acknowledged_events_leave_the_entities_and_others_read_them_back(keyspace: ScratchKeyspace, urn: str):
+def test_acknowledged_events_leave_the_entities_and_others_read_them_back(
+        keyspace: ScratchKeyspace, urn: str, monkeypatch: pytest.MonkeyPatch):
     producer = unique_name("producer")
-    other = dataset_urn(unique_name("cassandra"))
+    other, third = dataset_urn(unique_name("cassandra")), dataset_urn(unique_name("cassandra"))
     store = keyspace.store(producer)
     insert(store, row(urn, "status", 1, {"removed": False}), row(other, "status", 1, {"removed": False}),
-           row(urn, "status", 2, {"removed": True}))
+           row(urn, "status", 2, {"removed": True}), row(third, "status", 1, {"removed": False}))
     pending = store.pending_outbox()  # from this store's memory
-    assert [m.value for _, m in pending] == [b"status v1", b"status v1", b"status v2"]
+    assert [m.value for _, m in pending] == [b"status v1", b"status v1", b"status v2", b"status v1"]
     store.close()
     reopened = keyspace.store(producer)  # knows nothing of them: reads them from the entities' partitions
     assert reopened.pending_outbox() == pending
+    monkeypatch.setattr(cassandra_outbox, "ACK_PARTITIONS", 2)  # the three entities' events removed in two requests
     reopened.ack_outbox([pending[-1][0]])
     assert reopened.pending_outbox() == []
     outbox = f'SELECT seq FROM "{keyspace.name}".aspects WHERE urn = %s AND kind = \'outbox\''
-    assert [list(reopened.session.execute(outbox, (u,))) for u in (urn, other)] == [[], []]
+    assert [list(reopened.session.execute(outbox, (u,))) for u in (urn, other, third)] == [[], [], []]
 
 
 def test_token_ranges_split_the_scan_without_overlap(keyspace: ScratchKeyspace, urn: str):
