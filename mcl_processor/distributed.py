@@ -4,8 +4,11 @@ batch applied again (after a crash before the offsets were committed) change not
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor, wait
+
 from ingest.backends import Endpoints
 from mcl_processor.annotations import annotations_of
+from mcl_processor.changes import ChangeBatch
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
 from mcl_processor.opensearch.indices import client_for
 from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
@@ -26,6 +29,7 @@ class DistributedReadModels(ReadModels):
     def __init__(self, search: OpenSearchSearchIndex, lineage: CassandraLineageGraph,
                  timeseries: OpenSearchTimeseriesStore, runs: CassandraRunLineage):
         self.search, self.lineage, self.timeseries, self.runs = search, lineage, timeseries, runs
+        self._searching = ThreadPoolExecutor(1, thread_name_prefix="search-writes")
 
     @classmethod
     def connect(cls, endpoints: Endpoints, registry: EntityRegistry, keyspace: str,
@@ -45,9 +49,22 @@ class DistributedReadModels(ReadModels):
                    OpenSearchTimeseriesStore(client, index_prefix),
                    CassandraRunLineage(lineage.session, keyspace, run_facts_of(registry)))
 
+    def apply_changes(self, batch: ChangeBatch) -> set[str]:
+        """As ReadModels does, but OpenSearch's writes go on while Cassandra's are made: each
+        waits on its server's round trips, so a batch takes about the longer of the two."""
+        searched = self._searching.submit(self.search.apply, batch)
+        try:
+            moved = self.lineage.apply(batch)
+            self.runs.apply(batch)
+        finally:
+            wait([searched])
+        searched.result()
+        return moved
+
     def preparer(self) -> Preparer:
         return ModelPreparer(SEARCH, self.search.preparer())
 
     def close(self) -> None:
+        self._searching.shutdown()
         self.lineage.close()
         self.search.client.close()

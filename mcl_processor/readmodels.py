@@ -49,10 +49,8 @@ class ReadModels(ABC):
         then `points` (changes.in_log_order makes the two from timeseries records in log order)."""
         with self.transaction(), collector_paused():
             if batch:
-                self.search.apply(batch)
-                moved = self.lineage.apply(batch)
+                moved = self.apply_changes(batch)
                 upstream_tags.refresh(self.search, self.lineage, batch, moved)
-                self.runs.apply(batch)
                 if batch.resets:
                     self.timeseries.remove_entities(batch.resets)
             if deletions:
@@ -60,6 +58,14 @@ class ReadModels(ABC):
             if points:
                 self.timeseries.append(points)
                 self.runs.append_events(points)
+
+    def apply_changes(self, batch: ChangeBatch) -> set[str]:
+        """A batch's resets and changes applied to search, lineage and run lineage (each
+        independent of the others); the fields whose lineage moved (see LineageGraph.apply)."""
+        self.search.apply(batch)
+        moved = self.lineage.apply(batch)
+        self.runs.apply(batch)
+        return moved
 
     def preparer(self) -> Preparer | None:
         """A picklable function that computes ahead, in any process, what `apply` would compute

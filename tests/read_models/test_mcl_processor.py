@@ -23,6 +23,7 @@ import pytest
 
 from gms.service import Gms
 from ingest import topics
+from ingest.backends.errors import BackendUnavailable
 from ingest.eventlog import LogMessage, LogRecord
 from ingest.proposal import Proposal
 from mcl_processor import processor as processor_module
@@ -38,7 +39,7 @@ from schemas.registry import default_registry, load_named_types
 from tests.contracts.read_models import AGG, CLEAN, RAW, ReadModelsContract, answers, sample
 from tests.support.builders import dataset_urn, proposal
 from tests.support.indexed import ACTOR, Indexed
-from tests.support.readmodels import OnOpenSearch, OnSqlite
+from tests.support.readmodels import OnOpenSearch, OnSqlite, OnTheDistributedStack
 
 
 @pytest.fixture
@@ -259,6 +260,27 @@ class TestReadModelsOnSqlite(OnSqlite, ReadModelsContract):
 
 class TestReadModelsOnOpenSearch(OnOpenSearch, ReadModelsContract):
     pass
+
+
+class TestReadModelsOnTheDistributedStack(OnTheDistributedStack, ReadModelsContract):
+    def test_a_search_write_that_fails_fails_the_batch_and_the_batch_applied_again_completes_it(
+            self, indexed, monkeypatch):
+        indexed.gms.apply(sample_proposals(), ACTOR)
+        records = indexed.gms.log.read(topics.MCL_VERSIONED, limit=100)
+
+        def unavailable(batch):
+            raise BackendUnavailable("OpenSearch did not answer")
+
+        with monkeypatch.context() as patched:
+            patched.setattr(indexed.models.search, "apply", unavailable)
+            with pytest.raises(BackendUnavailable, match="OpenSearch did not answer"):
+                indexed.processor.process(records)
+        assert indexed.search.query("*").total == 0
+        upstream = {n["urn"] for n in indexed.lineage.query(AGG, "upstream", 5).to_json()["nodes"]}
+        assert upstream == {AGG, CLEAN, RAW}  # Cassandra's writes were made meanwhile, each model's its own
+        indexed.processor.process(records)  # as the processor does, from the offsets it committed
+        assert indexed.names("orders")[0] == "orders"
+        assert [h.urn for h in indexed.search.query("tier:gold").hits] == [CLEAN]
 
 
 def test_worker_processes_do_not_outlive_a_killed_processor(tmp_path):

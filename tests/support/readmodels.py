@@ -1,9 +1,11 @@
 """How contract tests build read models on each adapter set.
 
 A contract class holds the tests every adapter passes; a subclass per adapter set mixes in
-`OnSqlite` or `OnOpenSearch`, whose class-scoped fixture `models_factory` builds read models on
-a data directory. OpenSearch read models get index prefixes of their own (one per data
-directory) and their indices are deleted when the class's tests are done.
+`OnSqlite`, `OnOpenSearch` or `OnTheDistributedStack`, whose class-scoped fixture
+`models_factory` builds read models on a data directory. OpenSearch read models get index
+prefixes of their own (one per data directory) and their indices are deleted when the class's
+tests are done; the distributed ones' Cassandra tables go in one keyspace per data directory,
+dropped then too.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ingest.backends import Endpoints
+from ingest.backends import Endpoints, cassandra_session
 from mcl_processor.annotations import annotations_of
+from mcl_processor.distributed import DistributedReadModels
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.opensearch.indices import client_for
@@ -79,6 +82,33 @@ class OpenSearchFactory:
         self.client.close()
 
 
+class DistributedFactory:
+    """Builds DistributedReadModels: OpenSearch indices and a Cassandra keyspace per data
+    directory (reopening keeps them)."""
+
+    def __init__(self, endpoints: Endpoints):
+        self.endpoints = endpoints
+        self.names: dict[Path, str] = {}
+        self.built: list[DistributedReadModels] = []
+
+    def __call__(self, data_dir: Path) -> ReadModels:
+        name = self.names.setdefault(data_dir, unique_name("lodestar_test"))
+        models = DistributedReadModels.connect(self.endpoints, default_registry(), keyspace=name, index_prefix=name)
+        self.built.append(models)
+        return models
+
+    def drop(self) -> None:
+        for models in self.built:
+            models.search.drop()
+            models.timeseries.drop()
+        session = cassandra_session(self.endpoints)  # the models' own are closed with them
+        try:
+            for name in self.names.values():
+                session.execute(f'DROP KEYSPACE IF EXISTS "{name}"')
+        finally:
+            session.cluster.shutdown()
+
+
 class OnSqlite:
     """The embedded adapters: SQLite (FTS5)."""
 
@@ -95,5 +125,17 @@ class OnOpenSearch:
     @classmethod
     def models_factory(cls, opensearch_url: str) -> Iterator[ModelsFactory]:
         factory = OpenSearchFactory(opensearch_url)
+        yield factory
+        factory.drop()
+
+
+class OnTheDistributedStack:
+    """The distributed adapters together (`DistributedReadModels`): OpenSearch and Cassandra."""
+
+    @pytest.fixture(scope="class")
+    @classmethod
+    def models_factory(cls, endpoints: Endpoints, cassandra_endpoints: Endpoints, opensearch_url: str
+                       ) -> Iterator[ModelsFactory]:
+        factory = DistributedFactory(endpoints)
         yield factory
         factory.drop()
