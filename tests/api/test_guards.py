@@ -322,8 +322,10 @@ def test_metrics_show_the_memory_of_every_process_of_serve_with_workers(tmp_path
 
     def every_process_sampled() -> dict[str, list[tuple[dict[str, str], float]]] | None:
         samples = _samples(requests.get(f"{serve.url}/metrics").text)
-        sampled = {labels["process"] for labels, _ in samples.get("lodestar_process_resident_bytes", [])}
-        return samples if sampled >= set(processes) else None
+        # both gauges: a process's sample sets one, then the other, and a scrape may come in between
+        gauges = ("lodestar_process_resident_bytes", "lodestar_sqlite_heap_bytes")
+        sampled = [{labels["process"] for labels, _ in samples.get(gauge, [])} for gauge in gauges]
+        return samples if all(found >= set(processes) for found in sampled) else None
 
     with ServeProcess(tmp_path / "data", None, "--workers", "2") as serve:
         serve.client().propose([mcp(dataset_urn("memory.t"), "datasetProperties", properties("one"))])

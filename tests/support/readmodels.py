@@ -10,6 +10,7 @@ dropped then too.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -61,46 +62,55 @@ class OpenSearchModels(ReadModels):
         self.db.close()
 
 
-class OpenSearchFactory:
-    """Builds OpenSearchModels, one index prefix per data directory (reopening keeps it)."""
+class _ModelsWithNames(ABC):
+    """Builds read models whose OpenSearch indices (and tables, if any) have names of their own,
+    one per data directory (reopening keeps them); `drop` deletes the indices."""
 
-    def __init__(self, url: str):
-        self.client = client_for(Endpoints(opensearch_url=url))
-        self.prefixes: dict[Path, str] = {}
-        self.built: list[OpenSearchModels] = []
+    def __init__(self) -> None:
+        self.names: dict[Path, str] = {}
+        self.built: list[OpenSearchModels | DistributedReadModels] = []
 
     def __call__(self, data_dir: Path) -> ReadModels:
-        prefix = self.prefixes.setdefault(data_dir, unique_name("lodestar_test"))
-        models = OpenSearchModels(data_dir, self, prefix)
+        models = self.build(data_dir, self.names.setdefault(data_dir, unique_name("lodestar_test")))
         self.built.append(models)
         return models
+
+    @abstractmethod
+    def build(self, data_dir: Path, name: str) -> OpenSearchModels | DistributedReadModels: ...
 
     def drop(self) -> None:
         for models in self.built:
             models.search.drop()
             models.timeseries.drop()
+
+
+class OpenSearchFactory(_ModelsWithNames):
+    """Builds OpenSearchModels on one shared client."""
+
+    def __init__(self, url: str):
+        super().__init__()
+        self.client = client_for(Endpoints(opensearch_url=url))
+
+    def build(self, data_dir: Path, name: str) -> OpenSearchModels:
+        return OpenSearchModels(data_dir, self, name)
+
+    def drop(self) -> None:
+        super().drop()
         self.client.close()
 
 
-class DistributedFactory:
-    """Builds DistributedReadModels: OpenSearch indices and a Cassandra keyspace per data
-    directory (reopening keeps them)."""
+class DistributedFactory(_ModelsWithNames):
+    """Builds DistributedReadModels, with a Cassandra keyspace per data directory."""
 
     def __init__(self, endpoints: Endpoints):
+        super().__init__()
         self.endpoints = endpoints
-        self.names: dict[Path, str] = {}
-        self.built: list[DistributedReadModels] = []
 
-    def __call__(self, data_dir: Path) -> ReadModels:
-        name = self.names.setdefault(data_dir, unique_name("lodestar_test"))
-        models = DistributedReadModels.connect(self.endpoints, default_registry(), keyspace=name, index_prefix=name)
-        self.built.append(models)
-        return models
+    def build(self, data_dir: Path, name: str) -> DistributedReadModels:
+        return DistributedReadModels.connect(self.endpoints, default_registry(), keyspace=name, index_prefix=name)
 
     def drop(self) -> None:
-        for models in self.built:
-            models.search.drop()
-            models.timeseries.drop()
+        super().drop()
         session = cassandra_session(self.endpoints)  # the models' own are closed with them
         try:
             for name in self.names.values():
