@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from itertools import groupby
 from typing import Any
 
-from cassandra.query import PreparedStatement, Statement
+from cassandra.query import PreparedStatement
 
 from gms.store import OutboxMessage
 from gms.store.cassandra_lease import ProducerInUse
@@ -204,7 +204,7 @@ class CassandraOutbox:
         ids = taken if taken is not None else self.ids.allocate(len(messages)) if messages else []
         try:
             if taken is None:
-                self._run_all([(self._point, (self.producer, i, urn)) for i in ids])
+                self._db.concurrently([(self._point, (self.producer, i, urn)) for i in ids])
             staged = Staged(ids, [(self._add, (urn, self.producer, i, m.topic, m.key, m.value))
                                   for i, m in zip(ids, messages, strict=True)])
             yield staged
@@ -213,7 +213,7 @@ class CassandraOutbox:
                     if len(self._written) < REMEMBERED:
                         self._written.update(zip(ids, messages, strict=True))
             else:
-                self._run_all([(self._unpoint, (self.producer, i)) for i in ids])
+                self._db.concurrently([(self._unpoint, (self.producer, i)) for i in ids])
         except BaseException:
             self.ids.settle(ids, certain=False)
             raise
@@ -245,7 +245,7 @@ class CassandraOutbox:
                     found.append((pointer.id, message))
                 else:
                     dead.append(pointer.id)  # its batch did not apply, and never will
-            self._run_all([(self._unpoint, (self.producer, i)) for i in dead])
+            self._db.concurrently([(self._unpoint, (self.producer, i)) for i in dead])
             if floor <= pointers[-1].id or len(pointers) < want:
                 break
             after = pointers[-1].id
@@ -257,7 +257,7 @@ class CassandraOutbox:
         with self._written_lock:
             found = [self._written.get(p.id) for p in pointers]
         unknown = [i for i, message in enumerate(found) if message is None]
-        results = self._run_all([
+        results = self._db.concurrently([
             (self._message_serial if self.ids.uncertain(p.id) else self._message, (p.urn, self.producer, p.id))
             for p in (pointers[i] for i in unknown)])
         for i, result in zip(unknown, results, strict=True):
@@ -291,7 +291,7 @@ class CassandraOutbox:
                 first, last = spans.get(p.urn, (p.id, p.id))
                 spans[p.urn] = (min(first, p.id), max(last, p.id))
             removals = [(self._remove, (urn, self.producer, first, last)) for urn, (first, last) in spans.items()]
-            self._run_all([(unlogged_batch(removals[i:i + ACK_PARTITIONS]), None)
+            self._db.concurrently([(unlogged_batch(removals[i:i + ACK_PARTITIONS]), None)
                            for i in range(0, len(removals), ACK_PARTITIONS)])
             self._db.execute(self._unpoint_range, (self.producer, self._acked, upto))
             self._acked = upto
@@ -299,13 +299,6 @@ class CassandraOutbox:
             for outbox_id in [i for i in self._written if i <= upto]:
                 del self._written[outbox_id]
         self.ids.forget_through(upto)
-
-    def _run_all(self, statements: list[tuple[Statement, tuple[Any, ...] | None]]) -> list[Any]:
-        if not statements:
-            return []
-        if len(statements) == 1:
-            return [self._db.execute(*statements[0])]
-        return self._db.concurrently(statements)
 
 
 def _repeated(counts: Mapping[str, int]) -> Iterator[str]:

@@ -104,7 +104,10 @@ class Runner:
 
     def concurrently(self, statements: Sequence[tuple[Statement, Sequence[Any] | None]], concurrency: int = 64
                      ) -> list[ResultSet]:
-        """The results of statements run concurrently, in order; raises the first error."""
+        """The results of statements run concurrently, in order; raises the first error. (One
+        statement is simply executed.)"""
+        if len(statements) <= 1:
+            return [self.execute(statement, params) for statement, params in statements]
         try:
             return [result for _, result in execute_concurrent(self.session, statements, concurrency=concurrency,
                                                                execution_profile=self.profile)]
