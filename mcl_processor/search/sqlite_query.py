@@ -12,6 +12,7 @@ import sqlite3
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from itertools import pairwise
 from typing import TypeVar
 
@@ -47,6 +48,7 @@ WALKS = {  # indexed document orders: key columns, ORDER BY, comparison with the
     "-urn": ("urn", "urn DESC", "<"),
 }
 RANK_LIMIT = 5000  # a tier with more hits than this orders by the shorter name instead of bm25
+FEW_LIMIT = 1000  # a tier of every term in the name with up to this many hits is read whole once
 EXPAND_LIMIT = 256  # a prefix filter with up to this many values becomes exact filter tokens
 EXPAND_WORDS = 32  # a prefix starting up to this many indexed words is matched as those words
 PREFIX_INDEXED = 3  # FTS5 keeps an index of the prefixes up to this long (`prefix = '2 3'`)
@@ -55,6 +57,7 @@ FACET_SAMPLE = 1000  # broader queries count facets on this many hits and scale 
 FACET_VALUES = 20
 SUGGESTION_COUNT = 50  # autocomplete counts carriers of a value up to this many
 NAME_LENGTH_LIMIT = (1 << 20) - 1  # longer shown names order as this long
+SHORTER_NAME = f"min(coalesce(length(d.name), 0), {NAME_LENGTH_LIMIT})"  # the order of name tiers, ties by URN
 DOC_ID_MASK = (1 << 32) - 1
 T = TypeVar("T")
 FacetTally = tuple[Counter[tuple[str, str]], int]  # hits of a sample per (facet, value), and the sample's size
@@ -263,8 +266,9 @@ class _Hits:
     soft-deleted state, plus an SQL condition for the rare prefix filters that are not expanded.
     `by_type_only`: the filters are of entity types at most, so `search_names` can evaluate them."""
 
-    def __init__(self, t: Tables, exact: str, prefix: str, filters: str, hidden: str, sql: str, params: list[str],
-                 by_type_only: bool, table: str | None = None, by_properties: _PropertyProbe | None = None):
+    def __init__(self, t: Tables, exact: str, prefix: str, filters: str, hidden: str, sql: str,
+                 params: list[str | int], by_type_only: bool, table: str | None = None,
+                 by_properties: _PropertyProbe | None = None):
         self.t = t
         self.by_properties = by_properties  # how the walk may tell its hits without FTS5
         self.exact = exact
@@ -275,6 +279,7 @@ class _Hits:
         self.params = params
         self.by_type_only = by_type_only
         self.table = table or t.fts  # or t.terms, for expressions of CDAP terms only
+        self.excluded: tuple[int, ...] = ()  # documents left out (`narrowed`)
         self.expression = self._with_filters(f"{TEXT_COLUMNS} : ({prefix})" if prefix else "")
 
     def _with_filters(self, expression: str) -> str:
@@ -288,10 +293,11 @@ class _Hits:
         resources. `field_keys`: the filter keys fields add entries under (`field_filter_keys`)."""
         scopes = (scope,) if scope else SCOPES
         parts = [_any_of([type_token(t) for t in types])] if types is not None else []
-        sql, params = [], []
+        sql: list[str] = []
+        params: list[str | int] = []
         exact_filters: list[tuple[str, list[str]]] = []
         if restriction:
-            sql.append(f" AND rowid IN (SELECT rowid FROM {t.terms} WHERE {t.terms} MATCH ?)")
+            sql.append(f" AND +{t.fts}.rowid IN (SELECT rowid FROM {t.terms} WHERE {t.terms} MATCH ?)")
             params.append(f"meta : ({restriction})")
         for key, flt in [(f.key, f) for f in parsed.filters] + [(TAGS_KEY, f) for f in parsed.tags]:
             values = _expand(conn, t, key, flt.value) if flt.prefix else [flt.value]
@@ -299,7 +305,7 @@ class _Hits:
                 parts.append(_any_of([property_token(s, key, v) for s in scopes for v in values] or ["none"]))
                 exact_filters.append((key, values))
             else:
-                sql.append(f" AND rowid IN (SELECT doc_id FROM {t.properties} WHERE key = ? AND lvalue >= ?"
+                sql.append(f" AND +{t.fts}.rowid IN (SELECT doc_id FROM {t.properties} WHERE key = ? AND lvalue >= ?"
                            f" AND lvalue < ? AND scope IN ({','.join('?' * len(scopes))}))")
                 params.extend([key, flt.value, flt.value + "\U0010ffff", *scopes])
         parts.extend(f"schema : ({_phrases(conn, t, term.tokens, term.prefix)})" for term in parsed.schema)
@@ -318,10 +324,16 @@ class _Hits:
         return cls(t, exact, prefix, " AND ".join(parts), hidden, "".join(sql), params, by_type_only,
                    by_properties=by_properties)
 
-    def narrowed(self, expression: str) -> _Hits:
-        narrowed = _Hits(self.t, self.exact, "", self.filters, self.hidden, self.sql, self.params, self.by_type_only,
+    def narrowed(self, expression: str, excluded: Sequence[int] = ()) -> _Hits:
+        """The hits matching `expression` too, but for the documents `excluded`."""
+        sql, params = self.sql, [*self.params]
+        if excluded:
+            sql += f" AND {self.table}.rowid NOT IN ({','.join('?' * len(excluded))})"
+            params.extend(excluded)
+        narrowed = _Hits(self.t, self.exact, "", self.filters, self.hidden, sql, params, self.by_type_only,
                          self.table)  # no property probe: the narrowing expression is more than property filters
         narrowed.expression = narrowed._with_filters(expression)
+        narrowed.excluded = tuple(excluded)
         return narrowed
 
     def _select(self, what: str = "rowid") -> str:
@@ -371,9 +383,11 @@ class _Hits:
         last name length, never further. Also the number of hits when there are no more than
         start + count (else None)."""
         wanted = start + count
+        marks = ",".join("?" * len(self.excluded))
+        excluding = f" AND (rowid & {DOC_ID_MASK}) NOT IN ({marks})" if self.excluded else ""
         rowids = [row[0] for row in conn.execute(
-            f"SELECT rowid FROM {self.t.names} WHERE {self.t.names} MATCH ? ORDER BY rowid LIMIT ?",
-            (self.expression, wanted))]
+            f"SELECT rowid FROM {self.t.names} WHERE {self.t.names} MATCH ?{excluding} ORDER BY rowid LIMIT ?",
+            (self.expression, *self.excluded, wanted))]
         if len(rowids) < wanted:
             size: int | None = len(rowids)
             if size <= start:
@@ -382,9 +396,25 @@ class _Hits:
         else:
             size, bound = None, ((rowids[-1] >> 32) + 1) << 32  # the rest of the last length too: ties go by URN
         return [row[0] for row in conn.execute(
-            f"SELECT d.id FROM (SELECT rowid AS r FROM {self.t.names} WHERE {self.t.names} MATCH ? AND rowid < ?) h"
-            f" JOIN {self.t.docs} d ON d.id = h.r & {DOC_ID_MASK} ORDER BY h.r >> 32, d.urn LIMIT ? OFFSET ?",
-            (self.expression, bound, count, start))], size
+            f"SELECT d.id FROM (SELECT rowid AS r FROM {self.t.names} WHERE {self.t.names} MATCH ? AND rowid < ?"
+            f"{excluding}) h JOIN {self.t.docs} d ON d.id = h.r & {DOC_ID_MASK} ORDER BY h.r >> 32, d.urn"
+            " LIMIT ? OFFSET ?", (self.expression, bound, *self.excluded, count, start))], size
+
+    def few(self, conn: sqlite3.Connection, limit: int) -> list[int] | None:
+        """Every hit, when there are at most `limit`; else None."""
+        if self.by_type_only:  # search_names holds the names in fewer, shorter postings
+            found = [row[0] & DOC_ID_MASK for row in conn.execute(
+                f"SELECT rowid FROM {self.t.names} WHERE {self.t.names} MATCH ? LIMIT ?", (self.expression, limit + 1))]
+        else:
+            found = [row[0] for row in conn.execute(f"{self._select()} LIMIT ?",
+                                                    (self.expression, *self.params, limit + 1))]
+        return found if len(found) <= limit else None
+
+    def by_shorter_name(self, conn: sqlite3.Connection, doc_ids: Sequence[int], start: int, count: int) -> list[int]:
+        """A page of these documents in (shown name length, URN) order."""
+        return [row[0] for row in conn.execute(
+            f"SELECT d.id FROM {self.t.docs} d WHERE d.id IN ({','.join('?' * len(doc_ids))})"
+            f" ORDER BY {SHORTER_NAME}, d.urn LIMIT ? OFFSET ?", (*doc_ids, count, start))]
 
     def walk(self, conn: sqlite3.Connection, order: str, start: int, count: int, total: int) -> list[int]:
         """Many hits in an indexed document order (WALKS): walk the documents in that order and
@@ -518,31 +548,50 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
     per column (name, schema field names, keywords, text), the documents a term matches exactly
     there, then as a prefix. Name tiers order by the shorter name, the others by bm25; a tier of
     more than RANK_LIMIT hits comes in index order (the order documents were first indexed), but
-    a name tier of free text alone (search_names holds it in shorter-name order)."""
+    a name tier of free text alone (search_names holds it in shorter-name order).
+
+    Names with every term are often few among many names with one: FTS5 finds that out by
+    reading every posting of the terms. So when they are at most FEW_LIMIT, that is done once
+    and the later tiers leave those documents out by id instead of evaluating the tier again."""
     exact_names = [name_token(t.text) for t in parsed.terms if not t.prefix and t.text]
     not_exact = f" NOT {_any_of(exact_names)}" if exact_names else ""
-    tiers: list[tuple[str, bool]] = []
+    tiers: list[_Tier] = []
     if exact_names:
-        tiers.append((_any_of(exact_names), False))  # such a name is in the name column: the text matches
+        tiers.append(_Tier(_any_of(exact_names)))  # such a name is in the name column: the text matches
+    every = ""
     if len(parsed.terms) > 1:
         every = " AND ".join(f"(name : ({_phrases(conn, hits.t, t.tokens, t.prefix)}))" for t in parsed.terms)
-        tiers.append((f"({every}){not_exact}", False))
-        not_exact += f" NOT ({every})"
+        tiers.append(_Tier(f"({every}){not_exact}", every=True))
     better = ""
     for column in TIERS:
         by_bm25 = column != "name"
         if hits.exact:
-            tiers.append((f"({column} : ({hits.exact})){better}{not_exact}", by_bm25))
-            tiers.append((f"({column} : ({hits.prefix})) NOT ({column} : ({hits.exact})){better}{not_exact}", by_bm25))
+            tiers.append(_Tier(f"({column} : ({hits.exact})){better}{not_exact}", by_bm25, below_every=bool(every)))
+            tiers.append(_Tier(f"({column} : ({hits.prefix})) NOT ({column} : ({hits.exact})){better}{not_exact}",
+                               by_bm25, below_every=bool(every)))
         else:
-            tiers.append((f"({column} : ({hits.prefix})){better}{not_exact}", by_bm25))
+            tiers.append(_Tier(f"({column} : ({hits.prefix})){better}{not_exact}", by_bm25, below_every=bool(every)))
         better += f" NOT ({column} : ({hits.prefix}))"
     page: list[int] = []
-    for tier, by_bm25 in tiers:
+    with_every: list[int] | None = None  # the documents of the every-term tier, when few
+    for tier in tiers:
         if len(page) >= count:
             break
-        within = hits.narrowed(tier)
-        if not by_bm25 and hits.by_type_only:  # a name tier: search_names has it in order
+        if tier.every:
+            within = hits.narrowed(tier.expression)
+            with_every = within.few(conn, FEW_LIMIT)
+            if with_every is not None:
+                if start >= len(with_every):
+                    start -= len(with_every)
+                    continue
+                page.extend(within.by_shorter_name(conn, with_every, start, count - len(page)))
+                start = 0
+                continue
+        elif tier.below_every and with_every is None:
+            within = hits.narrowed(f"{tier.expression} NOT ({every})")
+        else:
+            within = hits.narrowed(tier.expression, with_every if tier.below_every else ())
+        if not tier.by_bm25 and hits.by_type_only:  # a name tier: search_names has it in order
             found, size = within.shortest_names(conn, start, count - len(page))
             if size is not None and size <= start:
                 start -= size
@@ -558,12 +607,24 @@ def _ranked(conn: sqlite3.Connection, parsed: Query, hits: _Hits, start: int, co
             start -= size
             continue
         if size <= RANK_LIMIT:
-            page.extend(within.ranked(conn, start, count - len(page)) if by_bm25 else
-                        within.sorted(conn, "coalesce(length(d.name), 0)", start, count - len(page)))
+            page.extend(within.ranked(conn, start, count - len(page)) if tier.by_bm25 else
+                        within.sorted(conn, SHORTER_NAME, start, count - len(page)))
         else:
             page.extend(within.in_index_order(conn, start, count - len(page)))
         start = 0
     return page
+
+
+@dataclass(frozen=True, slots=True)
+class _Tier:
+    """A tier of `_ranked`: its FTS5 expression, whether it orders by bm25 (else by the shorter
+    name), whether it is the tier of names with every term, and whether it comes after that
+    tier (so leaves its documents out)."""
+
+    expression: str
+    by_bm25: bool = False
+    every: bool = False
+    below_every: bool = False
 
 
 def _suggestion_tokens(conn: sqlite3.Connection, t: Tables, prefix: str, limit: int) -> list[str]:

@@ -9,6 +9,7 @@ from threading import Thread
 import pytest
 
 from mcl_processor.changes import AspectChange, ChangeBatch
+from mcl_processor.search import cdap
 from mcl_processor.processor import TOPICS
 from tests.support.builders import dataset_urn, proposal
 from tests.support.indexed import Indexed, schema
@@ -105,6 +106,18 @@ class SearchIndexContract:
         assert urns(catalog, "customer")[:2] == [CUSTOMER, CUSTOMERS]  # exact name above the prefix match "customers"
         assert urns(catalog, "order")[:2] == [ITEMS, ORDERS]  # the token "order" in a name beats the prefix in "orders"
         assert urns(catalog, "items order")[0] == ITEMS  # every term in the name first
+
+    def test_names_with_every_term_come_once_and_pages_go_on_past_them(self, catalog):
+        ranked = urns(catalog, "orders archive")
+        assert ranked[:4] == [ORDERS, ARCHIVE, JOB, NOTES]  # exact name, every term, one term (shorter), text
+        assert len(ranked) == len(set(ranked))
+        pages = [hit.urn for start in range(0, 6, 2)
+                 for hit in catalog.search.query("orders archive", start=start, count=2).hits]
+        assert pages == ranked[:6]
+        datasets = cdap.system(cdap.TYPE, "dataset")  # a condition of CDAP terms: the documents are no longer
+        assert urns(catalog, "orders archive", within=datasets) == [u for u in ranked if u != JOB]  # told by name only
+        assert [hit.urn for hit in catalog.search.query("part bulk", start=20, count=10).hits] == [
+            dataset_urn(f"bulk.part_{i:02d}") for i in range(20, 25)]  # names alike in length: by URN
 
     def test_free_text_terms_are_or_ed(self, catalog):
         assert set(urns(catalog, "notes customer")) == {NOTES, CUSTOMER, CUSTOMERS, ORDERS}  # ORDERS: customer_id
