@@ -9,8 +9,8 @@ from threading import Thread
 import pytest
 
 from mcl_processor.changes import AspectChange, ChangeBatch
-from mcl_processor.search import cdap
 from mcl_processor.processor import TOPICS
+from mcl_processor.search import cdap
 from tests.support.builders import dataset_urn, proposal
 from tests.support.indexed import Indexed, schema
 from tests.support.readmodels import ModelsFactory
