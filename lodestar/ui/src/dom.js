@@ -27,12 +27,15 @@ export function replace(el, ...children) {
   return append(el, children);
 }
 
+// `fn` called `ms` after the last call; `.cancel()` drops a call still waiting.
 export function debounce(fn, ms) {
   let timer;
-  return (...args) => {
+  const later = (...args) => {
     clearTimeout(timer);
     timer = setTimeout(() => fn(...args), ms);
   };
+  later.cancel = () => clearTimeout(timer);
+  return later;
 }
 
 export function formatTime(ms) {

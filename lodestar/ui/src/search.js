@@ -109,6 +109,10 @@ export function searchPage(main, query) {
     runSearch();
   }
   function commit(text) {
+    // a live search or suggestion still waiting for the typing to pause would put the typed
+    // text back into the address, over the committed one
+    liveSearch.cancel();
+    suggest.cancel();
     closeSuggestions();
     keepFocus = document.activeElement === input;
     location.hash = searchHash({ ...state, q: text.trim(), start: 0 });
