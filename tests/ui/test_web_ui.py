@@ -204,7 +204,7 @@ def test_every_metadata_key_is_listed_and_finds_what_carries_it(page: Page, serv
     expect(page.locator("#q")).to_have_value("classification:*")
     expect(page.locator(".result-link")).to_have_text(["id"])
     # the live search of the typed text, due 50 ms after the last key, is dropped by the pick: the
-    # address keeps the chosen query (it was put back to q=classif when Enter came before it)
+    # address keeps the chosen query (it was put back to the typed text when Enter came before it)
     page.locator("#q").fill("")
     page.locator("#q").press_sequentially("classifi")
     expect(page.locator("#suggestions li").first).to_contain_text("classification")
