@@ -292,7 +292,7 @@ class CassandraOutbox:
                 spans[p.urn] = (min(first, p.id), max(last, p.id))
             removals = [(self._remove, (urn, self.producer, first, last)) for urn, (first, last) in spans.items()]
             self._db.concurrently([(unlogged_batch(removals[i:i + ACK_PARTITIONS]), None)
-                           for i in range(0, len(removals), ACK_PARTITIONS)])
+                                   for i in range(0, len(removals), ACK_PARTITIONS)])
             self._db.execute(self._unpoint_range, (self.producer, self._acked, upto))
             self._acked = upto
         with self._written_lock:
