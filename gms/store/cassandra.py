@@ -66,9 +66,13 @@ deletes the events (one range per entity, `cassandra_outbox.ACK_PARTITIONS` enti
 request), then the pointers up to the largest id as one range. A hard delete (`purge`)
 removes the entity's versions but not its pending events.
 
-Scans. `scan_latest` walks the ring in token order (GROUP BY keeps the newest version of each
-aspect), resumable after a (urn, aspect): the rest of partitions with that URN's token, then
-the tokens above. `token_ranges(n)` splits the ring for restores in parallel.
+Scans. `scan_latest` walks the ring in token order, reading the versions of aspects (the slice
+kind = 'aspect' of each partition) and keeping the first, newest, of each aspect; it is
+resumable after a (urn, aspect): the rest of partitions with that URN's token, then the tokens
+above. It does not ask Cassandra to keep the newest (GROUP BY): Cassandra 5.0 fails a paged
+GROUP BY over a range of partitions once one of them holds a purge's range tombstone (a read
+failure, "open RT bound as its last item"). `token_ranges(n)` splits the ring for restores in
+parallel.
 
 Writes that are not LWTs (pointers, acknowledgements, purges) take the coordinator's clock
 (a connected store turns client timestamps off), as the LWT ballots do; clocks are assumed
@@ -83,7 +87,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
-from itertools import chain, islice
+from itertools import chain, groupby, islice
 from typing import Any
 
 import orjson
@@ -322,10 +326,10 @@ class CassandraAspectStore(AspectStore):
         self._get_version = prepare(session, f"{aspect} AND seq = ?")
         self._history = prepare(session, f"{aspect} ORDER BY kind DESC, name DESC, seq ASC")
         self._newest_query = prepare(session, f"{columns} WHERE urn = ? AND kind = '{ASPECT}' GROUP BY name")
-        group = "GROUP BY urn, kind, name"
-        self._scan_from = prepare(session, f"{columns} WHERE token(urn) >= ? AND token(urn) <= ? {group}")
-        self._scan_after = prepare(session, f"{columns} WHERE token(urn) > token(?) AND token(urn) <= ? {group}")
-        self._scan_same_token = prepare(session, f"{columns} WHERE token(urn) = token(?) {group}")
+        versions = f"AND kind = '{ASPECT}' ALLOW FILTERING"  # a slice of each partition, not a filter of rows
+        self._scan_from = prepare(session, f"{columns} WHERE token(urn) >= ? AND token(urn) <= ? {versions}")
+        self._scan_after = prepare(session, f"{columns} WHERE token(urn) > token(?) AND token(urn) <= ? {versions}")
+        self._scan_same_token = prepare(session, f"{columns} WHERE token(urn) = token(?) {versions}")
         self._insert_version = prepare(
             session, f"INSERT INTO {ks}.aspects (urn, kind, name, seq, value, system_metadata)"
                      f" VALUES (?, '{ASPECT}', ?, ?, ?, ?) IF NOT EXISTS")
@@ -409,7 +413,7 @@ class CassandraAspectStore(AspectStore):
                           if (row.urn.encode(), row.name.encode()) > position)
             rows = chain(same_token, self._db.execute(
                 _paged(self._scan_after.bind((after[0], span.end)), fetch)))
-        live = (row for row in self._db.rows(rows) if row.kind == ASPECT and row.value is not None)
+        live = (row for row in _newest_of_each(self._db.rows(rows)) if row.value is not None)
         return (_stored(row) for row in islice(live, limit))
 
     @staticmethod
@@ -475,6 +479,11 @@ def _stored(row: Any) -> StoredAspect:
 def _first(rows: Any) -> StoredAspect | None:
     row = rows.one()
     return _stored(row) if row else None
+
+
+def _newest_of_each(versions: Iterator[Any]) -> Iterator[Any]:
+    """The first row of each (urn, aspect) among rows in clustering order: its newest version."""
+    return (next(rows) for _, rows in groupby(versions, key=lambda row: (row.urn, row.name)))
 
 
 def _paged(statement: Any, fetch_size: int) -> Any:
