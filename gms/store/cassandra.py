@@ -326,7 +326,8 @@ class CassandraAspectStore(AspectStore):
         self._get_version = prepare(session, f"{aspect} AND seq = ?")
         self._history = prepare(session, f"{aspect} ORDER BY kind DESC, name DESC, seq ASC")
         self._newest_query = prepare(session, f"{columns} WHERE urn = ? AND kind = '{ASPECT}' GROUP BY name")
-        versions = f"AND kind = '{ASPECT}' ALLOW FILTERING"  # a slice of each partition, not a filter of rows
+        # Cassandra asks ALLOW FILTERING of any clustering condition on a range of partitions
+        versions = f"AND kind = '{ASPECT}' ALLOW FILTERING"
         self._scan_from = prepare(session, f"{columns} WHERE token(urn) >= ? AND token(urn) <= ? {versions}")
         self._scan_after = prepare(session, f"{columns} WHERE token(urn) > token(?) AND token(urn) <= ? {versions}")
         self._scan_same_token = prepare(session, f"{columns} WHERE token(urn) = token(?) {versions}")

@@ -284,8 +284,9 @@ class AspectStoreContract:
         expected = {(urn, aspect) for urn in urns if urn not in purged for aspect in ("status", "globalTags")}
         expected |= {(urn, "status") for urn in recreated}
         for limit in (1, 7):
-            scanned = [(r.urn, r.aspect) for page in scan_pages(store, limit) for r in page if r.urn in made]
-            assert sorted(scanned) == sorted(expected)
+            scanned = [r for page in scan_pages(store, limit) for r in page if r.urn in made]
+            assert sorted((r.urn, r.aspect) for r in scanned) == sorted(expected)
+            assert all(r.value == {"again": True} for r in scanned if r.urn in recreated and r.aspect == "status")
 
     def test_scan_latest_resumes_after_any_returned_position(self, store: AspectStore):
         self._scanned_entities(store)
