@@ -14,6 +14,9 @@ from mcl_processor.processor import MclProcessor
 from schemas.registry import EntityRegistry, default_registry
 from tests.support.server import LiveServer, start_server
 
+# The contract test cases every adapter passes assert as test modules do: pytest shows the values.
+pytest.register_assert_rewrite("tests.contracts")
+
 # Fixtures shared by several folders: the real servers, the distributed stack, a private Kafka broker.
 pytest_plugins = ["tests.support.backends", "tests.support.stack", "tests.support.private_kafka"]
 
