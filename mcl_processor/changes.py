@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,13 +11,14 @@ import orjson
 
 class AspectChange:
     """A version of one versioned aspect, its value given parsed or as JSON (parsed when first
-    needed); no value means the aspect was deleted. `prepared` holds contributions a read
-    model's preparer computed ahead, by model (a restore computes them in worker processes)."""
+    needed); no value means the aspect was deleted. `prepared` holds what the read models'
+    preparer computed ahead for the search index, the one model that prepares (worker processes
+    compute it, see workers.py)."""
 
     __slots__ = ("urn", "entity_type", "aspect", "version", "_value", "_json", "prepared")
 
     def __init__(self, urn: str, entity_type: str, aspect: str, version: int, value: Any = None,
-                 value_json: str | None = None, prepared: Mapping[str, Any] | None = None):
+                 value_json: str | None = None, prepared: Any = None):
         self.urn = urn
         self.entity_type = entity_type
         self.aspect = aspect

@@ -11,10 +11,9 @@ from mcl_processor.annotations import annotations_of
 from mcl_processor.changes import ChangeBatch
 from mcl_processor.lineage.cassandra import CassandraLineageGraph
 from mcl_processor.opensearch.indices import client_for
-from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.readmodels import Preparer, ReadModels
 from mcl_processor.runs.cassandra import CassandraRunLineage
 from mcl_processor.runs.facts import run_facts_of
-from mcl_processor.search.opensearch import MODEL as SEARCH
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
 from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
 from schemas.registry import EntityRegistry
@@ -62,7 +61,7 @@ class DistributedReadModels(ReadModels):
         return moved
 
     def preparer(self) -> Preparer:
-        return ModelPreparer(SEARCH, self.search.preparer())
+        return self.search.preparer()
 
     def close(self) -> None:
         self._searching.shutdown()

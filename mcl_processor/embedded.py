@@ -9,11 +9,10 @@ from pathlib import Path
 from ingest.backends.sqlite import backend_error
 from mcl_processor.annotations import annotations_of
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
-from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.readmodels import Preparer, ReadModels
 from mcl_processor.readmodels_db import FILE_NAME, Database
 from mcl_processor.runs.facts import run_facts_of
 from mcl_processor.runs.sqlite import SqliteRunLineage
-from mcl_processor.search.sqlite import MODEL as SEARCH
 from mcl_processor.search.sqlite import SqliteSearchIndex
 from mcl_processor.timeseries.sqlite import SqliteTimeseriesStore
 from schemas.registry import EntityRegistry, default_registry
@@ -41,7 +40,7 @@ class SqliteReadModels(ReadModels):
         return self.db.transaction()
 
     def preparer(self) -> Preparer:
-        return ModelPreparer(SEARCH, self.search.preparer())
+        return self.search.preparer()
 
     def close(self) -> None:
         self.search.close()

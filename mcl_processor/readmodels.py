@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import gc
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, Protocol
 
@@ -22,7 +22,7 @@ class Preparer(Protocol):
     prepare per entity, from consecutive items of one entity (a search document, say)."""
 
     def __call__(self, items: Sequence[tuple[str, Any]],
-                 entities: Sequence[tuple[str, str]] | None = None) -> list[Mapping[str, Any] | None]: ...
+                 entities: Sequence[tuple[str, str]] | None = None) -> list[Any]: ...
 
 
 class ReadModels(ABC):
@@ -83,19 +83,6 @@ class ReadModels(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
-
-
-class ModelPreparer:
-    """One model's preparer in the form `ReadModels.preparer` gives: each item's prepared value
-    keyed by the model's name, as `AspectChange.prepared` holds it."""
-
-    def __init__(self, model: str, prepare: Callable[..., list[Any]]):
-        self.model = model
-        self.prepare = prepare  # called as a Preparer is
-
-    def __call__(self, items: Sequence[tuple[str, Any]],
-                 entities: Sequence[tuple[str, str]] | None = None) -> list[Mapping[str, Any] | None]:
-        return [None if value is None else {self.model: value} for value in self.prepare(items, entities)]
 
 
 @contextmanager

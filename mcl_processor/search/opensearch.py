@@ -84,7 +84,7 @@ def doc_id(urn: str) -> str:
 
 
 class AnalysisPreparer(FragmentPreparer):
-    """Computes, in any process, the encoded analyses `apply` reads from `AspectChange.prepared[MODEL]`."""
+    """Computes, in any process, the encoded analyses `apply` reads from `AspectChange.prepared`."""
 
     @staticmethod
     def encode(analyzer: Analyzer, value: Any) -> str:
@@ -126,7 +126,7 @@ class OpenSearchSearchIndex(SearchIndex):
     def _entry(self, change: AspectChange) -> dict[str, Any]:
         analysis = None
         if not change.deleted:
-            prepared = change.prepared and change.prepared.get(MODEL)
+            prepared = change.prepared
             analysis = prepared or AnalysisPreparer.encode(self.analyzers[change.aspect], change.value)
         return {"version": change.version, "analysis": analysis}
 

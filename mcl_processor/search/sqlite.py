@@ -144,7 +144,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
             if change.deleted:
                 versions.append((doc_id, change.aspect, change.version, None))
                 continue
-            prepared = change.prepared and change.prepared.get(MODEL)
+            prepared = change.prepared
             if isinstance(prepared, PreparedDocument):
                 candidates[doc_id], prepared = prepared, prepared.fragment
             fragment = Fragment.decode(prepared) if prepared else self.analyzers[change.aspect].fragment(change.value)
@@ -309,7 +309,7 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
 
     def preparer(self) -> DocumentPreparer:
         """Computes, in any process, the fragments (and new documents) `apply` reads from
-        `AspectChange.prepared[MODEL]`."""
+        `AspectChange.prepared`."""
         return DocumentPreparer({name: analyzer.annotations for name, analyzer in self.analyzers.items()})
 
     def close(self) -> None:

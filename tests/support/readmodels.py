@@ -22,11 +22,10 @@ from mcl_processor.distributed import DistributedReadModels
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.opensearch.indices import client_for
-from mcl_processor.readmodels import ModelPreparer, Preparer, ReadModels
+from mcl_processor.readmodels import Preparer, ReadModels
 from mcl_processor.readmodels_db import FILE_NAME, Database
 from mcl_processor.runs.facts import run_facts_of
 from mcl_processor.runs.sqlite import SqliteRunLineage
-from mcl_processor.search.opensearch import MODEL as SEARCH
 from mcl_processor.search.opensearch import OpenSearchSearchIndex
 from mcl_processor.timeseries.opensearch import OpenSearchTimeseriesStore
 from schemas.registry import default_registry
@@ -56,7 +55,7 @@ class OpenSearchModels(ReadModels):
         self.runs = SqliteRunLineage(self.db, run_facts_of(default_registry()))
 
     def preparer(self) -> Preparer:
-        return ModelPreparer(SEARCH, self.search.preparer())
+        return self.search.preparer()
 
     def close(self) -> None:
         self.db.close()
