@@ -35,7 +35,7 @@ MISSING_OK = {"ignore_unavailable": "true", "allow_no_indices": "true"}
 WHOLE_READ = {**MISSING_OK, "allow_partial_search_results": "false"}  # a shard failing fails the search
 # A search failing on a shard that vanished runs again after each of these pauses, in seconds
 # (see search(); the client's own retries are immediate). Measured on one node: searches fail
-# for up to 54 ms after a switch, 129 ms with the machine busy; these wait 3 s in all.
+# for up to 54 ms after a switch, 129 ms with the machine busy; these wait 3.15 s in all.
 SEARCH_RETRY_PAUSES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
 _KEY = re.compile(r"[A-Za-z0-9]+")  # entity type and aspect names: nothing that means more in an index list
 
