@@ -17,11 +17,12 @@ from mcl_processor.timeseries import TimeseriesStore
 
 
 class Preparer(Protocol):
-    """Prepares (aspect, parsed value) items for `AspectChange.prepared`, in any process.
-    `entities`, each item's (URN, entity type) when the caller knows them, lets a model also
-    prepare per entity, from consecutive items of one entity (a search document, say)."""
+    """Prepares (aspect, value JSON, parsed value or None) items for `AspectChange.prepared`,
+    in any process (the preparer parses the JSON when it needs the value and was not given
+    it). `entities`, each item's (URN, entity type) when the caller knows them, lets a model
+    also prepare per entity, from consecutive items of one entity (a search document, say)."""
 
-    def __call__(self, items: Sequence[tuple[str, Any]],
+    def __call__(self, items: Sequence[tuple[str, str | None, Any]],
                  entities: Sequence[tuple[str, str]] | None = None) -> list[Any]: ...
 
 
@@ -69,7 +70,7 @@ class ReadModels(ABC):
 
     def preparer(self) -> Preparer | None:
         """A picklable function that computes ahead, in any process, what `apply` would compute
-        per change from (aspect, parsed value) pairs, for `AspectChange.prepared` (restore runs it
+        per change from its aspect and value, for `AspectChange.prepared` (restore runs it
         in worker processes while it writes); None when there is nothing worth preparing."""
         return None
 

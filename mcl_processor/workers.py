@@ -23,8 +23,6 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-import orjson
-
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.changes import AspectChange, TimeseriesDeletion, TimeseriesPoint
 from mcl_processor.decode import MclDecoder, PoisonRecord
@@ -88,7 +86,8 @@ def decode(decoder: MclDecoder, preparer: Preparer | None, values: Sequence[byte
         changes = [item for item in out if isinstance(item, AspectChange) and not item.deleted]
         # without the entities: documents merged here cost more CPU in all (their rows are pickled) than
         # they save the writer, and live indexing shares the CPUs with GMS (a restore has one to spare)
-        for change, prepared in zip(changes, preparer([(c.aspect, c.value) for c in changes]), strict=True):
+        for change, prepared in zip(changes, preparer([(c.aspect, c.value_json, c.value) for c in changes]),
+                                    strict=True):
             change.prepared = prepared
     return out
 
@@ -112,8 +111,8 @@ def decode_in_worker(values: Sequence[bytes]) -> list[Decoded]:
 def prepare_in_worker(items: Sequence[tuple[str, str, str | None]]) -> list[Any]:
     """What the worker's preparer makes of (URN, aspect, value JSON) items."""
     assert _preparer is not None
-    values = [(aspect, None if value_json is None else orjson.loads(value_json)) for _, aspect, value_json in items]
-    return _preparer(values, [(urn, entity_type_of(urn)) for urn, _, _ in items])
+    return _preparer([(aspect, value_json, None) for _, aspect, value_json in items],
+                     [(urn, entity_type_of(urn)) for urn, _, _ in items])
 
 
 def ahead(items: Iterator[T], start: Callable[[T], Future[Any]], lookahead: int) -> Iterator[tuple[T, Any]]:

@@ -384,27 +384,52 @@ class Analyzer:
         return parts
 
 
+SMALL_VALUE = 256  # what is made of a value JSON this short is kept, for up to SMALL_VALUES of them
+SMALL_VALUES = 20_000
+
+
 class FragmentPreparer:
-    """Computes the encoded fragments of (aspect, parsed value) pairs away from the database; it
-    carries only annotations, so it can be sent to worker processes."""
+    """Computes the prepared values of (aspect, value JSON, parsed value or None) items away
+    from the database; it carries only annotations, so it can be sent to worker processes.
+    What it makes of a small value is kept: small aspects (tags, status, ownership) repeat
+    across a catalog, and are then neither parsed nor analysed again."""
 
     def __init__(self, annotations: Mapping[str, AspectAnnotations]):
         self.annotations = dict(annotations)
         self._analyzers: dict[str, Analyzer] = {}
+        self._made: dict[tuple[str, str], Any] = {}  # by (aspect, small value JSON)
 
-    def __call__(self, items: Sequence[tuple[str, Any]],
+    def __call__(self, items: Sequence[tuple[str, str | None, Any]],
                  entities: Sequence[tuple[str, str]] | None = None) -> list[Any]:
-        """Each (aspect, parsed value)'s prepared value (None: nothing to index); `entities`, each
-        item's (URN, entity type), is for preparers that also prepare per entity."""
-        analyzers = self.analyzers()
-        return [None if value is None or aspect not in analyzers else self.encode(analyzers[aspect], value)
-                for aspect, value in items]
+        """Each item's prepared value (None: nothing to index); `entities`, each item's (URN,
+        entity type), is for preparers that also prepare per entity."""
+        return [self.made(*item) for item in items]
+
+    def made(self, aspect: str, value_json: str | None, value: Any = None) -> Any:
+        """What `make` makes of a value (parsed here if not given); None for a deleted value or
+        an aspect not searched."""
+        analyzer = self.analyzers().get(aspect)
+        if analyzer is None or value_json is None:
+            return None
+        if len(value_json) > SMALL_VALUE:
+            return self.make(analyzer, orjson.loads(value_json) if value is None else value)
+        key = (aspect, value_json)
+        found = self._made.get(key)
+        if found is None:
+            if len(self._made) >= SMALL_VALUES:
+                self._made.clear()
+            found = self._made[key] = self.make(analyzer, orjson.loads(value_json) if value is None else value)
+        return found
 
     def analyzers(self) -> dict[str, Analyzer]:
         """The analyzer of each searched aspect (made once per process)."""
         if not self._analyzers:
             self._analyzers = {name: Analyzer(a) for name, a in self.annotations.items()}
         return self._analyzers
+
+    def make(self, analyzer: Analyzer, value: Any) -> Any:
+        """What is prepared of one parsed value (see `encode`)."""
+        return self.encode(analyzer, value)
 
     @staticmethod
     def encode(analyzer: Analyzer, value: Any) -> Any:

@@ -135,9 +135,9 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         if not fresh:
             return
         self._forget_rows(conn, [(ids[c.urn], c.aspect) for c in fresh if (ids[c.urn], c.aspect) in current])
-        versions, properties = [], []
-        new_parts: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)  # of new documents
-        new_encoded: dict[int, list[tuple[str, bytes]]] = defaultdict(list)
+        versions = []
+        written: list[tuple[int, str, bytes, Fragment | None]] = []  # a prepared fragment is not decoded yet
+        new_encoded: dict[int, list[tuple[str, bytes]]] = defaultdict(list)  # of new documents
         candidates: dict[int, PreparedDocument] = {}  # documents merged by the preparer
         for change in fresh:
             doc_id = ids[change.urn]
@@ -147,22 +147,31 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
             prepared = change.prepared
             if isinstance(prepared, PreparedDocument):
                 candidates[doc_id], prepared = prepared, prepared.fragment
-            fragment = Fragment.decode(prepared) if prepared else self.analyzers[change.aspect].fragment(change.value)
-            encoded = prepared or fragment.encode()
+            fragment = None if prepared else self.analyzers[change.aspect].fragment(change.value)
+            encoded = prepared or fragment.encode()  # type: ignore[union-attr]
             if doc_id in created:
-                new_parts[doc_id].append((change.aspect, fragment))
                 new_encoded[doc_id].append((change.aspect, encoded))
             versions.append((doc_id, change.aspect, change.version, encoded))
-            aspect = change.aspect
+            written.append((doc_id, change.aspect, encoded, fragment))
+        touched = {ids[c.urn]: c.entity_type for c in fresh}
+        premade = {doc_id: document for doc_id, document in candidates.items()  # merged from these parts only
+                   if doc_id in created and document.entity_type == touched[doc_id]
+                   and document.parts == tuple(sorted(new_encoded[doc_id], key=lambda part: part[0]))}
+        properties = [(key, lvalue, scope, doc_id, aspect) for doc_id, document in premade.items()
+                      for key, lvalue, scope, aspect in document.properties]
+        new_parts: dict[int, list[tuple[str, Fragment]]] = defaultdict(list)  # of new documents not premade
+        for doc_id, aspect, encoded, fragment in written:
+            if doc_id in premade:
+                continue
+            fragment = fragment or Fragment.decode(encoded)
+            if doc_id in created:
+                new_parts[doc_id].append((aspect, fragment))
             properties += [(*p, doc_id, aspect) for p in fragment.properties]
         conn.executemany(f"INSERT OR REPLACE INTO {self.t.versions} VALUES (?, ?, ?, ?)", versions)
         # in key order: each B-tree page is visited once per batch instead of once per row
         conn.executemany(f"INSERT OR IGNORE INTO {self.t.properties} VALUES (?, ?, ?, ?, ?)", sorted(properties))
-        touched = {ids[c.urn]: c.entity_type for c in fresh}
-        premade = {doc_id: document.rows for doc_id, document in candidates.items()  # merged from these parts only
-                   if doc_id in created and document.entity_type == touched[doc_id]
-                   and document.parts == tuple(sorted(new_encoded[doc_id], key=lambda part: part[0]))}
-        self._rebuild(conn, touched, created, new_parts, premade)
+        self._rebuild(conn, touched, created, new_parts,
+                      {doc_id: document.rows for doc_id, document in premade.items()})
 
     @model_errors
     def field_tags(self, urns: Collection[str], upstream: bool = False) -> dict[str, set[str]]:

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from mcl_processor.search.document import (
+    Analyzer,
     Document,
     Fragment,
     FragmentPreparer,
@@ -48,13 +49,15 @@ class DocumentRows(NamedTuple):
 
 
 class PreparedDocument(NamedTuple):
-    """The prepared value of the last item of a run of one entity: its own encoded fragment, and
-    the rows of the document the run's fragments (`parts`, in aspect order) make."""
+    """The prepared value of the last item of a run of one entity: its own encoded fragment, the
+    rows of the document the run's fragments (`parts`, in aspect order) make, and each part's
+    property entries (so the writer need not decode the fragments for them)."""
 
     fragment: bytes
     entity_type: str
     parts: tuple[Part, ...]
     rows: DocumentRows
+    properties: list[tuple[str, str, str, str]]  # (key, lower-cased value, scope, aspect)
 
 
 def document_rows(entity_type: str, fragments: Sequence[Fragment]) -> DocumentRows:
@@ -78,19 +81,24 @@ class DocumentPreparer(FragmentPreparer):
     """Encoded fragments, as FragmentPreparer makes; given the items' entities, also each run's
     document (`PreparedDocument`, on the run's last item)."""
 
-    def __call__(self, items: Sequence[tuple[str, Any]],
+    def __call__(self, items: Sequence[tuple[str, str | None, Any]],
                  entities: Sequence[tuple[str, str]] | None = None) -> list[Any]:
+        made = [self.made(*item) for item in items]  # (fragment, encoded) or None
+        prepared: list[Any] = [pair and pair[1] for pair in made]
         if entities is None:
-            return super().__call__(items)
-        analyzers = self.analyzers()
-        fragments = [None if value is None or aspect not in analyzers else analyzers[aspect].fragment(value)
-                     for aspect, value in items]
-        prepared: list[Any] = [fragment and fragment.encode() for fragment in fragments]
-        analysed = [i for i, fragment in enumerate(fragments) if fragment is not None]
+            return prepared
+        analysed = [i for i, pair in enumerate(made) if pair is not None]
         for (_, entity_type), run in groupby(analysed, key=lambda i: entities[i]):
             positions = sorted(run, key=lambda i: items[i][0])  # the writer's order: by aspect, stable
-            rows = document_rows(entity_type, [fragments[i] for i in positions])  # type: ignore[misc]
+            rows = document_rows(entity_type, [made[i][0] for i in positions])  # type: ignore[index]
             last = max(positions)
             prepared[last] = PreparedDocument(prepared[last], entity_type,
-                                              tuple((items[i][0], prepared[i]) for i in positions), rows)
+                                              tuple((items[i][0], prepared[i]) for i in positions), rows,
+                                              [(*entry, items[i][0]) for i in positions
+                                               for entry in made[i][0].properties])  # type: ignore[index]
         return prepared
+
+    def make(self, analyzer: Analyzer, value: Any) -> tuple[Fragment, bytes]:
+        """A value's fragment, and its encoding (its prepared value)."""
+        fragment = analyzer.fragment(value)
+        return fragment, fragment.encode()

@@ -11,6 +11,7 @@ import copy
 import sqlite3
 from collections.abc import Iterator
 
+import orjson
 import pytest
 from opensearchpy import OpenSearch
 from opensearchpy.exceptions import TransportError
@@ -22,14 +23,18 @@ from mcl_processor.readmodels_db import FILE_NAME
 from mcl_processor.search import sqlite as sqlite_search
 from mcl_processor.search import sqlite_query
 from mcl_processor.search.document import (
+    SMALL_VALUE,
     SUGGESTED_BYTES,
+    Analyzer,
     Fragment,
     pair_tokens,
     suggested,
     suggestion_prefix,
     suggestion_token,
 )
+from mcl_processor.search.opensearch import AnalysisPreparer
 from mcl_processor.search.opensearch_mapping import index_body
+from mcl_processor.search.sqlite_rows import DocumentPreparer
 from schemas.registry import default_registry
 from tests.contracts.search_index import (
     ARCHIVE,
@@ -164,7 +169,7 @@ class TestSqliteSearchInternals(OnSqlite):
         def indexed(data_dir, prepared: bool) -> tuple[dict[str, list], int]:
             models = sqlite_models(data_dir)
             preparer = models.preparer()
-            items = [(aspect, values[aspect]) for _, aspect in order]
+            items = [(aspect, orjson.dumps(values[aspect]).decode(), None) for _, aspect in order]
             made = preparer(items, [(urn, "dataset") for urn, _ in order]) if prepared else [None] * len(order)
             merges = []
             monkeypatch.setattr(sqlite_search, "document_rows", lambda *args: merges.append(args) or rows_of(*args))
@@ -172,6 +177,7 @@ class TestSqliteSearchInternals(OnSqlite):
                                                for (urn, aspect), p in zip(order, made, strict=True))))
             tables = {t: sorted(models.db.reader().execute(f"SELECT rowid, * FROM {t}").fetchall())
                       for t in ("search_docs", "search_fts", "search_names", "search_terms")}
+            tables["search_properties"] = sorted(models.db.reader().execute("SELECT * FROM search_properties"))
             models.close()
             return tables, len(merges)
 
@@ -179,6 +185,7 @@ class TestSqliteSearchInternals(OnSqlite):
         merged_here, merges_here = indexed(tmp_path / "here", prepared=False)
         merged_ahead, merges_ahead = indexed(tmp_path / "ahead", prepared=True)
         assert merged_ahead == merged_here and len(merged_here["search_fts"]) == 3
+        assert len(merged_here["search_properties"]) == 2  # the tag of `first` and of `second`
         assert (merges_here, merges_ahead) == (3, 1)  # only `first`'s document is merged by the writer
 
     def test_many_hits_of_property_filters_are_told_apart_in_the_property_table(self, tmp_path, monkeypatch):
@@ -333,3 +340,22 @@ class TestSqliteSearchInternals(OnSqlite):
             == {("orders again", "name"), ("shop.orders", "name")}
         db.close()
         harness.close()
+
+
+@pytest.mark.parametrize("preparer_class", [DocumentPreparer, AnalysisPreparer])
+def test_a_preparer_analyses_a_small_value_once_and_a_large_one_each_time(preparer_class, monkeypatch):
+    annotations = Annotations(default_registry())
+    preparer = preparer_class({name: annotations.by_aspect[name] for name in ("globalTags", "schemaMetadata")})
+    analysed: list[str] = []
+    analyse = Analyzer._parts
+    monkeypatch.setattr(Analyzer, "_parts", lambda self, value: analysed.append(self.annotations.aspect)
+                        or analyse(self, value))
+    small = orjson.dumps({"tags": [{"tag": "urn:li:tag:pii"}]}).decode()
+    large = orjson.dumps(schema("orders", *(f"column_{i}" for i in range(20)))).decode()
+    assert len(small) <= SMALL_VALUE < len(large)
+    items = [("globalTags", small, None), ("schemaMetadata", large, None)] * 3
+    made = preparer(items)
+    assert analysed == ["globalTags", "schemaMetadata", "schemaMetadata", "schemaMetadata"]
+    analysers = preparer.analyzers()
+    assert made == [preparer.encode(analysers[aspect], orjson.loads(value)) for aspect, value, _ in items]
+    assert preparer([("globalTags", None, None), ("status", small, None)]) == [None, None]  # deleted; not searched
