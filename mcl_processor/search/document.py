@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import groupby, pairwise
+from itertools import chain, groupby, pairwise
 from typing import Any, NamedTuple
 
 import orjson
@@ -166,18 +166,16 @@ def suggested(token: str) -> tuple[str, str]:
 
 def suggestion_tokens(fragments: Iterable[Fragment]) -> str:
     """A document's suggestion tokens, from its fragments."""
+    return suggestion_text(chain.from_iterable(fragment.suggestions for fragment in fragments))
+
+
+def suggestion_text(suggestions: Iterable[Sequence[str]]) -> str:
+    """The tokens of suggestions, (lower-cased value, kind, ...), each once, in order."""
     memo, found = _SUGGESTION_TOKENS, set()
-    for fragment in fragments:
-        for lvalue, kind, _ in fragment.suggestions:  # (the memo read here: a call per value cost a fifth more)
-            token = memo.get((lvalue, kind), "")
-            found.add(suggestion_token(lvalue, kind) if token == "" else token)
-    found.discard(None)
-    return " ".join(sorted(found))  # type: ignore[arg-type]
-
-
-def suggestion_text(suggestions: Iterable[tuple[str, str]]) -> str:
-    """The tokens of (lower-cased value, kind) suggestions, each once, in order."""
-    found = {suggestion_token(lvalue, kind) for lvalue, kind in suggestions}
+    for suggestion in suggestions:  # (the memo read here: a call per value cost a fifth more)
+        lvalue, kind = suggestion[0], suggestion[1]
+        token = memo.get((lvalue, kind), "")
+        found.add(suggestion_token(lvalue, kind) if token == "" else token)
     found.discard(None)
     return " ".join(sorted(found))  # type: ignore[arg-type]
 
@@ -417,14 +415,14 @@ class FragmentPreparer:
         analyzer = self.analyzers().get(aspect)
         if analyzer is None or value_json is None:
             return None
-        if len(value_json) > SMALL_VALUE:
-            return self.make(analyzer, orjson.loads(value_json) if value is None else value)
-        key = (aspect, value_json)
-        found = self._made.get(key)
+        key = (aspect, value_json) if len(value_json) <= SMALL_VALUE else None
+        found = self._made.get(key) if key else None
         if found is None:
-            if len(self._made) >= SMALL_VALUES:
-                self._made.clear()
-            found = self._made[key] = self.make(analyzer, orjson.loads(value_json) if value is None else value)
+            found = self.make(analyzer, orjson.loads(value_json) if value is None else value)
+            if key:
+                if len(self._made) >= SMALL_VALUES:
+                    self._made.clear()
+                self._made[key] = found
         return found
 
     def analyzers(self) -> dict[str, Analyzer]:
