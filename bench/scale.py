@@ -8,7 +8,8 @@ Loads datasets (4 MCPs each, the realistic generator of bench/datasets.py) into 
 half and all of `--datasets`). At each checkpoint it prints: the ingest rate of the part just
 loaded (from its first request until everything is searchable) and its ratio to the first
 part's (target >= 80%); the data directory's size on disk per dataset; p50/p99 of the read-model
-search shapes and of 5-hop upstream lineage over HTTP (target p99 < 50 ms); the resident memory
+search shapes and of 5-hop upstream lineage over HTTP (target p99 < 50 ms), each started with the
+read models dropped from the OS page cache, as a load larger than memory leaves them; the resident memory
 of each process (serve's parent, its workers, the background process that indexes); and the
 rate of `lodestar restore-indices` run as its own process on a consistent copy of the aspect
 store (at the last checkpoint, once serve has stopped, on the data directory itself; target >=
@@ -18,6 +19,7 @@ store (at the last checkpoint, once serve has stopped, on the data directory its
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import re
 import sqlite3
@@ -58,6 +60,18 @@ def resident(serve: ServeProcess) -> dict[str, int]:
     children = sorted(parent.children(), key=lambda child: child.pid)
     names = ["parent", "background", *(f"w{i}" for i in range(len(children) - 1))]
     return {name: process.memory_info().rss for name, process in zip(names, [parent, *children], strict=False)}
+
+
+def drop_from_page_cache(data: Path, database: str = "readmodels.db") -> None:
+    """Have the OS page cache drop a database's pages (its write-ahead log's too), so that the
+    next queries read from the disk what they need, as after a load larger than memory."""
+    for path in data.glob(f"{database}*"):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # only pages already on the disk can be dropped
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
 
 
 def p99(samples: list[float]) -> float:
@@ -115,10 +129,12 @@ def report(serve: ServeProcess, data: Path, loaded: int, rate: float, first_rate
           f" readmodels.db {disk_bytes_of(data, 'readmodels.db') / mib:,.0f} MiB)")
     for shape, make in SHAPES.items():
         paths = [f"/v1/search?{urlencode({'query': make(rng), 'count': 10})}" for _ in range(QUERIES)]
+        drop_from_page_cache(data)
         samples = timed_gets(serve, paths)
         print(f"search {shape:<25} {percentiles(samples)}   {verdict(p99(samples))}", flush=True)
     walks = [{"urn": dataset_urn(rng.randrange(loaded)), "maxHops": 5, "direction": "upstream"}
              for _ in range(QUERIES)]
+    drop_from_page_cache(data)
     samples = timed_gets(serve, [f"/v1/lineage?{urlencode(walk)}" for walk in walks])
     print(f"lineage 5 hops upstream          {percentiles(samples)}   {verdict(p99(samples))}")
     print("resident memory (serve)          " + "   ".join(f"{name} {rss / mib:,.0f} MiB"

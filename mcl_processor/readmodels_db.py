@@ -17,8 +17,6 @@ from ingest.backends.sqlite import BUSY_TIMEOUT_S, WalCheckpointer, WalLimit, ba
 from mcl_processor.changes import chunks
 
 FILE_NAME = "readmodels.db"
-MMAP_BYTES = 0x7FFF0000  # SQLite's default ceiling: read through the OS page cache, which every
-# connection and process shares, so a fresh connection is not cold
 PAGE_SIZE = 16384  # bytes, for a new database: a batch's commit writes fewer, larger pages to the
 # write-ahead log (two system calls each) than with SQLite's 4 KiB; restores ran 12-24% faster
 SCHEMA_WAIT_S = 600  # an opening waits this long for another process bringing the tables up to date
@@ -173,7 +171,10 @@ def versions_of(conn: sqlite3.Connection, table: str, key: str, keys: Iterable[K
 
 
 def _connect(path: Path) -> sqlite3.Connection:
-    conn = connect(path, PAGE_SIZE)
-    conn.execute(f"PRAGMA mmap_size={MMAP_BYTES}")
-    return conn
+    """A connection reading pages with read(2), not through a memory map: the kernel reads
+    around every page fault in a mapped file as much as it reads ahead of a sequential reader
+    (`read_ahead_kb`, 8 MiB on some disks), so a query meeting pages the page cache had dropped
+    read megabytes per page (20 free-text queries on 100,000 datasets read 1 GiB, against 22 MiB
+    with read(2))."""
+    return connect(path, PAGE_SIZE)
 

@@ -1,6 +1,7 @@
 """The embedded databases' connections (ingest/backends/sqlite.py): every one is in WAL mode, even to a
-new database several processes open at once; a new database gets the page size asked for; and
-the write-ahead logs stay bounded under writes that never pause."""
+new database several processes open at once; a new database gets the page size asked for; the
+write-ahead logs stay bounded under writes that never pause; and read models' connections do not
+map the file."""
 
 from __future__ import annotations
 
@@ -94,4 +95,20 @@ def test_a_new_read_model_database_has_pages_of_page_size(tmp_path: Path):
     db = Database(tmp_path / FILE_NAME)
     db.writer.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY)")
     assert db.writer.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE
+    db.close()
+
+
+def test_read_model_connections_read_pages_without_mapping_the_file(tmp_path: Path):
+    """A mapped file's page faults read around each page as far as the disk reads ahead (8 MiB
+    on some): a query meeting pages the page cache dropped would read megabytes per page."""
+    path = tmp_path / FILE_NAME
+    db = Database(path)
+    with db.transaction() as conn:
+        conn.execute("CREATE TABLE rows (id INTEGER PRIMARY KEY, body BLOB)")
+        conn.executemany("INSERT INTO rows VALUES (?, zeroblob(4000))", [(n,) for n in range(500)])
+    db.writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # the pages read from the database file itself
+    assert db.reader().execute("SELECT count(*), sum(length(body)) FROM rows").fetchone() == (500, 2_000_000)
+    assert db.writer.execute("SELECT count(*) FROM rows").fetchone() == (500,)
+    mapped = [line for line in Path("/proc/self/maps").read_text().splitlines() if line.endswith(str(path))]
+    assert mapped == []
     db.close()
