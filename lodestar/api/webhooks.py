@@ -89,7 +89,7 @@ OPENAPI_PATHS: dict[str, Any] = {  # for /openapi.json
         "delete": {"summary": "Remove a webhook and its secrets (hard: its versions too)",
                    "parameters": [{"name": "hard", "in": "query", "schema": {"type": "boolean", "default": False},
                                    "description": "Purge the registration's versions as well"}],
-                   "responses": {"200": _ANSWER, **_REFUSED}}},
+                   "responses": {"200": _ANSWER, "400": {"description": "hard is not true or false"}, **_REFUSED}}},
     "/v1/webhooks/{id}/rotate": {
         "post": {"summary": "Give the webhook a new secret, shown in this answer only; the secrets valid until now"
                             " keep signing deliveries beside it for graceSeconds at most",

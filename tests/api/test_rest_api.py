@@ -182,3 +182,15 @@ def test_the_writer_thread_runs_with_the_garbage_collector_paused_and_only_meanw
     finally:
         api.writers.shutdown()
         read_models.close()
+
+
+def test_every_operation_taking_a_constrained_query_parameter_documents_its_refusal(server):
+    """A query parameter with a type (or bounds) other than free text can be refused: 400."""
+    document = server.client(token=None).call("GET", "/openapi.json")
+    undocumented = [
+        (method, path, param["name"])
+        for path, item in document["paths"].items() for method, operation in item.items()
+        for param in operation.get("parameters", [])
+        if param["in"] == "query" and param["schema"].get("type", "string") != "string"
+        and "400" not in operation["responses"]]
+    assert undocumented == []
