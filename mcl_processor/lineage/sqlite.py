@@ -1,13 +1,15 @@
 """The lineage graph on SQLite: edge tables indexed both ways, walked breadth first per hop.
 
 Every edge row names the entity and aspect that declared it (`owner`, `via`), so a new
-version of an aspect replaces exactly its own edges.
+version of an aspect replaces exactly its own edges. Entities are stored by a number
+(`lineage_nodes`), given in increasing order as they first appear: a load appends to the
+tables keyed by owner instead of inserting across them, and their rows are a fifth of the size.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 from ingest.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
@@ -26,77 +28,91 @@ from mcl_processor.lineage.contributions import (
     moves_fields,
 )
 from mcl_processor.lineage.walk import RoundReader, reach, walk
-from mcl_processor.readmodels_db import Database, model_errors, versions_of
+from mcl_processor.readmodels_db import Database, model_errors, run_script, table_exists, versions_of
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
-_SCHEMA = "".join(f"""
+_OWNER_COLUMNS = {"lineage_edges": ("owner", "via"), "lineage_field_edges": ("owner", "via"),
+                  "lineage_versions": ("node", "aspect"), "lineage_removed": ("node", "aspect")}
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS lineage_nodes (id INTEGER PRIMARY KEY, urn TEXT NOT NULL UNIQUE);
+""" + "".join(f"""
 CREATE TABLE IF NOT EXISTS {table} (
-    owner TEXT NOT NULL, via TEXT NOT NULL, source TEXT NOT NULL, destination TEXT NOT NULL, type TEXT NOT NULL,
+    owner INTEGER NOT NULL, via TEXT NOT NULL, source INTEGER NOT NULL, destination INTEGER NOT NULL,
+    type TEXT NOT NULL,
     PRIMARY KEY (owner, via, source, destination, type)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS {table}_down ON {table} (source, destination, type, via);
 CREATE INDEX IF NOT EXISTS {table}_up ON {table} (destination, source, type, via);
 """ for table in _EDGE_TABLES) + """
 CREATE TABLE IF NOT EXISTS lineage_versions (
-    urn TEXT NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, live INTEGER NOT NULL,
-    PRIMARY KEY (urn, aspect)
+    node INTEGER NOT NULL, aspect TEXT NOT NULL, version INTEGER NOT NULL, live INTEGER NOT NULL,
+    PRIMARY KEY (node, aspect)
 ) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS lineage_removed (urn TEXT NOT NULL, aspect TEXT NOT NULL, PRIMARY KEY (urn, aspect))
+CREATE TABLE IF NOT EXISTS lineage_removed (node INTEGER NOT NULL, aspect TEXT NOT NULL, PRIMARY KEY (node, aspect))
     WITHOUT ROWID;
 """
+_VERSIONS = "lineage_versions JOIN lineage_nodes ON id = node"  # with their entities' URNs
+_NODE_IDS = "SELECT id FROM lineage_nodes WHERE urn IN ({marks})"
+_EDGES_BY = ("SELECT s.urn, d.urn, e.type, e.via FROM {table} e JOIN lineage_nodes s ON s.id = e.source"
+             " JOIN lineage_nodes d ON d.id = e.destination WHERE e.{column} IN (" + _NODE_IDS + ")")
 
 
 class SqliteLineageGraph(LineageGraph):
     def __init__(self, db: Database, annotations: Annotations):
         self.db = db
         self.annotations = annotations
-        db.writer.executescript(_SCHEMA)
+        with db.schema_change() as conn:  # processes opening it at once take turns
+            if table_exists(conn, "lineage_versions") and not table_exists(conn, "lineage_nodes"):
+                _number_the_nodes(conn)
+            else:
+                run_script(conn, _SCHEMA)
 
     @model_errors
     def apply(self, batch: ChangeBatch) -> set[str]:
         conn = self.db.writer
         moved: set[str] = set()
         if batch.resets:
-            resets = [(urn,) for urn in batch.resets]
+            resets = [(node,) for node in _ids_of(conn, batch.resets).values()]
             moved |= self._destinations(conn, "owner = ?", resets)
-            for table in _EDGE_TABLES:
-                conn.executemany(f"DELETE FROM {table} WHERE owner = ?", resets)
-            conn.executemany("DELETE FROM lineage_removed WHERE urn = ?", resets)
-            conn.executemany("DELETE FROM lineage_versions WHERE urn = ?", resets)
+            for table, (node, _) in _OWNER_COLUMNS.items():
+                conn.executemany(f"DELETE FROM {table} WHERE {node} = ?", resets)
         changes = [c for c in batch.changes if self.annotations.traced(c.aspect)]
         if not changes:
             return moved
-        current = versions_of(conn, "lineage_versions", "urn", [c.urn for c in changes])
+        current = versions_of(conn, _VERSIONS, "urn", [c.urn for c in changes])
         applied = fresh(changes, current, batch.replace_equal)
-        replaced = [(c.urn, c.aspect) for c in applied if (c.urn, c.aspect) in current]
+        contributions = [contribution(self.annotations, c) for c in applied]
+        ids = _numbered(conn, [c.urn for c in contributions]
+                        + [urn for c in contributions for e in (*c.edges, *c.field_edges) for urn in e[:2]])
+        replaced = [(ids[c.urn], c.aspect) for c in applied if (c.urn, c.aspect) in current]
         moved |= self._destinations(conn, "owner = ? AND via = ?",
                                     [key for key in replaced if moves_fields(self.annotations, key[1])])
-        for table in _EDGE_TABLES:
-            conn.executemany(f"DELETE FROM {table} WHERE owner = ? AND via = ?", replaced)
-        conn.executemany("DELETE FROM lineage_removed WHERE urn = ? AND aspect = ?", replaced)
-        contributions = [contribution(self.annotations, c) for c in applied]
-        conn.executemany("INSERT OR IGNORE INTO lineage_edges VALUES (?, ?, ?, ?, ?)",
-                         [(*c.owner, *e[:3]) for c in contributions for e in c.edges])
-        conn.executemany("INSERT OR IGNORE INTO lineage_field_edges VALUES (?, ?, ?, ?, ?)",
-                         [(*c.owner, *e[:3]) for c in contributions for e in c.field_edges])
-        conn.executemany("INSERT INTO lineage_removed VALUES (?, ?)", [c.owner for c in contributions if c.removed])
+        for table, (node, aspect) in _OWNER_COLUMNS.items():
+            conn.executemany(f"DELETE FROM {table} WHERE {node} = ? AND {aspect} = ?", replaced)
+        for table, edges_of in (("lineage_edges", lambda c: c.edges), ("lineage_field_edges", lambda c: c.field_edges)):
+            conn.executemany(f"INSERT OR IGNORE INTO {table} VALUES (?, ?, ?, ?, ?)",
+                             [(ids[c.urn], c.aspect, ids[e.source], ids[e.destination], e.type)
+                              for c in contributions for e in edges_of(c)])
+        conn.executemany("INSERT INTO lineage_removed VALUES (?, ?)",
+                         [(ids[c.urn], c.aspect) for c in contributions if c.removed])
         crash_point("lineage-before-versions")  # a crash here rolls the whole batch back
         conn.executemany("INSERT OR REPLACE INTO lineage_versions VALUES (?, ?, ?, ?)",
-                         [(c.urn, c.aspect, c.version, int(not c.deleted)) for c in applied])
+                         [(ids[c.urn], c.aspect, c.version, int(not c.deleted)) for c in applied])
         return moved | field_destinations(contributions)
 
     @staticmethod
-    def _destinations(conn: sqlite3.Connection, where: str, owners: Sequence[tuple[str, ...]]) -> set[str]:
+    def _destinations(conn: sqlite3.Connection, where: str, owners: Sequence[tuple[int | str, ...]]) -> set[str]:
         """The destinations of the field edges of these owners (`where` selects one's rows)."""
         found: set[str] = set()
         for owner in owners:
             found.update(row[0] for row in conn.execute(
-                f"SELECT destination FROM lineage_field_edges WHERE {where}", owner))
+                "SELECT d.urn FROM lineage_field_edges e JOIN lineage_nodes d ON d.id = e.destination"
+                f" WHERE {where}", owner))
         return found
 
     @model_errors
     def clear(self) -> None:
-        for table in (*_EDGE_TABLES, "lineage_removed", "lineage_versions"):
+        for table in (*_OWNER_COLUMNS, "lineage_nodes"):
             self.db.writer.execute(f"DELETE FROM {table}")
 
     # -- queries --------------------------------------------------------------------------
@@ -123,9 +139,8 @@ class SqliteLineageGraph(LineageGraph):
             for side, frontier in expand.items():
                 near = "destination" if side == "upstream" else "source"
                 for chunk in chunks(frontier):
-                    marks = ",".join("?" * len(chunk))
-                    found.setdefault(side, []).extend(map(Edge._make, conn.execute(
-                        f"SELECT source, destination, type, via FROM {table} WHERE {near} IN ({marks})", chunk)))
+                    query = _EDGES_BY.format(table=table, column=near, marks=",".join("?" * len(chunk)))
+                    found.setdefault(side, []).extend(map(Edge._make, conn.execute(query, chunk)))
             return found, self._hidden(conn, set(status))
 
         return read
@@ -136,7 +151,8 @@ class SqliteLineageGraph(LineageGraph):
         for chunk in chunks(sorted(urns)):
             marks = ",".join("?" * len(chunk))
             hidden.update(row[0] for row in conn.execute(
-                f"SELECT DISTINCT urn FROM lineage_removed WHERE urn IN ({marks})", chunk))
+                "SELECT DISTINCT n.urn FROM lineage_removed JOIN lineage_nodes n ON n.id = node"
+                f" WHERE n.urn IN ({marks})", chunk))
         return hidden
 
     # -- consistency ----------------------------------------------------------------------
@@ -144,7 +160,7 @@ class SqliteLineageGraph(LineageGraph):
     @model_errors
     def compare(self, urns: Sequence[str], expected: Sequence[AspectChange]) -> list[Divergence]:
         conn = self.db.reader()
-        live = versions_of(conn, "lineage_versions", "urn", urns, "live = 1")
+        live = versions_of(conn, _VERSIONS, "urn", urns, "live = 1")
         return divergences(self.annotations, expected, live, self._stored_contributions(conn, urns))
 
     @staticmethod
@@ -154,14 +170,62 @@ class SqliteLineageGraph(LineageGraph):
             marks = ",".join("?" * len(chunk))
             for kind, table in ((ENTITY, "lineage_edges"), (FIELD, "lineage_field_edges")):
                 for owner, via, *edge in conn.execute(
-                        f"SELECT owner, via, source, destination, type FROM {table} WHERE owner IN ({marks})", chunk):
+                        f"SELECT o.urn, e.via, s.urn, d.urn, e.type FROM {table} e"
+                        " JOIN lineage_nodes o ON o.id = e.owner JOIN lineage_nodes s ON s.id = e.source"
+                        f" JOIN lineage_nodes d ON d.id = e.destination WHERE o.urn IN ({marks})", chunk):
                     stored.setdefault((owner, via), set()).add((kind, *edge))
-            for urn, aspect in conn.execute(f"SELECT urn, aspect FROM lineage_removed WHERE urn IN ({marks})", chunk):
+            for urn, aspect in conn.execute("SELECT n.urn, aspect FROM lineage_removed JOIN lineage_nodes n"
+                                            f" ON n.id = node WHERE n.urn IN ({marks})", chunk):
                 stored.setdefault((urn, aspect), set()).add((REMOVED,))
         return stored
 
     @model_errors
     def urns(self, after: str = "", limit: int = 1000) -> list[str]:
         return [row[0] for row in self.db.reader().execute(
-            "SELECT DISTINCT urn FROM lineage_versions WHERE urn > ? AND live = 1 ORDER BY urn LIMIT ?",
-            (after, limit))]
+            "SELECT urn FROM lineage_nodes WHERE urn > ? AND EXISTS"
+            " (SELECT 1 FROM lineage_versions WHERE node = id AND live = 1) ORDER BY urn LIMIT ?", (after, limit))]
+
+
+def _ids_of(conn: sqlite3.Connection, urns: Iterable[str]) -> dict[str, int]:
+    """The numbers of those of these entities the graph has numbered."""
+    found: dict[str, int] = {}
+    for chunk in chunks(sorted(set(urns))):
+        marks = ",".join("?" * len(chunk))
+        found.update(conn.execute(f"SELECT urn, id FROM lineage_nodes WHERE urn IN ({marks})", chunk))
+    return found
+
+
+def _numbered(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[str, int]:
+    """The numbers of these entities, the new ones numbered next in the order given."""
+    ids = _ids_of(conn, urns)
+    new = [urn for urn in dict.fromkeys(urns) if urn not in ids]
+    if new:
+        start = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM lineage_nodes").fetchone()[0]
+        ids.update(zip(new, range(start, start + len(new)), strict=True))
+        conn.executemany("INSERT INTO lineage_nodes (urn, id) VALUES (?, ?)", [(urn, ids[urn]) for urn in new])
+    return ids
+
+
+def _number_the_nodes(conn: sqlite3.Connection) -> None:
+    """Move a graph stored by URNs (before `lineage_nodes`) into the tables of today, in the
+    transaction of the opening."""
+    for table in _OWNER_COLUMNS:
+        conn.execute(f"ALTER TABLE {table} RENAME TO {table}_by_urn")
+    for table in _EDGE_TABLES:
+        for index in ("down", "up"):
+            conn.execute(f"DROP INDEX IF EXISTS {table}_{index}")
+    run_script(conn, _SCHEMA)
+    conn.execute("INSERT INTO lineage_nodes (urn) SELECT urn FROM lineage_versions_by_urn"
+                 + "".join(f" UNION SELECT {column} FROM {table}_by_urn"
+                           for table in _EDGE_TABLES for column in ("source", "destination"))
+                 + " ORDER BY 1")
+    for table in _EDGE_TABLES:
+        conn.execute(f"INSERT INTO {table} SELECT o.id, e.via, s.id, d.id, e.type FROM {table}_by_urn e"
+                     " JOIN lineage_nodes o ON o.urn = e.owner JOIN lineage_nodes s ON s.urn = e.source"
+                     " JOIN lineage_nodes d ON d.urn = e.destination")
+    conn.execute("INSERT INTO lineage_versions SELECT n.id, v.aspect, v.version, v.live FROM lineage_versions_by_urn v"
+                 " JOIN lineage_nodes n ON n.urn = v.urn")
+    conn.execute("INSERT INTO lineage_removed SELECT n.id, r.aspect FROM lineage_removed_by_urn r"
+                 " JOIN lineage_nodes n ON n.urn = r.urn")
+    for table in _OWNER_COLUMNS:
+        conn.execute(f"DROP TABLE {table}_by_urn")

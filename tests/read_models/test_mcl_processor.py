@@ -235,8 +235,9 @@ def test_check_reports_every_planted_divergence(indexed):
     db = sqlite3.connect(indexed.data_dir / FILE_NAME)
     with db:
         db.execute("DELETE FROM search_versions WHERE aspect = 'globalTags'")  # a lost MCL
-        db.execute("UPDATE lineage_versions SET version = 7 WHERE urn = ?", (AGG,))  # a stale version
-        db.execute("DELETE FROM lineage_edges WHERE owner = ?", (CLEAN,))  # a lost edge
+        node = "(SELECT id FROM lineage_nodes WHERE urn = ?)"
+        db.execute(f"UPDATE lineage_versions SET version = 7 WHERE node = {node}", (AGG,))  # a stale version
+        db.execute(f"DELETE FROM lineage_edges WHERE owner = {node}", (CLEAN,))  # a lost edge
         db.execute("INSERT INTO search_docs (urn, entity_type, live) VALUES ('urn:li:tag:ghost', 'tag', 1)")
     db.close()
     report = indexed.processor.check(indexed.gms.store)
