@@ -52,9 +52,9 @@ CREATE TABLE IF NOT EXISTS lineage_removed (node INTEGER NOT NULL, aspect TEXT N
     WITHOUT ROWID;
 """
 _VERSIONS = "lineage_versions JOIN lineage_nodes ON id = node"  # with their entities' URNs
-_NODE_IDS = "SELECT id FROM lineage_nodes WHERE urn IN ({marks})"
-_EDGES_BY = ("SELECT s.urn, d.urn, e.type, e.via FROM {table} e JOIN lineage_nodes s ON s.id = e.source"
-             " JOIN lineage_nodes d ON d.id = e.destination WHERE e.{column} IN (" + _NODE_IDS + ")")
+_EDGES_AT = ("SELECT s.urn, d.urn, e.type, e.via, e.source, e.destination FROM {table} e"
+             " JOIN lineage_nodes s ON s.id = e.source JOIN lineage_nodes d ON d.id = e.destination"
+             " WHERE e.{near} IN ({marks})")  # the edges at these nodes, with their ends' numbers
 
 
 class SqliteLineageGraph(LineageGraph):
@@ -133,27 +133,34 @@ class SqliteLineageGraph(LineageGraph):
         return walk(root, direction, max_hops, self._round_reader(table, self.db.reader()))
 
     def _round_reader(self, table: str, conn: sqlite3.Connection) -> RoundReader:
+        numbers: dict[str, int] = {}  # of the nodes met so far: each is looked up by URN once
+        urns: dict[int, str] = {}
+
+        def number(nodes: Collection[str]) -> list[int]:
+            looked_up = _ids_of(conn, [urn for urn in nodes if urn not in numbers])
+            numbers.update(looked_up)
+            urns.update((node, urn) for urn, node in looked_up.items())
+            return [numbers[urn] for urn in nodes if urn in numbers]
+
         def read(expand: Mapping[str, Sequence[str]],
                  status: Collection[str]) -> tuple[dict[str, list[Edge]], set[str]]:
             found: dict[str, list[Edge]] = {}
             for side, frontier in expand.items():
                 near = "destination" if side == "upstream" else "source"
-                for chunk in chunks(frontier):
-                    query = _EDGES_BY.format(table=table, column=near, marks=",".join("?" * len(chunk)))
-                    found.setdefault(side, []).extend(map(Edge._make, conn.execute(query, chunk)))
-            return found, self._hidden(conn, set(status))
+                for chunk in chunks(number(frontier)):
+                    query = _EDGES_AT.format(table=table, near=near, marks=",".join("?" * len(chunk)))
+                    for source, destination, kind, via, source_node, destination_node in conn.execute(query, chunk):
+                        numbers.update(((source, source_node), (destination, destination_node)))
+                        urns.update(((source_node, source), (destination_node, destination)))
+                        found.setdefault(side, []).append(Edge(source, destination, kind, via))
+            hidden: set[str] = set()
+            for chunk in chunks(number(status)):
+                marks = ",".join("?" * len(chunk))
+                hidden.update(urns[row[0]] for row in conn.execute(
+                    f"SELECT DISTINCT node FROM lineage_removed WHERE node IN ({marks})", chunk))
+            return found, hidden
 
         return read
-
-    @staticmethod
-    def _hidden(conn: sqlite3.Connection, urns: set[str]) -> set[str]:
-        hidden: set[str] = set()
-        for chunk in chunks(sorted(urns)):
-            marks = ",".join("?" * len(chunk))
-            hidden.update(row[0] for row in conn.execute(
-                "SELECT DISTINCT n.urn FROM lineage_removed JOIN lineage_nodes n ON n.id = node"
-                f" WHERE n.urn IN ({marks})", chunk))
-        return hidden
 
     # -- consistency ----------------------------------------------------------------------
 
