@@ -3,7 +3,7 @@
 Every edge row names the entity and aspect that declared it (`owner`, `via`), so a new
 version of an aspect replaces exactly its own edges. Entities are stored by a number
 (`lineage_nodes`), given in increasing order as they first appear: a load appends to the
-tables keyed by owner instead of inserting across them, and their rows are a fifth of the size.
+tables keyed by owner instead of inserting across them, and their rows hold integers, not URNs.
 """
 
 from __future__ import annotations
@@ -223,9 +223,9 @@ def _number_the_nodes(conn: sqlite3.Connection) -> None:
             conn.execute(f"DROP INDEX IF EXISTS {table}_{index}")
     run_script(conn, _SCHEMA)
     conn.execute("INSERT INTO lineage_nodes (urn) SELECT urn FROM lineage_versions_by_urn"
+                 " UNION SELECT urn FROM lineage_removed_by_urn"
                  + "".join(f" UNION SELECT {column} FROM {table}_by_urn"
-                           for table in _EDGE_TABLES for column in ("source", "destination"))
-                 + " ORDER BY 1")
+                           for table in _EDGE_TABLES for column in ("owner", "source", "destination")))
     for table in _EDGE_TABLES:
         conn.execute(f"INSERT INTO {table} SELECT o.id, e.via, s.id, d.id, e.type FROM {table}_by_urn e"
                      " JOIN lineage_nodes o ON o.urn = e.owner JOIN lineage_nodes s ON s.urn = e.source"
