@@ -2,12 +2,15 @@
 (`lodestar gms`, no indexing) and with indexing (`lodestar serve`: accepted and indexed).
 
     .venv/bin/python -m bench.ingest_vs_datahub_lite [--mcps 100000] [--batch 1000] [--workers 2] [--lite-mcps N]
+                                                     [--source generated|datahub-file]
 
 Each Lodestar side starts on a fresh data directory and is sent the MCPs in batches over HTTP
 (over --connections client connections, so it is never idle between batches); `serve` is also
 timed until everything is searchable. The CPU time of its processes (user + system, from /proc)
 is printed per MCP: on a loaded machine it moves less than the rates. Then the same file (or its
-first --lite-mcps MCPs) is imported into a fresh DataHub Lite (SQLite engine).
+first --lite-mcps MCPs) is imported into a fresh DataHub Lite (SQLite engine). The MCPs are the
+realistic generator's (bench/datasets.py), or with `--source datahub-file` the same datasets as
+DataHub's SDK and file sink write them, fine-grained lineage included (bench/datahub_file.py).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.datahub_file import datahub_file_mcps
 from bench.datasets import generate
 from ingest.rest import RestClient
 from tests.support.processes import TOKEN, ServeProcess
@@ -106,6 +110,9 @@ def lite_rate(mcps: list[dict], workdir: Path) -> tuple[float, float]:
     return len(mcps) / elapsed, elapsed
 
 
+SOURCES = {"generated": generate, "datahub-file": datahub_file_mcps}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mcps", type=int, default=100_000)
@@ -113,10 +120,13 @@ def main() -> None:
     parser.add_argument("--connections", type=int, default=2)
     parser.add_argument("--workers", type=int, default=2, help="lodestar gms / serve --workers")
     parser.add_argument("--lite-mcps", type=int, default=None, help="import only the first N MCPs into DataHub Lite")
+    parser.add_argument("--source", choices=SOURCES, default="generated", help="where the MCPs come from")
     args = parser.parse_args()
-    mcps = generate(args.mcps)
+    mcps = SOURCES[args.source](args.mcps)
     count = len(mcps)
-    setup = f"({args.workers} workers, {args.connections} connections, batches of {args.batch})"
+    size = sum(len(json.dumps(mcp)) for mcp in mcps) / count
+    setup = (f"({args.workers} workers, {args.connections} connections, batches of {args.batch};"
+             f" {args.source} MCPs of {size:,.0f} B on average)")
     load = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
