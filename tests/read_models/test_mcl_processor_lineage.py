@@ -14,7 +14,7 @@ import pytest
 from ingest.backends import Endpoints
 from mcl_processor.changes import AspectChange, ChangeBatch
 from tests.contracts.lineage_graph import CLEAN, RAW, LineageGraphContract, answers, upstreams
-from tests.support.builders import dataset_urn
+from tests.support.builders import dataset_urn, proposal
 from tests.support.lineage_adapters import (
     CassandraGraph,
     GraphFactory,
@@ -48,6 +48,7 @@ class TestSqliteLineageGraph(LineageGraphContract):
         return sqlite_graph
 
     def test_a_graph_stored_by_urns_is_moved_to_numbered_entities_when_opened(self, graph):
+        graph.write(proposal(CLEAN, "status", {"removed": True}))  # a soft delete moves too
         before = answers(graph)
         graph.models.db.writer.executescript(URN_KEYED_LAYOUT)
         graph.reopen_models()
