@@ -57,8 +57,11 @@ def _aspects(mcps: list[dict[str, Any]]) -> Iterator[dh._Aspect]:
 def datahub_file_mcps(count: int, seed: int = 7) -> list[dict[str, Any]]:
     """`count` MCPs (a multiple of four) as DataHub's file sink writes them, read back."""
     rng = random.Random(seed)
-    wrappers = [MetadataChangeProposalWrapper(entityUrn=mcps[0]["entityUrn"], aspect=aspect)
-                for i in range(count // 4) for mcps in (dataset_mcps(i, rng),) for aspect in _aspects(mcps)]
+    wrappers = []
+    for i in range(count // 4):
+        mcps = dataset_mcps(i, rng)
+        wrappers += [MetadataChangeProposalWrapper(entityUrn=mcps[0]["entityUrn"], aspect=aspect)
+                     for aspect in _aspects(mcps)]
     with tempfile.TemporaryDirectory() as tmp:
         file = Path(tmp) / "mcps.json"
         write_metadata_file(file, wrappers)
