@@ -195,9 +195,16 @@ class IngestionRuns:
 
     def rollback(self, run_id: str, actor: str, dry_run: bool = False, safe: bool = True) -> dict[str, Any]:
         """Roll the run back (or, with dry_run, say what that would do); its writes are checked
-        first and none is made if any is refused (validation, authorization). Raises
-        RollbackFailed when writes fail."""
+        first and none is made if any is refused (validation, authorization), a dry run's as
+        well, so it shows nothing the actor could not roll back. Raises RollbackFailed when
+        writes fail."""
         plan = self.plan(run_id, safe)
+        if dry_run and plan.proposals:
+            checked = zip(plan.proposals, self.gms.check(plan.proposals, actor), strict=True)
+            refused = [(p.entity_urn, p.aspect_name, f) for p, f in checked if isinstance(f, ProposalFailed)]
+            if refused:
+                raise RollbackFailed(max(f.http_status for _, _, f in refused),
+                                     [(u, a, f"{f.code}: {f.message}") for u, a, f in refused], 0)
         if not dry_run and plan.proposals:
             results = self.gms.apply(plan.proposals, actor, authorize=True, all_or_none=True)
             failed = [(p.entity_urn, p.aspect_name, r.failure) for p, r in zip(plan.proposals, results, strict=True)

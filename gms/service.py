@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from pathlib import Path
 
 from gms import tracing
-from gms.access import AccessControl, needed
+from gms.access import AccessControl, needed, target
 from gms.errors import ProposalFailed
 from gms.external_registry import ExternalSchemaRegistry
 from gms.intake import ProposalReader
@@ -133,22 +133,40 @@ class Gms:
         return self.writes.check(proposals, request_headers, self._authorizer(actor, None))
 
     def _authorizer(self, actor: str, privileges: frozenset[str] | None) -> Callable[[ValidProposal], None]:
+        """Checks a proposal as the actor: each aspect it changes needs `privileges`, or by
+        default what `access.needed` says; deleting a key aspect deletes every live aspect of
+        the entity, so it is checked as the deletion of each (SYSTEM-scope metadata, a
+        principal's status: ADMIN)."""
         def check(item: ValidProposal) -> None:
-            wanted = privileges or needed(item.entity.name, item.proposal.change_type, item.proposal.aspect_name)
-            self.access.require(actor, wanted, str(item.urn))
+            urn, change = str(item.urn), item.proposal.change_type
+            aspects = [item.aspect.name]
+            if change == "DELETE" and item.aspect.key_for is not None:
+                aspects += [row.aspect for row in self.store.entity(urn) if row.exists and row.aspect not in aspects]
+            self.authorize_change(actor, urn, change, aspects, privileges)
         return check
+
+    def authorize_change(self, actor: str, urn: str, change: str, aspects: Iterable[str],
+                         privileges: frozenset[str] | None = None) -> None:
+        """Raises ProposalFailed (403) unless the actor may make `change` (UPSERT, DELETE, ...)
+        to each of the aspects of `urn`: `privileges`, or by default what `access.needed` says."""
+        entity = urn.removeprefix("urn:li:").partition(":")[0]
+        for aspect in aspects:
+            wanted = privileges or needed(entity, change, aspect)
+            self.access.require(actor, wanted, target(entity, urn, (aspect,)), urn)
 
     def delete_entity(self, urn: str, hard: bool, actor: str) -> Result | None:
         """Soft delete (status.removed = true) or, with hard, delete every aspect and purge
-        its history. None when the entity does not exist."""
+        its history, authorized as the actor (a soft delete as a deletion of `status`, a hard
+        one as the deletion of every aspect). None when the entity does not exist."""
         entity_type = urn.removeprefix("urn:li:").partition(":")[0]
         spec = self.registry.entity(entity_type)
         if spec is None or not self.store.entity(urn):
             return None
         if not hard:
-            (result,) = self.apply([Proposal(entity_type, urn, "UPSERT", "status", {"removed": True})], actor)
+            (result,) = self.apply([Proposal(entity_type, urn, "UPSERT", "status", {"removed": True})], actor,
+                                   authorize=True, privileges=needed(entity_type, "DELETE", "status"))
             return result
-        (result,) = self.apply([Proposal(entity_type, urn, "DELETE", spec.key_aspect)], actor)
+        (result,) = self.apply([Proposal(entity_type, urn, "DELETE", spec.key_aspect)], actor, authorize=True)
         if result.failure is None:
             with self.store.batch() as batch:
                 batch.purge(urn)

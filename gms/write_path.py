@@ -360,7 +360,7 @@ class _Application:
             "aspectName": aspect_name,
             "aspect": None if value_json is None else {"value": value_json.encode(), "contentType": "application/json"},
             "systemMetadata": system_metadata,
-            "headers": self.proposal.headers or None,
+            "headers": logged_headers(self.proposal.headers),
             "previousAspectValue": None if previous is None or previous.value_json is None else {
                 "value": previous.value_json.encode(), "contentType": "application/json"},
             "previousSystemMetadata": previous.system_metadata if previous else None,
@@ -370,3 +370,12 @@ class _Application:
 
 
 _SERVER_OWNED = frozenset({"version", "aspectCreated", "aspectModified"})
+RESERVED_HEADER_PREFIX = "x-lodestar-"  # headers only Lodestar sets (X-Lodestar-Actor: who proposed)
+
+
+def logged_headers(headers: Mapping[str, str] | None) -> dict[str, str] | None:
+    """A proposal's headers as its MCLs carry them: without the reserved `X-Lodestar-*` ones a
+    caller may have set (who made a change is the MCL's `created.actor`)."""
+    kept = {name: value for name, value in (headers or {}).items()
+            if not name.lower().startswith(RESERVED_HEADER_PREFIX)}
+    return kept or None

@@ -22,7 +22,7 @@ DataHub's `EntityChangeEvent` (`entityType`, `entityUrn`, `category`, `operation
 An event about a schema field names the field's URN as its `entityUrn` (as DataHub's do);
 `auditStamp` is the MCL's `created` (who made the change, when). Nothing changed, nothing
 derived: an MCL whose value equals its previous value gives no event; nor do Lodestar's
-bookkeeping entities (`BOOKKEEPING`: tokens, grants, webhooks, the schema registry's own).
+access-controlled entities (gms/access/controlled.py: tokens, grants, webhooks, the schema registry's own).
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from collections.abc import Iterator
 from functools import cache
 from typing import Any, Protocol
 
+from gms.access.controlled import is_controlled
 from mcl_processor.aspect_facts import CATEGORIES, Extractor, Fact
 
 UNKNOWN_ACTOR = "urn:li:corpuser:unknown"
@@ -42,7 +43,6 @@ _FACT_CATEGORIES = {"TAG": "TAG", "GLOSSARY_TERM": "GLOSSARY_TERM", "OWNER": "OW
 _URN_PARAMETER = {"TAG": "tagUrn", "GLOSSARY_TERM": "termUrn", "OWNER": "ownerUrn", "DOMAIN": "domainUrn",
                   "STRUCTURED_PROPERTY": "propertyUrn"}
 CATEGORY_NAMES = (*_FACT_CATEGORIES, "LIFECYCLE")
-BOOKKEEPING = frozenset({"accessToken", "accessGrants", "webhook", "schemaRegistrySchema", "schemaRegistrySubject"})
 
 
 class MclChange(Protocol):
@@ -58,7 +58,7 @@ class MclChange(Protocol):
 
 def entity_change_events(change: MclChange, key_aspects: frozenset[str]) -> list[dict[str, Any]]:
     """The EntityChangeEvents of a versioned MCL (none for an aspect no category reads)."""
-    if not change.aspect or change.urn.split(":", 3)[2] in BOOKKEEPING:
+    if not change.aspect or is_controlled(change.urn):
         return []
     created = change.created or {}
     stamp = {"time": int(created.get("time") or 0), "actor": created.get("actor") or UNKNOWN_ACTOR}

@@ -39,7 +39,6 @@ ORIGIN = "PROD"
 INSTANCE = "instance"
 URN_KEY = "urn"
 DATA_KEYS = ("dataset", "stream")
-ACCESS_ENTITY_TYPES = frozenset({"accessToken", "accessGrants"})
 _DETAIL_ENCODE = {"%": "%25", "/": "%2F", "=": "%3D", ",": "%2C", "(": "%28", ")": "%29"}
 
 #: What a URN does not say, read from the store: a program's type, "stream" for a stream.
@@ -237,8 +236,6 @@ def resource_chain(urn: str) -> list[str]:
     except UrnError:
         return [urn, INSTANCE]  # whoever may read or write everything may learn it is malformed
     kind, parts = parsed.entity_type, parsed.parts
-    if kind in ACCESS_ENTITY_TYPES:
-        return [INSTANCE]
     if kind == "schemaField":
         return resource_chain(parts[0])
     if kind == "customEntity":

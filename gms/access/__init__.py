@@ -13,7 +13,8 @@ namespace, an application, its versions and programs, a dataset or stream. Metad
 a file or another custom entity is checked against its nearest real parent (a field against its
 dataset), an external table outside any namespace against the instance. READ lets a principal
 get an entity's metadata and see it in search, lineage and autocomplete; WRITE lets it add;
-WRITE or ADMIN lets it remove; ADMIN on the instance lets it manage principals, tokens and grants.
+WRITE or ADMIN lets it remove; ADMIN on the instance lets it manage principals, tokens and grants,
+and only it may write, delete, read or list the access-controlled entities (`controlled.py`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ import hashlib
 import secrets
 from collections.abc import Iterable
 
+from gms.access.controlled import ACCESS_RESOURCE, checked_against, controls, is_controlled
 from gms.errors import ProposalFailed
 from gms.store import AspectStore
-from schemas.metadata_entity import ACCESS_ENTITY_TYPES, INSTANCE, resource_chain
+from schemas.metadata_entity import INSTANCE, resource_chain
 
 SUPERUSER = "urn:li:corpuser:admin"
 PRIVILEGES = ("READ", "WRITE", "ADMIN")
@@ -54,12 +56,18 @@ SYSTEM_SCOPE_ASPECT = "systemScopeMetadata"  # SYSTEM-scope tags and properties:
 
 
 def needed(entity_type: str, change_type: str, aspect: str | None = None) -> frozenset[str]:
-    """The privileges (any one of them) a proposal needs: ADMIN for principals' tokens and
-    grants and for SYSTEM-scope metadata (as the v3 API asks, so a raw proposal is no way
-    around it), WRITE or ADMIN to delete, WRITE otherwise."""
-    if entity_type in ACCESS_ENTITY_TYPES or aspect == SYSTEM_SCOPE_ASPECT:
+    """The privileges (any one of them) a proposal needs: ADMIN for access-controlled entities
+    and aspects (on the instance: `target`) and for SYSTEM-scope metadata (as the v3 API asks,
+    so a raw proposal is no way around it), WRITE or ADMIN to delete, WRITE otherwise."""
+    if controls(entity_type, (aspect,)) or aspect == SYSTEM_SCOPE_ASPECT:
         return ADMIN
     return REMOVE if change_type == "DELETE" else WRITE
+
+
+def target(entity_type: str, urn: str, aspects: Iterable[str | None]) -> str:
+    """What a change of these aspects of `urn` is checked against: the instance for an
+    access-controlled entity or aspect, else the entity."""
+    return INSTANCE if controls(entity_type, aspects) else urn
 
 
 class AccessControl:
@@ -90,29 +98,44 @@ class AccessControl:
         if principal == SUPERUSER:
             return True
         held = self.grants(principal) if grants is None else grants
-        wanted = frozenset(privileges)
-        return any(held.get(resource, frozenset()) & wanted for resource in resource_chain(urn))
+        wanted = _wanted(privileges, urn)
+        return any(held.get(resource, frozenset()) & wanted for resource in checked_against(urn))
 
-    def require(self, principal: str, privileges: Iterable[str], urn: str) -> None:
-        """Raises ProposalFailed (403 forbidden) unless allowed."""
-        wanted = frozenset(privileges)
+    def require(self, principal: str, privileges: Iterable[str], urn: str, subject: str | None = None) -> None:
+        """Raises ProposalFailed (403 forbidden) unless allowed (on an access-controlled entity
+        only ADMIN on the instance is); `subject` is what the message says it is needed for
+        (default: `urn`)."""
+        wanted = _wanted(privileges, urn)
         if not self.allowed(principal, wanted, urn):
             names = " or ".join(p for p in PRIVILEGES if p in wanted)
-            chain = resource_chain(urn)
+            chain = checked_against(urn)
             raise ProposalFailed("forbidden", f"{principal} has no {names} privilege on {chain[0]}"
-                                 f"{' or above it' if len(chain) > 1 else ''} (needed for {urn})", 403)
+                                 f"{' or above it' if len(chain) > 1 else ''} (needed for {subject or urn})", 403)
 
     def readable(self, principal: str) -> frozenset[str] | None:
-        """The resources under which the principal may read, or None for everything."""
+        """The resources under which the principal may read, or None for everything (READ and
+        ADMIN on the instance); with ADMIN on the instance they hold ACCESS_RESOURCE."""
         if principal == SUPERUSER:
             return None
         held = self.grants(principal)
-        if "READ" in held.get(INSTANCE, frozenset()):
+        on_instance = held.get(INSTANCE, frozenset())
+        if {"READ", "ADMIN"} <= on_instance:
             return None
-        return frozenset(resource for resource, privileges in held.items() if "READ" in privileges)
+        resources = {resource for resource, privileges in held.items() if "READ" in privileges}
+        return frozenset(resources | {ACCESS_RESOURCE} if "ADMIN" in on_instance else resources)
+
+
+def _wanted(privileges: Iterable[str], urn: str) -> frozenset[str]:
+    """What must be held to be allowed `privileges` on `urn`: ADMIN on an access-controlled entity."""
+    return ADMIN if is_controlled(urn) else frozenset(privileges)
 
 
 
 def can_read(readable: frozenset[str] | None, urn: str) -> bool:
-    """Whether `urn` is under one of the `readable` resources (None: everything)."""
-    return readable is None or any(resource in readable for resource in resource_chain(urn))
+    """Whether `urn` is under one of the `readable` resources (None: everything); an
+    access-controlled entity only for those with ADMIN on the instance."""
+    if readable is None:
+        return True
+    if is_controlled(urn):
+        return ACCESS_RESOURCE in readable
+    return any(resource in readable for resource in resource_chain(urn))

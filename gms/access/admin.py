@@ -15,9 +15,9 @@ from gms.access import (
     grants_urn,
     new_token,
     principal_urn,
-    resource_chain,
     token_hash,
 )
+from gms.access.controlled import checked_against
 from gms.errors import ProposalFailed
 from gms.service import Gms
 from ingest.proposal import Proposal
@@ -140,7 +140,7 @@ def resource_of(text: str) -> str:
         urn = str(Urn.parse(text)) if text.startswith("urn:li:") else to_urn(from_path(text))
     except (UrnError, EntityError) as err:
         raise AccessError(f"resource {text!r}: {err}") from None
-    checked = resource_chain(urn)[0]
+    checked = checked_against(urn)[0]
     if checked != urn:
         raise AccessError(f"resource {text!r}: its metadata is checked against {checked}; grant on that")
     return urn

@@ -172,7 +172,10 @@ async def entities(request: web.Request) -> web.Response:
         return await _delete_points(request, urn, body)
     await api.wait_for_index()  # so that the count covers every point written before
     points = await asyncio.to_thread(api.read_models.timeseries.count, urn)
-    rows, result = await api.run(_hard_delete, api.gms, urn, principal_of(request), points > 0)
+    try:
+        rows, result = await api.run(_hard_delete, api.gms, urn, principal_of(request), points > 0)
+    except ProposalFailed as failure:
+        return error(failure.http_status, failure.code, failure.message)
     if result is not None and result.failure is not None:
         return error(result.http_status, result.failure.code, result.failure.message)
     await api.wait_for_index()
@@ -189,7 +192,8 @@ def _hard_delete(gms: Gms, urn: str, actor: str, has_points: bool) -> tuple[int,
     rows = sum(len(gms.store.history(urn, name)) for name in aspects)
     if gms.store.entity(urn):
         return rows, gms.delete_entity(urn, True, actor)
-    if rows:  # deleted before, its history kept: purged now
+    if rows:  # deleted before, its history kept: purged now, as a deletion of each aspect it had
+        gms.authorize_change(actor, urn, "DELETE", [name for name in aspects if gms.store.history(urn, name)])
         with gms.store.batch() as batch:
             batch.purge(urn)
     if has_points:

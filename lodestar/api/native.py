@@ -77,21 +77,22 @@ def _answer_proposals(api: Api, raw: bytes, actor: str, headers: dict[str, str]
 
 
 def enqueue(api: Api, parsed: list, actor: str, headers: dict[str, str]) -> tuple[int, dict[str, Any], bool]:
-    """Check what can be checked without the stored state, then queue the rest on the MCP topic."""
+    """Check what can be checked without the stored state (validation and authorization, as a
+    synchronous request is checked), then queue the rest on the MCP topic."""
     results: list[dict[str, Any]] = []
-    queued = []
-    for proposal in parsed:
-        try:
-            api.gms.writes.validator.validate(proposal, headers)
-        except ProposalFailed as failure:
-            results.append(Result("failed", failure=failure).to_json())
+    queued, refused = [], []
+    for proposal, checked in zip(parsed, api.gms.check(parsed, actor, headers), strict=True):
+        if isinstance(checked, ProposalFailed):
+            results.append(Result("failed", failure=checked).to_json())
+            refused.append(checked.http_status)
             continue
         proposal.headers = {**headers, **proposal.headers}
         queued.append(proposal)
         results.append({"status": "queued"})
     if queued:
         api.gms.enqueue(queued, actor)
-    return 202 if queued else 400, {"results": results}, False
+        return 202, {"results": results}, False
+    return 403 if refused and set(refused) == {403} else 400, {"results": results}, False
 
 
 def aspect_json(row: StoredAspect) -> dict[str, Any]:
@@ -177,6 +178,8 @@ OPENAPI_PATHS: dict[str, Any] = {
             "202": response("Queued on the MCP topic", RESULTS),
             "207": response("Some of several proposals failed; see each result", RESULTS),
             "400": response("Invalid request, or its single proposal (or every async one) is invalid",
+                            ERROR_OR_RESULTS),
+            "403": response("Its single proposal (or every async one) is one the caller may not make",
                             ERROR_OR_RESULTS),
             "412": response("A single proposal failed a precondition", RESULTS),
             "413": response("Over the size limit (the request, or its single proposal)", ERROR_OR_RESULTS)}}},

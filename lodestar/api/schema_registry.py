@@ -18,9 +18,9 @@ from typing import Any
 
 from aiohttp import web
 
-from gms.access import WRITE
+from gms.access import INSTANCE, WRITE
 from gms.errors import ProposalFailed
-from gms.schema_registry import GLOBAL, SUBJECT_PREFIX, RegistryError, SchemaRegistry, store_reader
+from gms.schema_registry import RegistryError, SchemaRegistry, store_reader
 from lodestar.api.access import require
 from lodestar.api.context import GMS_KEY, api_of, principal_of, query_route
 from lodestar.api.openapi import JSON, OBJECT
@@ -73,9 +73,11 @@ def _schema_of(body: dict[str, Any]) -> tuple[str, str]:
     return schema, schema_type
 
 
-def _write_access(request: web.Request, subject: str | None) -> None:
+def _write_access(request: web.Request) -> None:
+    """The registry's own routes need WRITE on the instance (its entities are access-controlled:
+    through any other route they need ADMIN)."""
     try:
-        require(request, WRITE, SUBJECT_PREFIX + (subject or GLOBAL))
+        require(request, WRITE, INSTANCE)
     except web.HTTPForbidden as refused:
         raise RegistryError(403, 40301, json.loads(refused.text or "{}").get("message", "forbidden")) from None
 
@@ -102,7 +104,7 @@ def _version_body(subject: str, version: int, schema: Any) -> dict[str, Any]:
 @_handled
 async def register(request: web.Request) -> web.Response:
     subject = request.match_info["subject"]
-    _write_access(request, subject)
+    _write_access(request)
     schema, schema_type = _schema_of(await _body(request))
     schema_id = await _run(request, _registry(request).register, principal_of(request), subject, schema, schema_type)
     return _answer({"id": schema_id})
@@ -173,7 +175,7 @@ async def get_config(request: web.Request) -> web.Response:
 @_handled
 async def put_config(request: web.Request) -> web.Response:
     subject = request.match_info.get("subject")
-    _write_access(request, subject)
+    _write_access(request)
     body = await _body(request)
     level = await _run(request, _registry(request).set_compatibility, principal_of(request), subject,
                        body.get("compatibility", body.get("compatibilityLevel")))

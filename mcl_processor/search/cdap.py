@@ -10,7 +10,8 @@ Values are split into tokens at `-`, `_`, `:`, `,` and white space, lower-cased.
     schemaMetadata (SYSTEM)       `schema:<field>`, `<field>:<TYPE>` (nullable unions unwrapped)
     descriptions (SYSTEM)         `description:<token>`
     the key aspect (SYSTEM)       the entity's name (`<type>:<name>`, `entity-name:`), its type,
-                                  namespace, the resources authorization checks it against, and
+                                  namespace, the resources authorization checks it against
+                                  (gms/access/controlled.py `search_resources`), and
                                   `hidden` when its name starts with `_`
     subTypes (SYSTEM)             a subtype (a CDAP stream is a dataset of subtype stream), and
                                   the first as `type:` (as GET shows it)
@@ -40,8 +41,9 @@ from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any, Union
 
+from gms.access.controlled import search_resources
 from schemas.field_types import field_type
-from schemas.metadata_entity import URN_KEY, EntityError, from_urn, resource_chain
+from schemas.metadata_entity import URN_KEY, EntityError, from_urn
 from schemas.registry import default_registry
 from schemas.urns import Urn, UrnError
 
@@ -174,7 +176,7 @@ def _entity_terms(urn: str) -> set[str]:
         name = parsed.parts[1] if parsed.entity_type == "dataset" and len(parsed.parts) == 3 else parsed.parts[-1]
     else:
         name = entity.get(entity.type) or entity.details[-1][1]
-    out = {term("SYSTEM", TYPE, entity.type.lower()), *(term("SYSTEM", RESOURCE, r) for r in resource_chain(urn))}
+    out = {term("SYSTEM", TYPE, entity.type.lower()), *(term("SYSTEM", RESOURCE, r) for r in search_resources(urn))}
     out.update(term("SYSTEM", NAME, token) for token in value_tokens(name))
     _add(out, "SYSTEM", "type", entity.type.lower())
     if entity.get("namespace"):
