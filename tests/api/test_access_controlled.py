@@ -86,7 +86,8 @@ def test_hard_deletes_are_authorized_as_the_deletion_of_every_aspect(server: Liv
     assert direct.status_code == 403
     for method, path, body in (("DELETE", f"{entity_path(CUSTOMERS)}?hard=true", None),
                                ("POST", "/entities?action=delete", {"urn": CUSTOMERS}),
-                               ("POST", "/v1/proposals", {"proposals": [mcp(CUSTOMERS, "datasetKey", change="DELETE")]})):
+                               ("POST", "/v1/proposals",
+                                {"proposals": [mcp(CUSTOMERS, "datasetKey", change="DELETE")]})):
         answer = call(server, ns_writer, method, path, body)
         assert answer.status_code == 403 and "systemScopeMetadata" not in answer.text, (path, answer.text)
         assert "no ADMIN privilege" in answer.text
@@ -176,7 +177,8 @@ def test_async_proposals_are_authorized_before_they_are_queued(server: LiveServe
         assert {r["error"] for r in answer.json()["results"]} == {"forbidden"}
     assert _queued(server) == before
     writer = principal_with_grants(server, "writer", [("default", ["READ", "WRITE"])])
-    mixed = [mcp(CUSTOMERS, "status", {"removed": False}), mcp(cdap_dataset("sales", "x"), "status", {"removed": False})]
+    mixed = [mcp(CUSTOMERS, "status", {"removed": False}),
+             mcp(cdap_dataset("sales", "x"), "status", {"removed": False})]
     answer = call(server, writer, "POST", "/v1/proposals", {"proposals": mixed, "async": True})
     assert answer.status_code == 202 and [r["status"] for r in answer.json()["results"]] == ["queued", "failed"]
     assert _queued(server) == before + 1

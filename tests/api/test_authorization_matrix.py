@@ -21,7 +21,7 @@ from lodestar.api.app import create_app
 from lodestar.api.auth import TokenAuth
 from mcl_processor.embedded import SqliteReadModels
 from tests.support.access_fixtures import principal_with_grants
-from tests.support.builders import mcp, properties
+from tests.support.builders import mcp, properties, proposal
 from tests.support.metadata_fixtures import cdap_dataset, dataset_mcps
 from tests.support.server import LiveServer
 
@@ -273,3 +273,129 @@ def test_tokens_are_stored_hashed_and_compared_in_constant_time(monkeypatch):
     assert tokens.principal("Bearer s3cret-token") == "urn:li:corpuser:admin"
     assert tokens.principal("Bearer s3cret-tokem") is None
     assert compared and all(len(a) == len(b) == 64 for a, b in compared)  # digests, never the tokens
+
+
+CONTROLLED_RUN = "controlled-run"
+CONTROLLED = {  # one entity of each access-controlled type (gms/access/controlled.py): (urn, aspect, value)
+    "accessToken": ("urn:li:accessToken:" + "ab" * 32, "accessTokenInfo",
+                    {"principal": "urn:li:corpuser:nobody", "revoked": True}),
+    "accessGrants": ("urn:li:accessGrants:nobody", "accessGrantsInfo",
+                     {"grants": [{"resource": "instance", "privileges": ["READ"]}]}),
+    "webhook": ("urn:li:webhook:00aa11bb22cc33dd", "webhookInfo",
+                {"url": "https://hooks.example.com/T0/s3cretpath", "secretFingerprint": "0011223344556677"}),
+    "schemaRegistrySchema": ("urn:li:schemaRegistrySchema:9001", "schemaRegistrySchemaInfo",
+                             {"schema": '"string"', "fingerprint": "s3cretpath"}),
+    "schemaRegistrySubject": ("urn:li:schemaRegistrySubject:hiddensubject-value", "schemaRegistrySubjectVersions",
+                              {"versions": [{"version": 1, "id": 9001}]}),
+    "dataHubSecret": ("urn:li:dataHubSecret:hiddensecret", "dataHubSecretValue", {"name": "pw", "value": "s3cretpath"}),
+    "dataHubAccessToken": ("urn:li:dataHubAccessToken:hiddentoken", "dataHubAccessTokenInfo",
+                           {"name": "s3cretpath", "actorUrn": "urn:li:corpuser:admin",
+                            "ownerUrn": "urn:li:corpuser:admin", "createdAt": 0}),
+    "inviteToken": ("urn:li:inviteToken:hiddeninvite", "inviteToken", {"token": "s3cretpath"}),
+    "dataHubConnection": ("urn:li:dataHubConnection:hiddenconnection", "dataHubConnectionDetails",
+                          {"type": "JSON", "json": {"encryptedBlob": "s3cretpath"}}),
+}
+
+
+def controlled_calls(entity_type: str, urn: str, aspect: str, value: Any) -> tuple[list[Call], list[Call]]:
+    """The routes of one access-controlled entity: (those that must refuse a non-admin with 403,
+    those that must answer 200 without a trace of it)."""
+    u = q(urn, safe="")
+    write = mcp(urn, aspect, value)
+    refused = [
+        Call("admin", "POST", "write", "/v1/proposals", {"proposals": [write]}),
+        Call("admin", "POST", "write async", "/v1/proposals", {"proposals": [write], "async": True}),
+        Call("admin", "POST", "write DataHub", "/aspects?action=ingestProposal", {"proposal": write}),
+        Call("admin", "POST", "write DataHub async", "/aspects?action=ingestProposalBatch",
+             {"proposals": [write], "async": "true"}),
+        Call("admin", "POST", "patch", "/v1/proposals", {"proposals": [mcp(urn, aspect, [], "PATCH")]}),
+        Call("admin", "POST", "delete aspect", "/v1/proposals", {"proposals": [mcp(urn, aspect, change="DELETE")]}),
+        Call("admin", "POST", "delete key aspect", "/v1/proposals",
+             {"proposals": [mcp(urn, f"{entity_type}Key", change="DELETE")]}),
+        Call("admin", "DELETE", "soft delete", f"/v1/entities/{u}"),
+        Call("admin", "DELETE", "hard delete", f"/v1/entities/{u}?hard=true"),
+        Call("admin", "POST", "hard delete DataHub", "/entities?action=delete", {"urn": urn}),
+        Call("admin", "GET", "entity", f"/v1/entities/{u}"),
+        Call("admin", "GET", "aspect", f"/v1/entities/{u}/aspects/{aspect}"),
+        Call("admin", "GET", "versions", f"/v1/entities/{u}/aspects/{aspect}/versions"),
+        Call("admin", "GET", "aspect DataHub", f"/aspects/{u}?aspect={aspect}"),
+        Call("admin", "GET", "entitiesV2", f"/entitiesV2/{u}"),
+        Call("admin", "GET", "entitiesV2 batch", f"/entitiesV2?ids=List({u})"),
+        Call("admin", "GET", "timeline", f"/openapi/v2/timeline/v1/{u}?categories=TAG"),
+        Call("admin", "GET", "relationships", f"/openapi/relationships/v1?urn={u}"),
+        Call("admin", "POST", "runs rollback dry run", "/runs?action=rollback",
+             {"runId": CONTROLLED_RUN, "dryRun": True}),
+    ]
+    unseen = [
+        Call("authenticated", "POST", "listUrns", "/entities?action=listUrns", {"entity": entity_type}),
+        Call("authenticated", "POST", "search DataHub", "/entities?action=search",
+             {"input": "*", "entity": entity_type}),
+        Call("authenticated", "GET", "search", f"/v1/search?query=*&types={entity_type}&includeRemoved=true"),
+        Call("authenticated", "GET", "search v3", "/v3/metadata/search?query=*&showHidden=true&limit=1000"),
+        Call("authenticated", "POST", "getCount", "/aspects?action=getCount", {"aspect": aspect}),
+        Call("authenticated", "POST", "GraphQL entity", "/api/graphql",
+             {"query": f'{{ entities(urns: ["{urn}"]) {{ urn }} }}'}),
+        Call("authenticated", "POST", "GraphQL search", "/api/graphql",
+             {"query": '{ searchAcrossEntities(input: {query: "*", count: 1000})'
+                       ' { searchResults { entity { urn } } } }'}),
+        Call("authenticated", "POST", "runs describe", "/runs?action=describe",
+             {"runId": CONTROLLED_RUN, "includeAspect": True}),
+    ]
+    return refused, unseen
+
+
+def test_access_controlled_entities_need_admin_on_the_instance_on_every_route(server: LiveServer, principals):
+    seeded = server.gms.apply([proposal(urn, aspect, value, systemMetadata={"runId": CONTROLLED_RUN})
+                               for urn, aspect, value in CONTROLLED.values()], auth.ADMIN)
+    assert [r.failure for r in seeded] == [None] * len(CONTROLLED)
+    server.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+    wrong = []
+    for entity_type, (urn, aspect, value) in CONTROLLED.items():
+        refused, unseen = controlled_calls(entity_type, urn, aspect, value)
+        secret = urn.rpartition(":")[2]
+        for who in ("outsider", "reader", "writer"):
+            for call in refused:
+                answer = send(server, principals[who], call)
+                if answer.status_code != 403 or "s3cretpath" in answer.text:
+                    wrong.append(f"{who} {call.route} {entity_type}: {answer.status_code} {answer.text[:150]}")
+            for call in unseen:
+                answer = send(server, principals[who], call)
+                count = answer.json().get("value") if call.route == "getCount" and answer.ok else 0
+                if answer.status_code != 200 or secret in answer.text or "s3cretpath" in answer.text or count:
+                    wrong.append(f"{who} {call.route} {entity_type}: {answer.status_code} {answer.text[:150]}")
+        for call in refused:  # the admin reads them (its writes are left out: they would change them)
+            if call.method == "GET" and call.route not in ("timeline", "relationships"):
+                answer = send(server, principals["admin"], call)
+                if answer.status_code != 200:
+                    wrong.append(f"admin {call.route} {entity_type}: {answer.status_code} {answer.text[:150]}")
+        listed = send(server, principals["admin"], controlled_calls(entity_type, urn, aspect, value)[1][0])
+        if urn not in listed.text:
+            wrong.append(f"admin listUrns {entity_type}: {listed.text[:150]}")
+    assert not wrong, f"{len(wrong)} wrong answer(s):\n" + "\n".join(wrong)
+    for urn, aspect, value in CONTROLLED.values():
+        assert server.gms.store.get(urn, aspect).value == value  # nothing changed
+
+
+def test_a_principals_status_needs_admin_on_the_instance_on_every_route(server: LiveServer, principals):
+    reader = "urn:li:corpuser:reader"
+    u = q(reader, safe="")
+    status = mcp(reader, "status", {"removed": True})
+    calls = [
+        Call("admin", "POST", "write", "/v1/proposals", {"proposals": [status]}),
+        Call("admin", "POST", "write async", "/v1/proposals", {"proposals": [status], "async": True}),
+        Call("admin", "POST", "write DataHub", "/aspects?action=ingestProposal", {"proposal": status}),
+        Call("admin", "POST", "write DataHub async", "/aspects?action=ingestProposal",
+             {"proposal": status, "async": "true"}),
+        Call("admin", "POST", "delete status", "/v1/proposals",
+             {"proposals": [mcp(reader, "status", change="DELETE")]}),
+        Call("admin", "POST", "delete key aspect", "/v1/proposals",
+             {"proposals": [mcp(reader, "corpUserKey", change="DELETE")]}),
+        Call("admin", "DELETE", "soft delete", f"/v1/entities/{u}"),
+        Call("admin", "DELETE", "hard delete", f"/v1/entities/{u}?hard=true"),
+        Call("admin", "POST", "hard delete DataHub", "/entities?action=delete", {"urn": reader}),
+    ]
+    wrong = [f"writer {call.route}: {answer.status_code} {answer.text[:150]}" for call in calls
+             if (answer := send(server, principals["writer"], call)).status_code != 403]
+    assert not wrong, "\n".join(wrong)
+    assert send(server, principals["reader"], Call("read", "GET", "", f"/v1/entities/{u}")).status_code == 200
+    assert server.gms.store.get(reader, "status").value == {"removed": False}
