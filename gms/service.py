@@ -154,19 +154,19 @@ class Gms:
             wanted = privileges or needed(entity, change, aspect)
             self.access.require(actor, wanted, target(entity, urn, (aspect,)), urn)
 
-    def delete_entity(self, urn: str, hard: bool, actor: str) -> Result | None:
+    def delete_entity(self, urn: str, hard: bool, actor: str, authorize: bool = False) -> Result | None:
         """Soft delete (status.removed = true) or, with hard, delete every aspect and purge
-        its history, authorized as the actor (a soft delete as a deletion of `status`, a hard
-        one as the deletion of every aspect). None when the entity does not exist."""
+        its history. With `authorize`, checked as the actor's (a soft delete as a deletion of
+        `status`, a hard one as the deletion of every aspect). None when the entity does not exist."""
         entity_type = urn.removeprefix("urn:li:").partition(":")[0]
         spec = self.registry.entity(entity_type)
         if spec is None or not self.store.entity(urn):
             return None
         if not hard:
             (result,) = self.apply([Proposal(entity_type, urn, "UPSERT", "status", {"removed": True})], actor,
-                                   authorize=True, privileges=needed(entity_type, "DELETE", "status"))
+                                   authorize=authorize, privileges=needed(entity_type, "DELETE", "status"))
             return result
-        (result,) = self.apply([Proposal(entity_type, urn, "DELETE", spec.key_aspect)], actor, authorize=True)
+        (result,) = self.apply([Proposal(entity_type, urn, "DELETE", spec.key_aspect)], actor, authorize=authorize)
         if result.failure is None:
             with self.store.batch() as batch:
                 batch.purge(urn)

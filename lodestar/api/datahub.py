@@ -191,7 +191,7 @@ def _hard_delete(gms: Gms, urn: str, actor: str, has_points: bool) -> tuple[int,
     aspects = [name for name in entity.aspects if not gms.registry.aspect(name).is_timeseries]  # type: ignore[union-attr]
     rows = sum(len(gms.store.history(urn, name)) for name in aspects)
     if gms.store.entity(urn):
-        return rows, gms.delete_entity(urn, True, actor)
+        return rows, gms.delete_entity(urn, True, actor, authorize=True)
     if rows:  # deleted before, its history kept: purged now, as a deletion of each aspect it had
         gms.authorize_change(actor, urn, "DELETE", [name for name in aspects if gms.store.history(urn, name)])
         with gms.store.batch() as batch:

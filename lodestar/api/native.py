@@ -144,7 +144,7 @@ async def delete_entity(request: web.Request) -> web.Response:
     urn = request.match_info["urn"]
     hard = bool_param(request, "hard")
     require(request, REMOVE, urn)
-    result = await api.run(api.gms.delete_entity, urn, hard, principal_of(request))
+    result = await api.run(api.gms.delete_entity, urn, hard, principal_of(request), True)
     if result is None:
         return error(404, "not_found", f"entity {urn} not found")
     return web.json_response({"urn": urn, "hard": hard, **result.to_json()}, status=result.http_status)
