@@ -1,0 +1,128 @@
+"""Requests built to exhaust the server (CPU, memory, the write lock) or to crash a handler, on a
+live embedded server: each is refused with a clear 4xx naming the limit, or answered as cheaply as
+an honest request, and the server answers others meanwhile. The limits: docs/access-control.md."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import requests
+
+from tests.support.access_fixtures import principal_with_grants
+from tests.support.builders import dataset_urn, mcp
+from tests.support.server import TOKEN, LiveServer
+
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+LONG = dataset_urn("db." + "x" * 3000)  # a regex with a few `%` before a missing character backtracks forever on it
+
+
+def post(server: LiveServer, path: str, body: Any = None, token: str | None = TOKEN, raw: bytes | None = None,
+         ) -> requests.Response:
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
+    return requests.post(server.url + path, data=raw if raw is not None else json.dumps(body), headers=headers,
+                         timeout=120)
+
+
+def propose(server: LiveServer, *mcps: dict[str, Any]) -> requests.Response:
+    return post(server, "/v1/proposals", {"proposals": list(mcps)})
+
+
+def while_answering(server: LiveServer, hostile: Callable[[], requests.Response]) -> requests.Response:
+    """The hostile request's answer; /health answered while it was under way (or done)."""
+    answers: list[requests.Response] = []
+    thread = threading.Thread(target=lambda: answers.append(hostile()))
+    thread.start()
+    health = requests.get(server.url + "/health", timeout=120)
+    thread.join(120)
+    assert health.status_code == 200
+    assert answers, "the hostile request got no answer"
+    return answers[0]
+
+
+def test_get_count_with_a_backtracking_urn_like_answers_like_sql_at_once(server: LiveServer):
+    assert propose(server, *(mcp(urn, "status", {"removed": False}) for urn in (
+        LONG, dataset_urn("db.orders"), dataset_urn("db.order_items"), dataset_urn("db.items", "kafka")))).ok
+
+    def count(like: str, token: str = TOKEN) -> requests.Response:
+        return post(server, "/aspects?action=getCount", {"aspect": "datasetKey", "urnLike": like}, token)
+
+    hostile = while_answering(server, lambda: count("%%%%%%%%%%%%#"))
+    assert hostile.status_code == 200 and hostile.json() == {"value": 0}
+    assert count("%hive%").json() == {"value": 3}
+    assert count("%db.order_%").json() == {"value": 2}
+    assert count("%db.order_,%").json() == {"value": 1}
+    assert count("%db.order__,%").json() == {"value": 0}
+    assert count("urn:li:dataset:(urn:li:dataPlatform:kafka,db.items,PROD)").json() == {"value": 1}
+    nobody = principal_with_grants(server, "nobody")
+    assert count("%%%%%%%%%%%%#", nobody).json() == {"value": 0}
+    assert count("%", nobody).json() == {"value": 0}
+    too_long = count("%" * 1001)
+    assert too_long.status_code == 400 and "urnLike: 1001 characters, over the limit of 1000" in too_long.text
+
+
+def test_a_patch_copying_an_array_onto_itself_stops_at_the_size_limit(server: LiveServer):
+    urn = dataset_urn("db.tagged")
+    tags = {"tags": [{"tag": f"urn:li:tag:t{i}"} for i in range(20)]}
+    assert propose(server, mcp(urn, "globalTags", tags)).ok
+    doubling = [{"op": "copy", "from": "/tags", "path": "/tags/-"}] * 40  # 2^40 tags if nothing stops it
+    answer = while_answering(server, lambda: propose(server, mcp(urn, "globalTags", doubling, "PATCH")))
+    assert answer.status_code == 413, answer.text
+    (result,) = answer.json()["results"]
+    assert result["error"] == "too_large" and "over the limit of" in result["message"]
+    assert "copy /tags/-" in result["message"]
+    stored = requests.get(f"{server.url}/v1/entities/{quote(urn, safe='')}/aspects/globalTags", headers=AUTH,
+                          timeout=30).json()
+    assert stored["version"] == 1 and stored["value"] == tags  # nothing half-applied
+    copied = propose(server, mcp(urn, "globalTags", [{"op": "copy", "from": "/tags/0", "path": "/tags/-"}], "PATCH"))
+    assert copied.ok, copied.text  # a copy that fits is applied
+
+
+def test_a_patch_of_too_many_ops_is_refused_naming_the_limit(server: LiveServer):
+    urn = dataset_urn("db.ops")
+    ops = [{"op": "test", "path": "/tags", "value": []}] * 10_001
+    answer = propose(server, mcp(urn, "globalTags", ops, "PATCH"))
+    assert answer.status_code == 413
+    assert "a JSON Patch of 10001 ops, over the limit of 10000" in answer.json()["results"][0]["message"]
+
+
+def deep_urn(levels: int) -> str:
+    urn = dataset_urn("db.t")
+    for _ in range(levels):
+        urn = f"urn:li:schemaField:({urn},f)"
+    return urn
+
+
+def test_an_urn_nested_thousands_deep_is_refused_on_every_write_route(server: LiveServer):
+    urn = deep_urn(3000)
+    status = mcp(urn, "status", {"removed": False})
+    native = propose(server, status)
+    assert native.status_code == 400
+    assert native.json()["results"][0]["error"] == "invalid_urn"
+    assert "tuples nested over 20 deep" in native.json()["results"][0]["message"]
+    rest_li = post(server, "/aspects?action=ingestProposal", {"proposal": status})
+    assert rest_li.status_code == 400 and "tuples nested over 20 deep" in rest_li.json()["message"]
+    tag = post(server, "/api/graphql", {"query": 'mutation($u: String!) { createTag(input: {id: $u, name: "x"}) }',
+                                        "variables": {"u": urn}})
+    assert tag.status_code in (200, 400) and "errors" in tag.json() or tag.status_code == 400
+    for query in ('{ entity(urn: %s) { urn } }', '{ searchAcrossLineage(input: {urn: %s, query: "*",'
+                                                  ' direction: UPSTREAM}) { total } }'):
+        answer = post(server, "/api/graphql", {"query": query % json.dumps(urn)})
+        assert answer.status_code in (200, 400), answer.text
+    search = post(server, "/entities?action=search", {"entity": "dataset", "input": urn})
+    assert search.status_code in (200, 400), search.text
+    assert propose(server, status | {"entityUrn": deep_urn(18)}).ok  # as deep as any URN needs is stored
+
+
+def test_json_nested_past_the_guard_is_400_on_the_schema_registry_without_a_token(server: LiveServer):
+    answer = post(server, "/schema-registry/api/subjects/x", raw=b"[" * 100_000, token=None)
+    assert answer.status_code == 400
+    assert "depth limit exceeded" in answer.json()["message"]
+
+
+def test_a_ui_path_with_a_nul_byte_is_404_without_a_token(server: LiveServer):
+    answer = requests.get(server.url + "/ui/index.html%00.js", timeout=30)
+    assert answer.status_code == 404 and answer.json()["error"] == "not_found"
