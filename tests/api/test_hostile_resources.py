@@ -126,3 +126,47 @@ def test_json_nested_past_the_guard_is_400_on_the_schema_registry_without_a_toke
 def test_a_ui_path_with_a_nul_byte_is_404_without_a_token(server: LiveServer):
     answer = requests.get(server.url + "/ui/index.html%00.js", timeout=30)
     assert answer.status_code == 404 and answer.json()["error"] == "not_found"
+
+
+def graphql(server: LiveServer, query: str, variables: dict[str, Any] | None = None) -> requests.Response:
+    return post(server, "/api/graphql", {"query": query, "variables": variables})
+
+
+def fragment_chain(root: str, links: int, aliases: int) -> str:
+    """A document whose fragment i asks for the container's container `aliases` times, each
+    through fragment i + 1: aliases^links containers from a 1 KB document."""
+    spreads = lambda i: " ".join(f"c{a}: container {{ urn ...F{i + 1} }}" for a in range(aliases))  # noqa: E731
+    fragments = "\n".join(f"fragment F{i} on Container {{ {spreads(i)} }}" for i in range(links))
+    return f'{{ container(urn: "{root}") {{ ...F0 }} }}\n{fragments}\nfragment F{links} on Container {{ urn }}'
+
+
+def test_graphql_fragments_and_aliases_cannot_fan_out_past_the_limits(server: LiveServer):
+    loop = "urn:li:container:loop"  # a container inside itself: every level resolves
+    assert propose(server, mcp(loop, "containerProperties", {"name": "loop"}),
+                   mcp(loop, "container", {"container": loop})).ok
+    fan_out = while_answering(server, lambda: graphql(server, fragment_chain(loop, 17, 2)))
+    assert fan_out.status_code == 200 and "data" not in fan_out.json()
+    assert fan_out.json()["errors"][0]["message"].startswith("the document asks for over 5000 fields")
+    chained = graphql(server, fragment_chain(loop, 40, 1)).json()
+    assert chained["errors"][0]["message"] == ("the document nests over 32 selections (fragments inlined); at most 32"
+                                               " are served")
+    cycle = graphql(server, "query($u: String!) { container(urn: $u) { ...A } } fragment A on Container"
+                            " { container { ...B } } fragment B on Container { ...A }", {"u": loop}).json()
+    assert cycle["errors"][0]["message"] == "fragment A spreads itself"
+    small = graphql(server, fragment_chain(loop, 3, 2)).json()
+    assert "errors" not in small
+    assert small["data"]["container"]["c1"]["c0"]["c1"]["urn"] == loop  # 2^3 containers answered
+
+
+def test_graphql_aliases_of_big_pages_are_refused_by_cost(server: LiveServer):
+    page = 'searchAcrossEntities(input: {query: "*", count: 10000}) { total }'
+    aliased = graphql(server, "{ " + " ".join(f"s{i}: {page}" for i in range(900)) + " }")
+    assert aliased.status_code == 200 and "data" not in aliased.json()
+    assert aliased.json()["errors"][0]["message"].startswith("the document may cost over 1000000")
+    by_variable = graphql(server, "query($n: Int) { " + " ".join(
+        f's{i}: searchAcrossEntities(input: {{query: "*", count: $n}}) {{ searchResults {{ entity {{ urn }} }} }}'
+        for i in range(50)) + " }", {"n": 10000})
+    assert by_variable.json()["errors"][0]["message"].startswith("the document may cost over")
+    one = graphql(server, '{ searchAcrossEntities(input: {query: "*", count: 10000}) {'
+                          ' searchResults { entity { urn } } } }').json()
+    assert "errors" not in one and isinstance(one["data"]["searchAcrossEntities"]["searchResults"], list)
