@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import pytest
 import requests
 
+from gms.service import Gms, Limits
+from mcl_processor.embedded import SqliteReadModels
 from tests.support.access_fixtures import principal_with_grants
 from tests.support.builders import dataset_urn, mcp
-from tests.support.server import TOKEN, LiveServer
+from tests.support.server import TOKEN, LiveServer, start_server
 
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 LONG = dataset_urn("db." + "x" * 3000)  # a regex with a few `%` before a missing character backtracks forever on it
@@ -170,3 +174,44 @@ def test_graphql_aliases_of_big_pages_are_refused_by_cost(server: LiveServer):
     one = graphql(server, '{ searchAcrossEntities(input: {query: "*", count: 10000}) {'
                           ' searchResults { entity { urn } } } }').json()
     assert "errors" not in one and isinstance(one["data"]["searchAcrossEntities"]["searchResults"], list)
+
+
+@pytest.fixture
+def few_values(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServer]:
+    """A server whose bodies may hold 100,000 JSON items and 1 MiB."""
+    monkeypatch.setenv("LODESTAR_MAX_JSON_ITEMS", "100000")
+    gms = Gms.embedded(tmp_path / "data", Limits(max_request_bytes=1024 * 1024))
+    read_models = SqliteReadModels.in_data_dir(tmp_path / "data", gms.registry)
+    live, thread = start_server(gms, read_models)
+    yield live
+    thread.stop()
+    read_models.close()
+    gms.close()
+
+
+@pytest.mark.parametrize("path", ["/v1/proposals", "/aspects?action=ingestProposalBatch", "/api/graphql",
+                                  "/entities?action=search"])
+def test_a_body_of_many_small_values_is_refused_before_it_is_parsed(few_values: LiveServer, path: str):
+    nobody = principal_with_grants(few_values, "nobody")
+    raw = b'{"proposals": [' + b",".join([b"{}"] * 300_000) + b"]}"  # 0.9 MiB; 300,000 dicts once parsed
+    answer = post(few_values, path, raw=raw, token=nobody)
+    assert answer.status_code == 413, answer.text
+    assert answer.json()["message"] == ("request body holds 600003 JSON items (commas, colons, brackets), over the"
+                                        " limit of 100000")
+    strings = b'{"proposals": [], "pad": "' + b"{}," * 300_000 + b'"}'  # brackets inside a string are no values
+    assert post(few_values, "/v1/proposals", raw=strings).status_code == 200
+    urn = dataset_urn("db.fits")
+    assert propose(few_values, *(mcp(urn, "status", {"removed": False}) for _ in range(100))).ok
+
+
+def test_a_body_sent_without_a_length_is_cut_off_at_the_size_limit(few_values: LiveServer):
+    def chunks() -> Iterator[bytes]:
+        yield b'{"proposals": [], "pad": "'
+        for _ in range(64):
+            yield b"x" * 65536  # 4 MiB in all, the limit 1 MiB
+        yield b'"}'
+
+    answer = requests.post(few_values.url + "/v1/proposals", data=chunks(), timeout=60,
+                           headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"})
+    assert answer.status_code == 413 and answer.json()["error"] == "too_large"
+    assert requests.get(few_values.url + "/health", timeout=30).status_code == 200
