@@ -25,16 +25,19 @@ is `~`). A patch of an aspect that does not exist applies to the aspect's defaul
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import jsonpatch
+import orjson
 
 from gms.errors import ProposalFailed
 
 SEPARATOR = "\u241f"  # between the names of a nested key field, as DataHub's builders write them
 OPS = ("add", "remove", "replace", "move", "copy", "test")
+MAX_OPS = 10_000  # ops of one patch
 AUDIT_STAMP = "com.linkedin.common.AuditStamp"
 FINE_GRAINED = "fineGrained"
 
@@ -108,14 +111,19 @@ def parse_patch(value: Any) -> PatchDocument:
         raise ProposalFailed("invalid_patch", "aspect: a PATCH value must be a JSON Patch array of"
                              " {\"op\", \"path\", ...} (op one of " + ", ".join(OPS) + "), or"
                              " {\"patch\": [...], \"arrayPrimaryKeys\": {...}}")
+    if len(ops) > MAX_OPS:
+        raise ProposalFailed("too_large", f"aspect: a JSON Patch of {len(ops)} ops, over the limit of {MAX_OPS}", 413)
     for op in ops:
         if op["path"] and not op["path"].startswith("/"):
             raise ProposalFailed("invalid_patch", f"aspect: path {op['path']!r} must start with '/'")
     return PatchDocument(tuple(ops), keys)
 
 
-def apply_patch(value: dict[str, Any], document: PatchDocument, aspect: str) -> Any:
-    """The value after the patch (value itself is not changed). Raises ProposalFailed."""
+def apply_patch(value: dict[str, Any], document: PatchDocument, aspect: str, max_bytes: int | None = None) -> Any:
+    """The value after the patch (value itself is not changed). With `max_bytes`, the patch stops
+    (413 too_large) as soon as the value it builds would pass twice that size (as JSON; the result
+    is checked against the limit itself afterwards): a `copy` onto its own array doubles it, so a
+    few dozen ops would otherwise take gigabytes. Raises ProposalFailed."""
     keyed = {**TEMPLATES.get(aspect, {}), **document.array_keys}
     views = _views_entered(document.ops, keyed)
     doc = copy.deepcopy(value)
@@ -123,9 +131,12 @@ def apply_patch(value: dict[str, Any], document: PatchDocument, aspect: str) -> 
         current = _get(doc, path)
         if isinstance(current, list):
             _set(doc, path, _to_map(current, keyed[path]))
+    growth = None if max_bytes is None else _Growth(doc, 2 * max_bytes)
     try:
-        for op in copy.deepcopy(document.ops):  # op values end up in the document, which is changed in place
+        for number, op in enumerate(copy.deepcopy(document.ops)):  # op values end up in the changed document
             for concrete in _concrete(doc, op, views, keyed):
+                if growth is not None:
+                    growth.check(doc, concrete, number)
                 jsonpatch.JsonPatch([concrete]).apply(doc, in_place=True)
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, ValueError, KeyError) as err:
         raise ProposalFailed("invalid_patch", f"aspect: JSON Patch does not apply: {err}") from None
@@ -134,6 +145,52 @@ def apply_patch(value: dict[str, Any], document: PatchDocument, aspect: str) -> 
         if isinstance(current, dict):
             _set(doc, path, _from_map(current, keyed[path]))
     return doc
+
+
+class _Growth:
+    """The size (bytes of JSON) of the value a patch builds, followed op by op: each op's change
+    is measured on what it adds, copies or takes away, so the check costs what the op does."""
+
+    def __init__(self, doc: Any, limit: int):
+        self.size = _size(doc)
+        self.limit = limit
+
+    def check(self, doc: Any, op: dict[str, Any], number: int) -> None:
+        """Count op's change in size before it is applied; 413 when the value would pass the limit."""
+        kind, segments = op["op"], _segments(op["path"])
+        if kind not in ("add", "replace", "copy", "remove"):  # move, test: no change
+            return
+        if kind == "remove":
+            change = -_current(doc, segments)
+        else:
+            added = _get(doc, _segments(op["from"])) if kind == "copy" and isinstance(op.get("from"), str) \
+                else op.get("value")
+            inserted = kind != "replace" and isinstance(_get(doc, segments[:-1]), list)
+            change = _size(added) + len(segments[-1] if segments else "") + 4 \
+                - (0 if inserted else _current(doc, segments))
+        self.size += change
+        if self.size > self.limit:
+            raise ProposalFailed("too_large", f"aspect: JSON Patch op {number} ({kind} {op['path']}) would make the"
+                                 f" value about {self.size} bytes, over the limit of {self.limit}", 413)
+
+
+def _current(doc: Any, segments: Sequence[str]) -> int:
+    """The size of what a pointer names now (0: nothing)."""
+    if not segments:
+        return _size(doc)
+    parent = _get(doc, segments[:-1])
+    if isinstance(parent, dict):
+        return _size(parent[segments[-1]]) if segments[-1] in parent else 0
+    if isinstance(parent, list) and segments[-1].isdigit() and int(segments[-1]) < len(parent):
+        return _size(parent[int(segments[-1])])
+    return 0
+
+
+def _size(value: Any) -> int:
+    try:
+        return len(orjson.dumps(value))
+    except (orjson.JSONEncodeError, TypeError):  # (an integer past 64 bits)
+        return len(json.dumps(value, default=str))
 
 
 def _segments(pointer: str) -> list[str]:

@@ -292,7 +292,7 @@ class _Application:
         document = self.path.validator.patch_operations(self.proposal.value)
         spec = self.item.aspect
         start = live.value if live else default_value(spec.schema, spec.named, self.actor, self.now)
-        value = apply_patch(start, document, spec.name)
+        value = apply_patch(start, document, spec.name, self.path.validator.max_aspect_bytes)
         return self.path.validator.check_value(spec, value, context="aspect after PATCH")
 
     def _delete(self, current: StoredAspect | None, live: StoredAspect | None) -> Result:

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 import signal
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
@@ -52,6 +51,7 @@ import orjson
 from ingest import topics as topic_names
 from ingest.eventlog import EventLog, LogRecord
 from ingest.eventlog.loop import ConsumeLoop, Pipeline
+from ingest.like import LikePattern
 from ingest.schema_lookup import registry_lookup
 from schemas.events import EventCodec, EventDecodeError
 from schemas.mcl_wire import Lookup, MclReader
@@ -67,10 +67,9 @@ class SubscriptionError(ValueError):
     """A subscription asked for something that cannot be (an unknown start, a bad pattern)."""
 
 
-def like(pattern: str) -> re.Pattern[str]:
-    """An SQL LIKE pattern (% any run, _ one character; case-insensitive) as a regex."""
-    parts = (".*" if ch == "%" else "." if ch == "_" else re.escape(ch) for ch in pattern)
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+def like(pattern: str) -> LikePattern:
+    """An SQL LIKE pattern (% any run, _ one character) as subscriptions match URNs: case-insensitive."""
+    return LikePattern(pattern, ignore_case=True)
 
 
 def entity_type_of(urn: str) -> str:
@@ -143,7 +142,7 @@ class ChangeFilter:
     aspects: frozenset[str] = frozenset()
     change_types: frozenset[str] = frozenset()
     urn_pattern: str | None = None
-    _urn: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
+    _urn: LikePattern | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_urn", like(self.urn_pattern) if self.urn_pattern else None)
@@ -157,7 +156,7 @@ class ChangeFilter:
     def admits_key(self, urn: str) -> bool:
         """Whether a record keyed by `urn` may pass (checked before decoding it)."""
         return (not self.entity_types or entity_type_of(urn) in self.entity_types) and \
-            (self._urn is None or self._urn.fullmatch(urn) is not None)
+            (self._urn is None or self._urn.matches(urn))
 
     def admits(self, change: Change) -> bool:
         return self.admits_fields(change.entity_type, change.urn, change.aspect, change.change_type)
@@ -166,7 +165,7 @@ class ChangeFilter:
         return (not self.entity_types or entity_type in self.entity_types) \
             and (not self.aspects or aspect in self.aspects) \
             and (not self.change_types or change_type in self.change_types) \
-            and (self._urn is None or self._urn.fullmatch(urn) is not None)
+            and (self._urn is None or self._urn.matches(urn))
 
     @property
     def needs_body(self) -> bool:

@@ -58,7 +58,9 @@ def _external_registry(config: Config) -> ExternalSchemaRegistry | None:
 
 
 def _limits(config: Config) -> Limits:
-    return Limits(metadata_max_length=config.metadata_max_length)
+    sizes = {key: getattr(config, key) for key in ("max_aspect_bytes", "max_request_bytes")
+             if getattr(config, key) is not None}
+    return Limits(metadata_max_length=config.metadata_max_length, **sizes)
 
 
 def open_event_log(config: Config, data_dir: Path) -> EventLog:

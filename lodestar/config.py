@@ -40,7 +40,9 @@ Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_
 `lodestar.yml` in the data directory if it exists.
 
 `LODESTAR_METADATA_MAX_LENGTH` (environment only; default 50, CDAP's) is the longest tag,
-property key or value the v3 metadata API accepts.
+property key or value the v3 metadata API accepts. `LODESTAR_MAX_ASPECT_BYTES` (default 4 MiB:
+an aspect's value, and what a JSON Patch may build) and `LODESTAR_MAX_REQUEST_BYTES` (default
+64 MiB: a request body) bound writes (environment only; docs/access-control.md, Limits).
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class Config:
     cassandra_lease_ttl: int = 10
     opensearch_prefix: str = "lodestar"
     metadata_max_length: int = 50
+    max_aspect_bytes: int | None = None  # None: GMS's default (gms.service.Limits)
+    max_request_bytes: int | None = None
 
     @property
     def embedded(self) -> bool:
@@ -160,7 +164,8 @@ class Config:
                                cassandra_keyspace=env.get("LODESTAR_CASSANDRA_KEYSPACE"),
                                opensearch_prefix=env.get("LODESTAR_OPENSEARCH_PREFIX")))
         for key, unit in (("kafka_session_timeout_ms", "milliseconds"), ("cassandra_lease_ttl", "seconds"),
-                          ("metadata_max_length", "characters")):
+                          ("metadata_max_length", "characters"), ("max_aspect_bytes", "bytes"),
+                          ("max_request_bytes", "bytes")):
             if env.get(f"LODESTAR_{key.upper()}"):
                 values[key] = _positive(env[f"LODESTAR_{key.upper()}"], f"LODESTAR_{key.upper()}", "the environment",
                                         unit)

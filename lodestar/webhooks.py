@@ -33,6 +33,7 @@ from gms.access.admin import AccessAdmin
 from gms.errors import ProposalFailed
 from gms.service import Gms
 from gms.store import StoredAspect
+from ingest.like import MAX_PATTERN_LENGTH
 from ingest.proposal import Proposal
 from ingest.subscribe import Change, ChangeFilter
 from lodestar.secrets import SecretStore, fingerprint
@@ -168,6 +169,9 @@ class Webhooks:
         for field in ("secret", "urnPattern", "description"):
             if body.get(field) is not None and not isinstance(body[field], str):
                 raise WebhookError(f"{field} must be a string")
+        if len(body.get("urnPattern") or "") > MAX_PATTERN_LENGTH:
+            raise WebhookError(f"urnPattern: {len(body['urnPattern'])} characters, over the limit of"
+                               f" {MAX_PATTERN_LENGTH}")
         info = {"url": url, "previousSecrets": [], **{field: body.get(field) or [] for field in checks},
                 "urnPattern": body.get("urnPattern") or None, "description": body.get("description"),
                 "registeredAt": _now_ms()}

@@ -134,10 +134,10 @@ class Filters:
     urn_like: str | None = None
 
     def __post_init__(self) -> None:
-        self._urn = like(self.urn_like).fullmatch if self.urn_like else None
+        self._urn = like(self.urn_like) if self.urn_like else None
 
     def keeps_key(self, urn: str) -> bool:
-        return self._urn is None or self._urn(urn) is not None
+        return self._urn is None or self._urn.matches(urn)
 
     def keeps(self, item: Decoded) -> bool:
         return isinstance(item, AspectChange | TimeseriesPoint | TimeseriesDeletion) and (

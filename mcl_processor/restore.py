@@ -54,7 +54,7 @@ def restore(read_models: ReadModels, decoder: MclDecoder, store: AspectStore, ur
     topic. Returns how many aspects and points were applied; `progress` gets the running count.
     `workers` processes prepare pages ahead (default: one per CPU but one; 0: none)."""
     registry = decoder.registry
-    wanted = like(urn_like).fullmatch if urn_like else None
+    wanted = like(urn_like).matches if urn_like else None
     pages = ([row for row in page if (aspect is None or row.aspect == aspect) and registry.aspect(row.aspect)
               and (wanted is None or wanted(row.urn))] for page in scan_pages(store, BATCH))
     done = 0

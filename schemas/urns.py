@@ -1,7 +1,8 @@
 """URNs: `urn:li:<entityType>:<id>` where <id> is one value or a tuple `(part,part,...)`.
 
 Tuple parts may themselves be URNs with parentheses (a dataJob's flow, a schemaField's
-dataset); commas and parentheses inside a part are percent-encoded, as DataHub does.
+dataset), nested at most MAX_NESTING deep; commas and parentheses inside a part are
+percent-encoded, as DataHub does.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 PREFIX = "urn:li:"
+MAX_NESTING = 20  # tuples within tuples of one URN (DataHub's deepest, a schemaField's dataset's, is 2)
 URN_CACHE = 8192  # parsed URNs kept per process (about 600 bytes each): the URNs of a few requests' batches
 _ENCODE = {"%": "%25", "(": "%28", ")": "%29", ",": "%2C"}
 
@@ -87,6 +89,8 @@ def _split_tuple(body: str, whole: str) -> tuple[str, ...]:
     for i, ch in enumerate(body):
         if ch == "(":
             depth += 1
+            if depth >= MAX_NESTING:
+                raise UrnError(f"{whole[:200]!r}...: tuples nested over {MAX_NESTING} deep")
         elif ch == ")":
             depth -= 1
             if depth < 0:
@@ -106,6 +110,8 @@ def _check_balanced(ident: str, whole: str) -> None:
     depth = 0
     for ch in ident:
         depth += (ch == "(") - (ch == ")")
+        if depth > MAX_NESTING:
+            raise UrnError(f"{whole[:200]!r}...: tuples nested over {MAX_NESTING} deep")
         if depth < 0:
             raise UrnError(f"{whole!r}: unbalanced ')'")
     if depth:

@@ -40,6 +40,7 @@ from lodestar.api.context import (
     api_of,
     error,
 )
+from lodestar.api.limits import max_json_items
 from lodestar.api.writers import WriterThreads
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
@@ -88,7 +89,8 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: Mc
                           client_max_size=gms.limits.max_request_bytes)
     app[LIMIT_KEY] = gms.limits.max_request_bytes
     app[GMS_KEY] = Api(gms, auth, read_models, processor,
-                       WriterThreads(yielding_niceness, lambda: app[guards.GUARDS_KEY].indexing_first()))
+                       WriterThreads(yielding_niceness, lambda: app[guards.GUARDS_KEY].indexing_first()),
+                       max_json_items())
     auth.lookup = gms.access.token_principal  # tokens created through /v1/access
     app[openapi.DOCUMENT_KEY] = openapi.document(ROUTE_MODULES)
     for module in ROUTE_MODULES:

@@ -17,6 +17,7 @@ from gms.tracing import in_context
 from gms.write_path import Result
 from ingest.proposal import Proposal, ProposalError
 from lodestar.api.auth import TokenAuth
+from lodestar.api.limits import MAX_JSON_ITEMS, json_items
 from lodestar.api.writers import WriterThreads
 from mcl_processor.processor import MclProcessor, wait_until_caught_up
 from mcl_processor.readmodels import ReadModels
@@ -55,8 +56,9 @@ class Api:
     threads (`writers.py`); `processor` is the MCL processor when it runs in this process."""
 
     def __init__(self, gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: MclProcessor | None = None,
-                 writers: WriterThreads | None = None):
+                 writers: WriterThreads | None = None, max_json_items: int = MAX_JSON_ITEMS):
         self.gms = gms
+        self.max_json_items = max_json_items  # of one request body (lodestar.api.limits)
         self.auth = auth
         self.read_models = read_models
         self.processor = processor
@@ -113,7 +115,8 @@ async def read_json(request: web.Request) -> Any:
     holds the store's write lock, the event loop must not compete with it for the GIL. Never
     on the yielding one: queries (GraphQL, DataHub's read actions) read their bodies here too."""
     body = await request.read()
-    return await api_of(request).writers.run(in_context(decode_json, body), may_yield=False)
+    api = api_of(request)
+    return await api.writers.run(in_context(decode_json, body, api.max_json_items), may_yield=False)
 
 
 def json_text(value: Any) -> str:
@@ -121,8 +124,15 @@ def json_text(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def decode_json(raw: bytes) -> Any:
-    """A request body's JSON; a 400 naming the problem when it is not JSON."""
+def decode_json(raw: bytes, max_items: int = MAX_JSON_ITEMS) -> Any:
+    """A request body's JSON; a 400 naming the problem when it is not JSON (or nests past 1,024
+    levels, orjson's limit), 413 when it holds over max_items items (lodestar.api.limits.json_items,
+    counted before parsing)."""
+    if (items := json_items(raw, max_items)) > max_items:
+        raise web.HTTPRequestEntityTooLarge(
+            max_size=max_items, actual_size=items, content_type="application/json",
+            text=json.dumps({"error": "too_large", "message": f"request body holds {items} JSON items (commas,"
+                             f" colons, brackets), over the limit of {max_items}", "status": 413}))
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:

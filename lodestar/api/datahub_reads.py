@@ -31,6 +31,7 @@ from aiohttp import web
 
 from gms.access import READ, can_read
 from gms.store import AspectStore, StoredAspect
+from ingest.like import MAX_PATTERN_LENGTH, LikePattern
 from ingest.proposal import ProposalError, parse_proposal
 from lodestar.api.access import readable, require
 from lodestar.api.context import Api, api_of, error, principal_of, read_json
@@ -360,17 +361,12 @@ async def timeseries_values(request: web.Request, body: dict[str, Any]) -> web.R
     return web.json_response({"value": answer})
 
 
-def _like(pattern: str) -> re.Pattern[str]:
-    """SQL LIKE as a regular expression: % any run, _ any one character."""
-    return re.compile("".join(".*" if c == "%" else "." if c == "_" else re.escape(c) for c in pattern), re.DOTALL)
-
-
-def _count(store: AspectStore, aspect: str, like: re.Pattern[str] | None, visible: frozenset[str] | None) -> int:
+def _count(store: AspectStore, aspect: str, like: LikePattern | None, visible: frozenset[str] | None) -> int:
     count, after = 0, None
     while True:
         rows = list(store.scan_latest(after, 1000))
         for row in rows:
-            if row.aspect == aspect and (like is None or like.fullmatch(row.urn)) and can_read(visible, row.urn):
+            if row.aspect == aspect and can_read(visible, row.urn) and (like is None or like.matches(row.urn)):
                 count += 1
         if len(rows) < 1000:
             return count
@@ -384,7 +380,12 @@ async def aspect_count(request: web.Request, body: dict[str, Any]) -> web.Respon
     if _registry(request).aspect(name) is None:
         raise refuse(400, "unknown_aspect", f"aspect {name!r} is not in the registry")
     like = _field(body, "urnLike", str)
-    count = await asyncio.to_thread(_count, _store(request), name, _like(like) if like else None, readable(request))
+    if like is not None and len(like) > MAX_PATTERN_LENGTH:
+        raise refuse(400, "invalid_request", f"urnLike: {len(like)} characters, over the limit of {MAX_PATTERN_LENGTH}")
+    visible = readable(request)
+    if visible is not None and not visible:  # nothing readable: nothing to scan
+        return web.json_response({"value": 0})
+    count = await asyncio.to_thread(_count, _store(request), name, LikePattern(like) if like else None, visible)
     return web.json_response({"value": count})
 
 

@@ -6,9 +6,10 @@
 - Backpressure: a write (any method but GET/HEAD/OPTIONS, save the routes marked queries with
   `context.query_route`: GraphQL, DataHub's search and read actions) is refused with 429 `overloaded` and
   `Retry-After` while the MCL processor lags more than `max_mcl_lag` records behind the MCL
-  topics, or while the bodies of the writes in flight would exceed `max_inflight_bytes`. The
-  lag is sampled off the event loop at most every `sample_every` seconds; what a process holds
-  for requests is bounded by the in-flight budget, however fast callers send.
+  topics; any request with a body (queries too) while the bodies in flight would exceed
+  `max_inflight_bytes`. The lag is sampled off the event loop at most every `sample_every`
+  seconds; what a process holds for requests is bounded by the in-flight budget, however fast
+  callers send.
 - A write is refused with 503 `backend_unavailable` (nothing of it done) while the event log
   does not answer a ping (sent at most every `sample_every` seconds, off the event loop, and
   awaited by the writes that arrive meanwhile):
@@ -206,24 +207,26 @@ async def unavailable(request: web.Request, handler: Handler) -> web.StreamRespo
 
 @web.middleware
 async def throttle(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """413 at once for a body announced over the size limit (before any of it is read); 429 with
-    Retry-After for writes while the MCL processor lags or too many bytes are in flight."""
+    """413 at once for a body announced over the size limit (before any of it is read; one sent
+    without a length is cut off as soon as it passes it: `client_max_size`); 429 with Retry-After
+    for writes while the MCL processor lags, and for any body while too many bytes are in flight."""
     if request.content_length is not None and request.content_length > request.app[LIMIT_KEY]:
         return error(413, "too_large", f"request body of {request.content_length} bytes, over the limit of"
                      f" {request.app[LIMIT_KEY]}")
-    if request.method in READ_METHODS or is_query(request):
+    if request.method in READ_METHODS:
         return await handler(request)
     guards = request.app[GUARDS_KEY]
     limits = guards.limits
-    if problem := await guards.log.current():
-        return error(503, "backend_unavailable", f"the event log does not answer: {problem}; nothing was done",
-                     headers={"Retry-After": "2"})
-    lag = await guards.lag.current()
-    if lag > limits.max_mcl_lag:
-        guards.refused += 1
-        return error(429, "overloaded", f"the MCL processor is {lag} records behind (limit {limits.max_mcl_lag});"
-                     " retry later", headers={"Retry-After": str(guards.lag.retry_after(limits.max_mcl_lag))},
-                     lag=lag)
+    if not is_query(request):
+        if problem := await guards.log.current():
+            return error(503, "backend_unavailable", f"the event log does not answer: {problem}; nothing was done",
+                         headers={"Retry-After": "2"})
+        lag = await guards.lag.current()
+        if lag > limits.max_mcl_lag:
+            guards.refused += 1
+            return error(429, "overloaded", f"the MCL processor is {lag} records behind (limit"
+                         f" {limits.max_mcl_lag}); retry later",
+                         headers={"Retry-After": str(guards.lag.retry_after(limits.max_mcl_lag))}, lag=lag)
     size = request.content_length if request.content_length is not None else request.app[LIMIT_KEY]
     if guards.inflight_bytes and guards.inflight_bytes + size > limits.max_inflight_bytes:
         guards.refused += 1

@@ -1,7 +1,13 @@
 """Bounds of the numeric and boolean query parameters of every route, and their parsing: a value
-out of its bounds or not of its type is 400 naming the parameter (never an overflow deeper down)."""
+out of its bounds or not of its type is 400 naming the parameter (never an overflow deeper down);
+and how many JSON items a request body may hold (`json_items`), counted before it is parsed:
+parsed, each value costs some 50 to 100 bytes, so a body of 60 MiB of `{},` would take gigabytes."""
 
 from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
 
 from aiohttp import web
 
@@ -11,6 +17,29 @@ MAX_HOPS = 100  # lineage hops
 MAX_POINTS = 100_000  # timeseries points of one answer
 MAX_VERSION = 2**31 - 1
 MAX_MILLIS = 2**62  # timestamps
+MAX_JSON_ITEMS = 2_000_000  # items of one JSON body (see json_items), by default (LODESTAR_MAX_JSON_ITEMS)
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+
+
+def max_json_items(env: Mapping[str, str] = os.environ) -> int:
+    """The limit on the items of a JSON body: LODESTAR_MAX_JSON_ITEMS, else MAX_JSON_ITEMS."""
+    text = env.get("LODESTAR_MAX_JSON_ITEMS")
+    if not text:
+        return MAX_JSON_ITEMS
+    if not text.isdigit() or int(text) < 1:
+        raise ValueError(f"LODESTAR_MAX_JSON_ITEMS: {text!r} is not a positive whole number")
+    return int(text)
+
+
+def json_items(raw: bytes, limit: int) -> int:
+    """The JSON text's items: its commas, colons and opening brackets outside strings, plus one
+    (at least its values and keys, at most twice as many). Exact once over the limit, a bound
+    below it: counted at the speed of bytes.count, strings stripped only when that passes the limit."""
+    def counted(text: bytes) -> int:
+        return text.count(b",") + text.count(b":") + text.count(b"[") + text.count(b"{") + 1
+
+    bound = counted(raw)
+    return bound if bound <= limit or b'"' not in raw else counted(_STRING.sub(b"", raw))
 
 
 def int_param(request: web.Request, name: str, default: int | None, minimum: int = 0,

@@ -60,7 +60,7 @@ def _answer_proposals(api: Api, raw: bytes, actor: str, headers: dict[str, str]
     the request's objects (some 100,000 for 1,000 proposals) are freed before the cyclic garbage
     collector runs again, which otherwise scans them all once after every batch. The status,
     the answer and whether to wait for the index, or an error response."""
-    body = decode_json(raw)
+    body = decode_json(raw, api.max_json_items)
     if not isinstance(body, dict) or not isinstance(body.get("proposals"), list):
         return error(400, "invalid_request", 'body must be {"proposals": [MCP, ...], "async": false}')
     items = body["proposals"]

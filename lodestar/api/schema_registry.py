@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from gms.access import INSTANCE, WRITE
@@ -56,8 +57,8 @@ async def _run(request: web.Request, fn: Any, *args: Any) -> Any:
 async def _body(request: web.Request) -> dict[str, Any]:
     raw = await request.read()
     try:
-        body = json.loads(raw) if raw else {}
-    except ValueError as err:
+        body = orjson.loads(raw) if raw else {}  # (orjson refuses nesting past 1,024 levels)
+    except orjson.JSONDecodeError as err:
         raise RegistryError(400, 400, f"Unexpected character in the request body: {err}") from None
     if not isinstance(body, dict):
         raise RegistryError(422, 42201, "Invalid schema: the body must be a JSON object")

@@ -28,6 +28,8 @@ async def index(request: web.Request) -> web.StreamResponse:
 
 async def asset(request: web.Request) -> web.StreamResponse:
     name = request.match_info["name"]
+    if "\x00" in name or "/" in name or "\\" in name:  # no file has such a name
+        raise web.HTTPNotFound(text=f"no UI file {name!r}")
     path = (DIST / name).resolve()
     if path.parent != DIST.resolve() or not path.is_file():
         raise web.HTTPNotFound(text=f"no UI file {name!r}")

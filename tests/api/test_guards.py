@@ -375,3 +375,19 @@ def test_each_response_carries_a_trace_id_and_log_lines_are_json_with_it_and_the
     assert (line["urn"], line["aspect"], line["level"]) == (urn, "datasetProperties", "INFO")
     assert line["msg"].startswith("proposal failed: precondition_failed")
     assert line["trace_id"] == "trace-412"  # carried from the request into the writer thread
+
+
+def test_graphql_bodies_count_against_the_in_flight_byte_budget(lagging):
+    body = json.dumps({"query": "{ __typename }", "pad": "p" * 3000}).encode()
+    with socket.create_connection(("127.0.0.1", lagging.port)) as slow:  # a query whose body takes its time
+        slow.sendall(f"POST /api/graphql HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n"
+                     f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body[:100])
+        await_(lambda: lagging.guards.inflight_bytes == len(body), "the slow query in flight")
+        response = requests.post(f"{lagging.url}/api/graphql", headers=AUTH, timeout=30,
+                                 json={"query": "{ __typename }", "pad": "q" * 2000})
+        assert response.status_code == 429 and response.json()["error"] == "overloaded"
+        slow.sendall(body[100:])
+        assert b" 200 OK" in slow.recv(65536).split(b"\r\n")[0]
+    await_(lambda: lagging.guards.inflight_bytes == 0, "the slow query done")
+    answer = requests.post(f"{lagging.url}/api/graphql", headers=AUTH, json={"query": "{ __typename }"}, timeout=30)
+    assert answer.status_code == 200 and answer.json()["data"] == {"__typename": "Query"}

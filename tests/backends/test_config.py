@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from gms.service import Limits
 from ingest.backends import Endpoints
+from lodestar.assembly import _limits
 from lodestar.config import Config, ConfigError
 
 
@@ -80,6 +82,12 @@ def test_the_metadata_length_limit_comes_from_the_environment():
     assert Config.load(env={"LODESTAR_METADATA_MAX_LENGTH": "120"}).metadata_max_length == 120
 
 
+def test_the_size_limits_come_from_the_environment():
+    assert _limits(Config.load(env={})) == Limits()
+    config = Config.load(env={"LODESTAR_MAX_ASPECT_BYTES": "1024", "LODESTAR_MAX_REQUEST_BYTES": "65536"})
+    assert _limits(config) == Limits(max_aspect_bytes=1024, max_request_bytes=65536)
+
+
 @pytest.mark.parametrize("text, env, message", [
     ("event_log: rabbit\n", {}, "event_log must be one of sqlite, kafka, not 'rabbit'"),
     ("evnt_log: kafka\n", {}, "unknown setting(s) evnt_log"),
@@ -107,6 +115,8 @@ def test_the_metadata_length_limit_comes_from_the_environment():
     ("", {"LODESTAR_METADATA_MAX_LENGTH": "long"},
      "the environment: LODESTAR_METADATA_MAX_LENGTH must be a positive number of characters, not 'long'"),
     ("", {"LODESTAR_METADATA_MAX_LENGTH": "0"}, "LODESTAR_METADATA_MAX_LENGTH must be a positive number"),
+    ("", {"LODESTAR_MAX_ASPECT_BYTES": "4MB"},
+     "the environment: LODESTAR_MAX_ASPECT_BYTES must be a positive number of bytes, not '4MB'"),
 ])
 def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
     path = tmp_path / "lodestar.yml"

@@ -286,6 +286,7 @@ def test_a_removed_webhook_gets_nothing_more(server, receiver, dispatching):
     ({"url": "http://example.com/x", "changeTypes": ["MERGE"]}, "changeTypes: unknown changeType 'MERGE'"),
     ({"url": "http://example.com/x", "colour": "blue"}, "unknown field(s) colour"),
     ([1, 2], "body must be a JSON object"),
+    ({"url": "http://example.com/x", "urnPattern": "%" * 1001}, "urnPattern: 1001 characters, over the limit of 1000"),
 ])
 def test_bad_registrations_are_refused_with_a_reason(server, body, message):
     status, answer = server.client().request("POST", "/v1/webhooks", body)
@@ -335,3 +336,18 @@ def test_lodestar_serve_delivers_to_webhooks_unless_told_not_to(tmp_path, receiv
                 assert headers["X-Lodestar-Signature"] == signature("k", receiver.requests[before][1])
             # the properties did not pass the filter; without the role nothing is sent (`lodestar webhooks` would)
             assert receiver.settled(0.5 if delivers else 3.0) == before + delivers
+
+
+def test_an_urn_pattern_that_would_backtrack_a_regex_costs_deliveries_nothing(server, receiver, dispatching):
+    """`%`s before a character the URN lacks: as a regular expression, each write of a long URN
+    would hold the server for hours; matched as LIKE, at once."""
+    client = server.client()
+    hostile = client.call("POST", "/v1/webhooks", {"url": receiver.url, "urnPattern": "%%%%%%%%%%%%#"}, ok=(201,))
+    fields = client.call("POST", "/v1/webhooks", {"url": receiver.url, "urnPattern": "%db.x_x%",
+                                                  "aspects": ["status"]}, ok=(201,))
+    dispatching()
+    long = dataset_urn("db." + "x" * 3000)
+    propose(server, mcp(long, "status", {"removed": False}))
+    ((headers, body),) = receiver.wait_for(1)
+    assert headers["X-Lodestar-Webhook"] == fields["id"] and body["change"]["entityUrn"] == long
+    assert receiver.settled() == 1 and hostile["id"] != fields["id"]

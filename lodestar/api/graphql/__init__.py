@@ -6,7 +6,9 @@ A request that is no GraphQL request (not JSON, no `query` string, `variables` n
 is 400 with a JSON error. A document that does not parse or validate (a field, type or
 argument the schema lacks) or asks for what Lodestar cannot answer (a filter field, a sort, a
 flag) gets a 200 whose `errors` name it, as GraphQL servers answer; a document is parsed up to
-MAX_TOKENS tokens and MAX_DEPTH nested selections. Reads see only what the caller may read, as
+MAX_TOKENS tokens, and refused before it runs when it nests selections too deep, asks for too
+many fields or may cost too much (cost.py: fragments inlined, aliases counted, lists weighted by
+the results they ask for; its limits are settings). Reads see only what the caller may read, as
 /v1/search and /v1/lineage do; `createTag` writes through GMS as the caller. Execution runs in
 a worker thread, so the event loop stays free while the read models answer."""
 
@@ -20,7 +22,6 @@ from typing import Any
 
 from aiohttp import web
 from graphql import (
-    DocumentNode,
     GraphQLError,
     GraphQLSchema,
     build_schema,
@@ -31,13 +32,16 @@ from graphql import (
 
 from lodestar.api.access import readable
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
+from lodestar.api.graphql.cost import QueryLimits, TooCostly, check
 from lodestar.api.graphql.entities import Context, graphql_type_of
 from lodestar.api.graphql.resolvers import resolve
 from lodestar.api.openapi import OBJECT, response
 
 log = logging.getLogger(__name__)
 MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has some 2,000)
-MAX_DEPTH = 32  # nested selection sets of one operation or fragment
+MAX_DEPTH = QueryLimits.max_depth  # nested selections of one operation, its fragments inlined
+DEFAULT_LIMITS = QueryLimits()
+LIMITS_KEY = web.AppKey("graphql_limits", QueryLimits)
 
 
 @cache
@@ -48,27 +52,13 @@ def schema() -> GraphQLSchema:
     return built
 
 
-def _depth(document: DocumentNode) -> int:
-    deepest = 0
-    for definition in document.definitions:
-        stack = [(getattr(definition, "selection_set", None), 1)]
-        while stack:
-            selections, depth = stack.pop()
-            if selections is None:
-                continue
-            deepest = max(deepest, depth)
-            for selection in selections.selections:
-                stack.append((getattr(selection, "selection_set", None), depth + 1))
-    return deepest
-
-
 def _formatted(err: GraphQLError) -> dict[str, Any]:
     out = err.formatted
     out.setdefault("extensions", {}).setdefault("code", 400)
     return out
 
 
-def execute(request_body: dict[str, Any], context: Context) -> dict[str, Any]:
+def execute(request_body: dict[str, Any], context: Context, limits: QueryLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """The answer to one GraphQL request: {"data": ...} and/or {"errors": [...]}. An error no
     resolver meant (a bug, a backend that does not answer) is raised, for the app to answer it
     as every route does (500, or 503 with Retry-After)."""
@@ -78,9 +68,10 @@ def execute(request_body: dict[str, Any], context: Context) -> dict[str, Any]:
         return {"errors": [_formatted(err)]}
     except RecursionError:
         return {"errors": [{"message": "the document is nested too deeply", "extensions": {"code": 400}}]}
-    if (depth := _depth(document)) > MAX_DEPTH:
-        return {"errors": [{"message": f"the document nests {depth} selections; at most {MAX_DEPTH} are served",
-                            "extensions": {"code": 400}}]}
+    try:
+        check(document, request_body.get("variables"), limits)
+    except TooCostly as refused:
+        return {"errors": [{"message": str(refused), "extensions": {"code": 400}}]}
     problems = validate(schema(), document)
     if problems:
         return {"errors": [_formatted(e) for e in problems]}
@@ -112,7 +103,7 @@ async def graphql(request: web.Request) -> web.Response:
         return _bad_request("operationName: must be a string")
     api = api_of(request)
     context = Context(api, principal_of(request), readable(request), asyncio.get_running_loop())
-    return web.json_response(await asyncio.to_thread(execute, body, context))
+    return web.json_response(await asyncio.to_thread(execute, body, context, request.app[LIMITS_KEY]))
 
 
 OPENAPI_PATHS: dict[str, Any] = {
@@ -132,5 +123,6 @@ OPENAPI_PATHS: dict[str, Any] = {
 def add_routes(app: web.Application) -> None:
     # A query for the write guards (lag, event-log ping): reads must go on while indexing lags.
     # Its one mutation, createTag, writes through GMS, whose own errors answer for it.
+    app[LIMITS_KEY] = QueryLimits.from_env()
     app.router.add_post("/api/graphql", query_route(graphql))
 
