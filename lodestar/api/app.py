@@ -41,6 +41,7 @@ from lodestar.api.context import (
     error,
 )
 from lodestar.api.writers import WriterThreads
+from lodestar.webhook_addresses import AddressRules
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 
@@ -81,12 +82,14 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 
 def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: MclProcessor | None = None,
-               yielding_niceness: int = 0) -> web.Application:
+               yielding_niceness: int = 0, webhook_addresses: AddressRules | None = None) -> web.Application:
     """The HTTP app. `yielding_niceness`: how much lower the CPU priority of the writes is while
-    the MCL processor lags past half its limit (`WriterThreads`; 0: the same)."""
+    the MCL processor lags past half its limit (`WriterThreads`; 0: the same). `webhook_addresses`:
+    where webhook URLs may point (default: public addresses only)."""
     app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
                           client_max_size=gms.limits.max_request_bytes)
     app[LIMIT_KEY] = gms.limits.max_request_bytes
+    app[webhooks.ADDRESSES_KEY] = webhook_addresses or AddressRules()
     app[GMS_KEY] = Api(gms, auth, read_models, processor,
                        WriterThreads(yielding_niceness, lambda: app[guards.GUARDS_KEY].indexing_first()))
     auth.lookup = gms.access.token_principal  # tokens created through /v1/access

@@ -24,7 +24,15 @@ from ingest.backends.errors import BackendError, BackendUnavailable
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError
 from lodestar.cli import metadata as metadata_cli
-from lodestar.cli.common import DEFAULT_SERVER, CliError, Local, client_of, config_of, default_data_dir
+from lodestar.cli.common import (
+    DEFAULT_SERVER,
+    CliError,
+    Local,
+    add_webhook_address_option,
+    client_of,
+    config_of,
+    default_data_dir,
+)
 from lodestar.cli.failed import register as register_failed
 from lodestar.cli.pipeline import register as register_pipeline
 from lodestar.cli.replay import register as register_replay
@@ -231,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
         serve.add_argument("--workers", type=int, default=1,
                            help="GMS processes sharing the port and the data directory (default 1)")
         serve.add_argument("--no-webhooks", action="store_true", help="leave webhook delivery to `lodestar webhooks`")
+        add_webhook_address_option(serve)
         config_option(serve)
         serve.set_defaults(func=cmd_serve)
 

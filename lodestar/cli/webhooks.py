@@ -18,12 +18,14 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
 
     if args.attempts < 1 or args.backoff < 0 or args.timeout <= 0:
         raise CliError("--attempts must be at least 1, --backoff at least 0 and --timeout above 0")
+    config = config_of(args)
     try:
-        gms = open_gms(config_of(args), Path(args.data_dir), process="webhooks")
+        gms = open_gms(config, Path(args.data_dir), process="webhooks")
     except BackendError as err:
         raise CliError(str(err)) from None
     try:
-        dispatcher = WebhookDispatcher(gms, args.attempts, args.backoff, args.timeout)
+        dispatcher = WebhookDispatcher(gms, args.attempts, args.backoff, args.timeout,
+                                       addresses=config.webhook_addresses)
         print(f"delivering changes to {len(dispatcher.hooks)} webhook(s) (data: {args.data_dir})", flush=True)
         dispatcher.run()
         print(f"{dispatcher.delivered} delivered, {dispatcher.dead} dead letter(s)", flush=True)
@@ -34,7 +36,7 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add `lodestar webhooks` to the CLI's subcommands."""
-    from lodestar.cli.common import default_data_dir
+    from lodestar.cli.common import add_webhook_address_option, default_data_dir
 
     hooks = sub.add_parser("webhooks", help="deliver changes to the registered webhooks (POST /v1/webhooks)")
     hooks.add_argument("--attempts", type=int, default=5, help="sends per change before it is a dead letter")
@@ -42,4 +44,5 @@ def register(sub: Any) -> None:
     hooks.add_argument("--timeout", type=float, default=10.0, help="seconds a URL has to answer")
     hooks.add_argument("--data-dir", default=str(default_data_dir()))
     hooks.add_argument("--config", help="lodestar.yml choosing adapters and endpoints")
+    add_webhook_address_option(hooks)
     hooks.set_defaults(func=cmd_webhooks)
