@@ -55,15 +55,10 @@ def _embedded_ipv4(address: IPAddress) -> ipaddress.IPv4Address | None:
 
 def kind_of(address: IPAddress) -> str | None:
     """What makes an address non-public ('loopback', 'private', ...), or None for a public one."""
-    for candidate in (address, _embedded_ipv4(address)):
-        if candidate is None:
-            continue
-        for kind in ("unspecified", "loopback", "link_local", "multicast", "private", "reserved"):
-            if getattr(candidate, f"is_{kind}"):
-                return kind.replace("_", "-")
-        if not candidate.is_global:
-            return "non-public"
-    return None
+    for kind in ("unspecified", "loopback", "link_local", "multicast", "private", "reserved"):
+        if getattr(address, f"is_{kind}"):
+            return kind.replace("_", "-")
+    return None if address.is_global else "non-public"
 
 
 @dataclass(frozen=True)
@@ -99,10 +94,12 @@ class AddressRules:
         """Why an address is refused, or None when it is allowed."""
         if self.everything:
             return None
-        kind = kind_of(address)
-        if kind is None or any(address in network for network in self.allowed):
+        reached = _embedded_ipv4(address) or address  # an IPv6 address carrying an IPv4 one reaches that
+        kind = kind_of(reached)
+        if kind is None or any(reached in network for network in self.allowed):
             return None
-        return f"{address} is a {kind} address (allow it with {ALLOW_ENV})"
+        shown = address if reached == address else f"{address} ({reached})"
+        return f"{shown} is a {kind} address (allow it with {ALLOW_ENV})"
 
     def check_url(self, url: object) -> None:
         """Refuse (AddressRefused) a URL that is not http(s), or whose host does not resolve or
