@@ -66,10 +66,11 @@ def access_line(request: web.BaseRequest, response: web.StreamResponse, seconds:
 
 
 def _open(where: str) -> int:
-    """A file descriptor to write lines to: stderr's, or the file's, opened for appending."""
+    """A file descriptor to write lines to: stderr's, or the file's, opened for appending (made
+    readable by its owner only)."""
     if where == STDERR:
         return 2
-    return os.open(where, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    return os.open(where, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
 
 class JsonAccessLogger(AbstractAccessLogger):

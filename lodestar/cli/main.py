@@ -23,6 +23,7 @@ from gms.tracing import configure_logging
 from ingest.backends.errors import BackendError, BackendUnavailable
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError
+from lodestar import file_permissions
 from lodestar.cli import metadata as metadata_cli
 from lodestar.cli.common import (
     DEFAULT_SERVER,
@@ -62,6 +63,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"cannot open the access log {args.access_log}: {err.strerror or err}") from None
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
+        file_permissions.tighten(data_dir)
         token, created = admin_token(data_dir, args.admin_token)
         if args.examples:
             gms = open_gms(config, data_dir)
@@ -302,6 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack on stderr
+    file_permissions.restrict()  # what any command creates (data directory, databases, logs) is its user's only
     configure_logging(getattr(logging, os.environ.get("LODESTAR_LOG_LEVEL", "WARNING").upper(), logging.WARNING))
     args = build_parser().parse_args(argv)
     try:
