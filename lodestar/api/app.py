@@ -24,6 +24,7 @@ from lodestar.api import (
     reads,
     run_lineage,
     schema_registry,
+    security_headers,
     ui,
     webhooks,
 )
@@ -94,6 +95,7 @@ def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: Mc
                        WriterThreads(yielding_niceness, lambda: app[guards.GUARDS_KEY].indexing_first()))
     auth.lookup = gms.access.token_principal  # tokens created through /v1/access
     app[openapi.DOCUMENT_KEY] = openapi.document(ROUTE_MODULES)
+    security_headers.install(app)
     for module in ROUTE_MODULES:
         module.add_routes(app)
 

@@ -64,7 +64,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         file_permissions.tighten(data_dir)
-        token, created = admin_token(data_dir, args.admin_token)
+        token, created = admin_token(data_dir, _given_admin_token(args))
         if args.examples:
             gms = open_gms(config, data_dir)
             try:
@@ -88,6 +88,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return serve_workers(data_dir, args.host, args.port, token, args.workers, config, roles, access_log)
     except ServeError as err:
         raise CliError(str(err)) from None
+
+
+def _given_admin_token(args: argparse.Namespace) -> str | None:
+    """The admin token --admin-token gives, or the one in the --admin-token-file; None: neither."""
+    if args.admin_token_file is None:
+        return args.admin_token
+    if args.admin_token is not None:
+        raise CliError("give --admin-token or --admin-token-file, not both")
+    try:
+        token = Path(args.admin_token_file).read_text().strip()
+    except (OSError, UnicodeDecodeError) as err:
+        why = getattr(err, "strerror", None) or err
+        raise CliError(f"cannot read the admin token file {args.admin_token_file}: {why}") from None
+    if not token or any(c.isspace() for c in token):
+        raise CliError(f"the admin token file {args.admin_token_file} must hold one token (no spaces), not"
+                       f" {'nothing' if not token else 'several words'}")
+    return token
 
 
 def _load_examples(gms) -> None:
@@ -236,7 +253,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="one JSON line per request: '-' stderr (default), a file to append to, or 'off'"
                                 " (env LODESTAR_ACCESS_LOG)")
         serve.add_argument("--admin-token", help="admin bearer token (default: stored in the data directory, "
-                                                 "created on first start)")
+                                                 "created on first start); other local users see it in `ps`:"
+                                                 " prefer --admin-token-file")
+        serve.add_argument("--admin-token-file", default=os.environ.get("LODESTAR_ADMIN_TOKEN_FILE"), metavar="PATH",
+                           help="read the admin bearer token from this file (env LODESTAR_ADMIN_TOKEN_FILE)")
         serve.add_argument("--examples", action="store_true", help="load the example metadata on start")
         serve.add_argument("--workers", type=int, default=1,
                            help="GMS processes sharing the port and the data directory (default 1)")
