@@ -8,6 +8,7 @@ import pytest
 
 from ingest.backends import Endpoints
 from lodestar.config import Config, ConfigError
+from lodestar.webhook_addresses import AddressRules
 
 
 def test_defaults_are_the_embedded_stores(tmp_path):
@@ -80,6 +81,13 @@ def test_the_metadata_length_limit_comes_from_the_environment():
     assert Config.load(env={"LODESTAR_METADATA_MAX_LENGTH": "120"}).metadata_max_length == 120
 
 
+def test_webhook_addresses_are_public_only_unless_the_environment_allows_networks():
+    assert Config.load(env={}).webhook_addresses == AddressRules()
+    allowed = Config.load(env={"LODESTAR_WEBHOOK_ALLOW_PRIVATE": "10.0.0.0/8, 127.0.0.1/32"}).webhook_addresses
+    assert [str(network) for network in allowed.allowed] == ["10.0.0.0/8", "127.0.0.1/32"]
+    assert Config.load(env={"LODESTAR_WEBHOOK_ALLOW_PRIVATE": "all"}).webhook_addresses.everything
+
+
 @pytest.mark.parametrize("text, env, message", [
     ("event_log: rabbit\n", {}, "event_log must be one of sqlite, kafka, not 'rabbit'"),
     ("evnt_log: kafka\n", {}, "unknown setting(s) evnt_log"),
@@ -107,6 +115,8 @@ def test_the_metadata_length_limit_comes_from_the_environment():
     ("", {"LODESTAR_METADATA_MAX_LENGTH": "long"},
      "the environment: LODESTAR_METADATA_MAX_LENGTH must be a positive number of characters, not 'long'"),
     ("", {"LODESTAR_METADATA_MAX_LENGTH": "0"}, "LODESTAR_METADATA_MAX_LENGTH must be a positive number"),
+    ("", {"LODESTAR_WEBHOOK_ALLOW_PRIVATE": "intranet"},
+     "the environment: LODESTAR_WEBHOOK_ALLOW_PRIVATE: 'intranet' is not a CIDR (e.g. 10.0.0.0/8)"),
 ])
 def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
     path = tmp_path / "lodestar.yml"
