@@ -1,8 +1,10 @@
-"""`lodestar webhooks`: deliver changes to the registered webhooks (see lodestar.webhook_delivery)."""
+"""`lodestar webhooks`: deliver changes to the registered webhooks (see lodestar.webhook_delivery),
+warning at start of each whose URL the address rules refuse (lodestar.webhook_addresses)."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
     from ingest.backends.errors import BackendError
     from lodestar.assembly import open_gms
     from lodestar.cli.common import CliError, config_of
+    from lodestar.webhook_addresses import AddressRefused
     from lodestar.webhook_delivery import WebhookDispatcher
 
     if args.attempts < 1 or args.backoff < 0 or args.timeout <= 0:
@@ -27,6 +30,12 @@ def cmd_webhooks(args: argparse.Namespace) -> int:
         dispatcher = WebhookDispatcher(gms, args.attempts, args.backoff, args.timeout,
                                        addresses=config.webhook_addresses)
         print(f"delivering changes to {len(dispatcher.hooks)} webhook(s) (data: {args.data_dir})", flush=True)
+        for hook in dispatcher.hooks.values():
+            try:
+                dispatcher.addresses.check_url(hook.url)
+            except AddressRefused as err:
+                print(f"lodestar: warning: webhook {hook.id}: url: {err}; its changes will be dead letters until it"
+                      " is registered anew (or the address allowed)", file=sys.stderr, flush=True)
         dispatcher.run()
         print(f"{dispatcher.delivered} delivered, {dispatcher.dead} dead letter(s)", flush=True)
     finally:

@@ -7,6 +7,8 @@ and the `webhooks` group keeps committing."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,7 +27,7 @@ from lodestar.webhooks import INFO, PREFIX, Webhooks
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 from tests.support.builders import dataset_urn, mcp
-from tests.support.processes import ServeProcess, run_cli
+from tests.support.processes import LODESTAR, ServeProcess, run_cli
 from tests.support.server import LOOPBACK_WEBHOOKS, LiveServer, start_server
 from tests.support.webhook_receiver import Receiver
 
@@ -221,3 +223,28 @@ def test_a_bad_url_written_directly_is_a_failed_delivery_and_the_group_keeps_com
     log, topic = server.gms.log, topics.MCL_VERSIONED
     await_(lambda: all(log.committed(GROUP, topic, p) == log.end_offset(topic, p)
                        for p in range(log.partitions(topic))), "the webhooks group committed every change")
+
+
+def test_lodestar_webhooks_warns_at_start_of_each_webhook_whose_url_is_refused(tmp_path, receiver):
+    data_dir = tmp_path / "data"
+    gms = Gms.embedded(data_dir)
+    try:
+        _written_directly(gms, "fileurl", "file:///etc/passwd")
+        loopback = Webhooks(gms, addresses=LOOPBACK_WEBHOOKS).register(SUPERUSER, {"url": receiver.url})
+    finally:
+        gms.close()
+    proc = subprocess.Popen([*LODESTAR, "webhooks", "--data-dir", str(data_dir)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env={**os.environ, "LODESTAR_EVENT_LOG": "sqlite",
+                                                                    "LODESTAR_ASPECT_STORE": "sqlite"})
+    try:
+        assert "delivering changes to 2 webhook(s)" in proc.stdout.readline()
+        warnings = {proc.stderr.readline(), proc.stderr.readline()}
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=WAIT)
+    assert warnings == {
+        "lodestar: warning: webhook fileurl: url: 'file:///etc/passwd' is not an http(s) URL; its changes will be"
+        " dead letters until it is registered anew (or the address allowed)\n",
+        f"lodestar: warning: webhook {loopback.id}: url: host '127.0.0.1': 127.0.0.1 is a loopback address (allow it"
+        " with LODESTAR_WEBHOOK_ALLOW_PRIVATE); its changes will be dead letters until it is registered anew (or"
+        " the address allowed)\n"}
