@@ -43,6 +43,10 @@ Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_
 property key or value the v3 metadata API accepts. `LODESTAR_MAX_ASPECT_BYTES` (default 4 MiB:
 an aspect's value, and what a JSON Patch may build) and `LODESTAR_MAX_REQUEST_BYTES` (default
 64 MiB: a request body) bound writes (environment only; docs/access-control.md, Limits).
+
+`LODESTAR_WEBHOOK_ALLOW_PRIVATE` (environment, or `--webhook-allow-private`) allows webhook URLs
+to point to non-public addresses: `all`, or comma-separated CIDRs (lodestar.webhook_addresses;
+unset: public addresses only).
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from typing import Any
 import yaml
 
 from ingest.backends import MIN_LEASE_TTL, Endpoints
+from lodestar.webhook_addresses import ALLOW_ENV, AddressRules
 from schemas.mcl_wire import LODESTAR, WIRE_FORMATS
 
 CHOICES = {"event_log": ("sqlite", "kafka"), "aspect_store": ("sqlite", "cassandra"),
@@ -91,6 +96,7 @@ class Config:
     metadata_max_length: int = 50
     max_aspect_bytes: int | None = None  # None: GMS's default (gms.service.Limits)
     max_request_bytes: int | None = None
+    webhook_addresses: AddressRules = field(default_factory=AddressRules)  # where webhook URLs may point
 
     @property
     def embedded(self) -> bool:
@@ -169,6 +175,8 @@ class Config:
             if env.get(f"LODESTAR_{key.upper()}"):
                 values[key] = _positive(env[f"LODESTAR_{key.upper()}"], f"LODESTAR_{key.upper()}", "the environment",
                                         unit)
+        if env.get(ALLOW_ENV):
+            values["webhook_addresses"] = webhook_addresses(env[ALLOW_ENV], f"the environment: {ALLOW_ENV}")
         endpoints = Endpoints.from_env(env, base=self.endpoints)
         return replace(self, endpoints=endpoints, **values)._checked("the environment")
 
@@ -193,6 +201,14 @@ class Config:
         if self.kafka_prefix and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", self.kafka_prefix):
             raise ConfigError(f"{source}: kafka prefix {self.kafka_prefix!r} may hold only letters, digits, . _ -")
         return self
+
+
+def webhook_addresses(value: str, source: str) -> AddressRules:
+    """The webhook address rules a setting's value says; ConfigError naming `source` if it is bad."""
+    try:
+        return AddressRules.parse(value, source)
+    except ValueError as err:
+        raise ConfigError(str(err)) from None
 
 
 def _section(raw: Mapping[str, Any], name: str, path: Path) -> dict[str, Any]:

@@ -91,7 +91,8 @@ class Node:
     def app(self, token: str, yielding_niceness: int = 0) -> web.Application:
         auth = TokenAuth()
         auth.add(token, ADMIN)
-        return create_app(self.gms, auth, self.read_models, self.processor, yielding_niceness)
+        return create_app(self.gms, auth, self.read_models, self.processor, yielding_niceness,
+                          self.config.webhook_addresses)
 
     def run(self, serve: Callable[[], None]) -> None:
         """Serve, with this node's background threads running.
@@ -116,7 +117,8 @@ class Node:
                                                 partial(self.gms.schema_registry.register, SYSTEM_ACTOR),
                                                 self.processor.key_aspects, self.config.kafka_prefix)
                 work.append(("platform-events", lambda: events.run(stop)))
-        dispatcher = WebhookDispatcher(self.gms) if Roles.WEBHOOKS in self.roles else None
+        dispatcher = WebhookDispatcher(self.gms, addresses=self.config.webhook_addresses) \
+            if Roles.WEBHOOKS in self.roles else None
         if dispatcher is not None:
             work.append(("webhooks", lambda: dispatcher.run(handle_signals=False)))
         if not self.config.embedded:

@@ -11,8 +11,9 @@ the current one first, separated by ", " (a receiver accepts the body when one m
 The secrets come from the secret store (lodestar.secrets), each read once by its fingerprint; which
 ones sign is decided at each attempt, from the latest registration the dispatcher has read.
 A webhook gets the changes logged after it was registered.
-A 2xx answer is a delivery; anything else (or no answer within `timeout`, or no secret to sign
-with) is retried after
+A 2xx answer is a delivery; anything else (no answer within `timeout`, no secret to sign with,
+a redirect, which is never followed, a URL or address lodestar.webhook_addresses refuses, any
+error) is retried after
 `backoff`, doubling, up to `attempts` sends; after the last, the change becomes a dead letter
 of the webhook (a `webhookDeadLetter` point, listed by the API).
 
@@ -38,8 +39,6 @@ import logging
 import queue
 import threading
 import time
-import urllib.error
-import urllib.request
 from collections import deque
 
 import orjson
@@ -52,6 +51,8 @@ from ingest.subscribe import Change, Subscription, subscribe
 from lodestar.metadata.changes import record_of_change
 from lodestar.metadata.service import MetadataService
 from lodestar.secrets import SecretStore
+from lodestar.webhook_addresses import AddressRules
+from lodestar.webhook_post import post
 from lodestar.webhooks import DEAD_LETTER, INFO, PREFIX, Webhook, Webhooks
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,13 @@ class _Outlet:
             if item is None:
                 return
             hook, change, ticket = item
-            if not self.removed.is_set() and not dispatcher.deliver(hook, change, self.removed):
+            try:
+                done = self.removed.is_set() or dispatcher.deliver(hook, change, self.removed)
+            except Exception:  # e.g. the dead letter not stored: the change is given up, the group goes on
+                log.exception("webhook %s: change at %s/%s/%s given up", hook.id, change.topic, change.partition,
+                              change.offset)
+                done = True
+            if not done:
                 return  # stopping: neither delivered nor dead, so not finished (sent again after a restart)
             dispatcher._finished(ticket)
 
@@ -127,9 +134,11 @@ class _Outlet:
 class WebhookDispatcher:
     def __init__(self, gms: Gms, attempts: int = 5, backoff: float = 0.5, timeout: float = 10.0,
                  group: str = GROUP, max_pending: int = 10_000, commit_interval: float = 1.0,
-                 secrets: SecretStore | None = None):
-        """`secrets`: the secret store (by default the one beside GMS's aspect store)."""
+                 secrets: SecretStore | None = None, addresses: AddressRules | None = None):
+        """`secrets`: the secret store (by default the one beside GMS's aspect store);
+        `addresses`: which addresses deliveries may go to (by default public ones only)."""
         self.gms = gms
+        self.addresses = addresses or AddressRules()
         self._metadata = MetadataService(gms)  # what a URN does not say of its CDAP entity
         self.attempts, self.backoff, self.timeout = attempts, backoff, timeout
         self.group = group
@@ -263,9 +272,7 @@ class WebhookDispatcher:
                    "X-Lodestar-Delivery": delivery}
         error = ""
         for attempt in range(1, self.attempts + 1):
-            signed, error = self._sign(self.hooks.get(hook.urn, hook), body)  # as registered now: rotations count
-            if signed:
-                error = self._post(hook.url, body, {**headers, SIGNATURE: signed})
+            error = self._attempt(hook, body, headers)
             if not error:
                 with self._lock:
                     self.delivered += 1
@@ -285,6 +292,17 @@ class WebhookDispatcher:
             if result.failure is not None:
                 log.error("webhook %s: dead letter of %s not stored: %s", hook.id, delivery, result.failure.message)
         return True
+
+    def _attempt(self, hook: Webhook, body: bytes, headers: dict[str, str]) -> str:
+        """One send: '' once the URL accepted it, else why not; whatever fails (a URL or address
+        the rules refuse, an error of any kind) is this attempt's failure, never the outlet's end."""
+        try:
+            signed, error = self._sign(self.hooks.get(hook.urn, hook), body)  # as registered now: rotations count
+            if not signed:
+                return error
+            return post(hook.url, body, {**headers, SIGNATURE: signed}, self.addresses, self.timeout)
+        except Exception as err:
+            return f"{type(err).__name__}: {err}"
 
     def _sign(self, hook: Webhook, body: bytes) -> tuple[str, str]:
         """(the X-Lodestar-Signature value, '') with every secret valid now, or ('', why not)."""
@@ -306,14 +324,3 @@ class WebhookDispatcher:
         """Drop the secrets read for a webhook but those named in `keep`."""
         for key in [key for key in list(self._keys) if key[0] == urn and key[1] not in keep]:  # outlets add meanwhile
             self._keys.pop(key, None)
-
-    def _post(self, url: str, body: bytes, headers: dict[str, str]) -> str:
-        """'' once the URL accepted the body, else why not."""
-        request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return "" if 200 <= response.status < 300 else f"HTTP {response.status}"
-        except urllib.error.HTTPError as err:
-            return f"HTTP {err.code}"
-        except (urllib.error.URLError, OSError) as err:
-            return f"{type(err).__name__}: {getattr(err, 'reason', err)}"

@@ -26,7 +26,6 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 from typing import Any
-from urllib.parse import urlparse
 
 from gms.access import ADMIN, SUPERUSER
 from gms.access.admin import AccessAdmin
@@ -38,6 +37,7 @@ from ingest.proposal import Proposal
 from ingest.subscribe import Change, ChangeFilter
 from lodestar.secrets import SecretStore, fingerprint
 from lodestar.secrets.beside import secret_store_of
+from lodestar.webhook_addresses import AddressRefused, AddressRules
 from mcl_processor.timeseries import TimeseriesStore
 from schemas.registry import load_named_types
 
@@ -117,10 +117,13 @@ class Webhook:
 
 class Webhooks:
     """Registers, rotates, lists and removes webhooks (as the acting principal), and reads dead
-    letters. `secrets`: the secret store (by default the one beside GMS's aspect store)."""
+    letters. `secrets`: the secret store (by default the one beside GMS's aspect store);
+    `addresses`: where a webhook's URL may point (lodestar.webhook_addresses; by default public
+    addresses only)."""
 
-    def __init__(self, gms: Gms, secrets: SecretStore | None = None):
+    def __init__(self, gms: Gms, secrets: SecretStore | None = None, addresses: AddressRules | None = None):
         self.gms = gms
+        self.addresses = addresses or AddressRules()
         self.secrets = secrets if secrets is not None else secret_store_of(gms.store)
 
     def register(self, actor: str, body: Any) -> Webhook:
@@ -148,12 +151,6 @@ class Webhooks:
         if unknown:
             raise WebhookError(f"unknown field(s) {', '.join(unknown)}")
         url = body.get("url")
-        try:
-            parsed = urlparse(url) if isinstance(url, str) else None
-        except ValueError:  # e.g. an unclosed [IPv6 address
-            parsed = None
-        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise WebhookError(f"url: {url!r} is not an http(s) URL")
         registry = self.gms.registry
         change_types = load_named_types()["com.linkedin.events.metadata.ChangeType"]["symbols"]
         checks = {"entityTypes": lambda n: registry.entity(n) is not None,
@@ -172,6 +169,10 @@ class Webhooks:
         if len(body.get("urnPattern") or "") > MAX_PATTERN_LENGTH:
             raise WebhookError(f"urnPattern: {len(body['urnPattern'])} characters, over the limit of"
                                f" {MAX_PATTERN_LENGTH}")
+        try:  # last: it resolves the host
+            self.addresses.check_url(url)
+        except AddressRefused as err:
+            raise WebhookError(f"url: {err}") from None
         info = {"url": url, "previousSecrets": [], **{field: body.get(field) or [] for field in checks},
                 "urnPattern": body.get("urnPattern") or None, "description": body.get("description"),
                 "registeredAt": _now_ms()}

@@ -1,7 +1,7 @@
 """The access log: one JSON line per request, written after its response went out.
 
 Fields: `time` (UTC, ISO 8601, when the response was done), `method`, `path` (with the values
-of query parameters that may carry secrets replaced by `***`), `status`, `bytes` (sent,
+of query parameters that may carry secrets replaced by `***`: `is_secret_parameter`), `status`, `bytes` (sent,
 headers included), `duration_ms`, `principal` (who the bearer token names; null when the request
 had none or a bad one), `trace_id` (as echoed in X-Trace-Id), `user_agent` and `remote`.
 Headers are never logged, so neither is a bearer token. Lines go to stderr (`-`, the
@@ -25,8 +25,17 @@ from gms.tracing import TRACE_HEADER
 from lodestar.api.context import PRINCIPAL_KEY
 
 STDERR, OFF = "-", "off"
-SECRET_PARAMETERS = frozenset({"token", "access_token", "api_key", "apikey", "key", "secret", "password",
-                               "signature", "sig", "auth", "authorization", "code"})
+# A parameter is secret-looking when its name, lowercased and without - and _, contains one of these
+# (`api-key`, `access_token`, `client_secret`, `X-Auth`, `sessionId`, ...) or is one of SECRET_NAMES.
+SECRET_WORDS = ("token", "secret", "password", "passwd", "pwd", "key", "auth", "credential", "signature",
+                "session")
+SECRET_NAMES = frozenset({"sig", "code", "pass"})
+
+
+def is_secret_parameter(name: str) -> bool:
+    """Whether a query parameter's value is masked in the access log."""
+    normalized = name.lower().replace("-", "").replace("_", "")
+    return normalized in SECRET_NAMES or any(word in normalized for word in SECRET_WORDS)
 
 
 def loggable_path(request: web.BaseRequest) -> str:
@@ -35,7 +44,7 @@ def loggable_path(request: web.BaseRequest) -> str:
         return request.path
     parts = []
     for name, value in request.query.items():
-        shown = "***" if name.lower() in SECRET_PARAMETERS else quote(value, safe="/:,()")
+        shown = "***" if is_secret_parameter(name) else quote(value, safe="/:,()")
         parts.append(f"{quote(name, safe='')}={shown}")
     return f"{request.path}?{'&'.join(parts)}"
 
@@ -57,10 +66,11 @@ def access_line(request: web.BaseRequest, response: web.StreamResponse, seconds:
 
 
 def _open(where: str) -> int:
-    """A file descriptor to write lines to: stderr's, or the file's, opened for appending."""
+    """A file descriptor to write lines to: stderr's, or the file's, opened for appending (made
+    readable by its owner only)."""
     if where == STDERR:
         return 2
-    return os.open(where, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
+    return os.open(where, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
 
 
 class JsonAccessLogger(AbstractAccessLogger):

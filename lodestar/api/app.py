@@ -24,6 +24,7 @@ from lodestar.api import (
     reads,
     run_lineage,
     schema_registry,
+    security_headers,
     ui,
     webhooks,
 )
@@ -42,6 +43,7 @@ from lodestar.api.context import (
 )
 from lodestar.api.limits import max_json_items
 from lodestar.api.writers import WriterThreads
+from lodestar.webhook_addresses import AddressRules
 from mcl_processor.processor import MclProcessor
 from mcl_processor.readmodels import ReadModels
 
@@ -82,17 +84,20 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
 
 
 def create_app(gms: Gms, auth: TokenAuth, read_models: ReadModels, processor: MclProcessor | None = None,
-               yielding_niceness: int = 0) -> web.Application:
+               yielding_niceness: int = 0, webhook_addresses: AddressRules | None = None) -> web.Application:
     """The HTTP app. `yielding_niceness`: how much lower the CPU priority of the writes is while
-    the MCL processor lags past half its limit (`WriterThreads`; 0: the same)."""
+    the MCL processor lags past half its limit (`WriterThreads`; 0: the same). `webhook_addresses`:
+    where webhook URLs may point (default: public addresses only)."""
     app = web.Application(middlewares=[observe.traced, json_errors, guards.unavailable, authenticate, guards.throttle],
                           client_max_size=gms.limits.max_request_bytes)
     app[LIMIT_KEY] = gms.limits.max_request_bytes
+    app[webhooks.ADDRESSES_KEY] = webhook_addresses or AddressRules()
     app[GMS_KEY] = Api(gms, auth, read_models, processor,
                        WriterThreads(yielding_niceness, lambda: app[guards.GUARDS_KEY].indexing_first()),
                        max_json_items())
     auth.lookup = gms.access.token_principal  # tokens created through /v1/access
     app[openapi.DOCUMENT_KEY] = openapi.document(ROUTE_MODULES)
+    security_headers.install(app)
     for module in ROUTE_MODULES:
         module.add_routes(app)
 

@@ -2,7 +2,8 @@
 and list each one's dead letters. Every route needs ADMIN on the instance (see lodestar.webhooks).
 A secret is in the answer of the request that set it (registering, rotating) and in no other.
 When the app starts, secrets still held by registrations are moved into the secret store
-(`Webhooks.upgrade`)."""
+(`Webhooks.upgrade`). A URL must be http(s) and point to addresses the app's address rules
+allow (`ADDRESSES_KEY`, lodestar.webhook_addresses), else 400."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from gms.access.admin import AccessAdmin
 from gms.errors import ProposalFailed
 from lodestar.api.context import GMS_KEY, api_of, error, principal_of, read_json
 from lodestar.api.limits import bool_param
+from lodestar.webhook_addresses import AddressRules
 from lodestar.webhooks import MAX_GRACE_SECONDS, WebhookError, Webhooks
 
 log = logging.getLogger(__name__)
+ADDRESSES_KEY = web.AppKey("webhook_addresses", AddressRules)  # set by create_app
 
 
 async def _answer(request: web.Request, fn: Callable[[Webhooks, str], Any], status: int = 200) -> web.Response:
@@ -26,7 +29,8 @@ async def _answer(request: web.Request, fn: Callable[[Webhooks, str], Any], stat
 
     def call(actor: str) -> Any:
         AccessAdmin(api.gms).require_admin(actor)  # first: a refused caller learns nothing of the webhooks
-        return fn(Webhooks(api.gms), actor)  # on the writer thread: opening the secret store may take a while
+        hooks = Webhooks(api.gms, addresses=request.app[ADDRESSES_KEY])
+        return fn(hooks, actor)  # on the writer thread: opening the secret store may take a while
 
     try:
         return web.json_response(await api.run(call, principal_of(request)), status=status)
@@ -79,10 +83,13 @@ OPENAPI_PATHS: dict[str, Any] = {  # for /openapi.json
         "post": {"summary": "Register a webhook (changes logged from now on, matching its filters, are POSTed to url)",
                  "requestBody": {"required": True, "content": {_JSON: {"schema": {
                      "type": "object", "required": ["url"], "properties": {
-                         "url": {"type": "string"}, "secret": {"type": "string"}, "entityTypes": _NAMES,
+                         "url": {"type": "string", "description": "http(s); its host must resolve to public"
+                                 " addresses unless LODESTAR_WEBHOOK_ALLOW_PRIVATE allows others"},
+                         "secret": {"type": "string"}, "entityTypes": _NAMES,
                          "aspects": _NAMES, "changeTypes": _NAMES, "urnPattern": {"type": "string"},
                          "description": {"type": "string"}}}}}},
-                 "responses": {"201": _ANSWER, **_REFUSED}},
+                 "responses": {"201": _ANSWER, "400": {"description": "An invalid body or a refused URL"},
+                               **_REFUSED}},
         "get": {"summary": "The registered webhooks (without secrets)", "responses": {"200": _ANSWER, **_REFUSED}}},
     "/v1/webhooks/{id}": {
         "get": {"summary": "One webhook (without its secret)", "responses": {"200": _ANSWER, **_REFUSED}},

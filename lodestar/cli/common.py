@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,17 +41,28 @@ def client_of(args: argparse.Namespace) -> RestClient:
 
 
 def config_of(args: argparse.Namespace) -> Config:
-    """The configuration of --config and --data-dir; a bad file is a CliError, and so (status 2)
-    an adapter whose client library is not installed: said before any process is forked."""
-    from lodestar.config import Config, ConfigError
+    """The configuration of --config and --data-dir (and --webhook-allow-private); a bad file is
+    a CliError, and so (status 2) an adapter whose client library is not installed: said before
+    any process is forked."""
+    from lodestar.config import Config, ConfigError, webhook_addresses
 
     try:
         config = Config.load(Path(args.config) if args.config else None, Path(args.data_dir))
+        if getattr(args, "webhook_allow_private", None) is not None:
+            config = replace(config, webhook_addresses=webhook_addresses(args.webhook_allow_private,
+                                                                         "--webhook-allow-private"))
     except ConfigError as err:
         raise CliError(str(err)) from None
     if missing := config.missing_clients():
         raise CliError("; ".join(missing), status=2)
     return config
+
+
+def add_webhook_address_option(parser: argparse.ArgumentParser) -> None:
+    """--webhook-allow-private: the non-public addresses webhook URLs may point to."""
+    parser.add_argument("--webhook-allow-private", nargs="?", const="all", metavar="CIDRS",
+                        help="let webhook URLs point to non-public addresses: these comma-separated CIDRs, or all"
+                             " (no value); default: public addresses only (env LODESTAR_WEBHOOK_ALLOW_PRIVATE)")
 
 
 class Local:

@@ -23,8 +23,17 @@ from gms.tracing import configure_logging
 from ingest.backends.errors import BackendError, BackendUnavailable
 from ingest.files import ProposalFileError, read_proposal_file
 from ingest.rest import LodestarError
+from lodestar import file_permissions
 from lodestar.cli import metadata as metadata_cli
-from lodestar.cli.common import DEFAULT_SERVER, CliError, Local, client_of, config_of, default_data_dir
+from lodestar.cli.common import (
+    DEFAULT_SERVER,
+    CliError,
+    Local,
+    add_webhook_address_option,
+    client_of,
+    config_of,
+    default_data_dir,
+)
 from lodestar.cli.failed import register as register_failed
 from lodestar.cli.pipeline import register as register_pipeline
 from lodestar.cli.replay import register as register_replay
@@ -54,7 +63,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise CliError(f"cannot open the access log {args.access_log}: {err.strerror or err}") from None
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
-        token, created = admin_token(data_dir, args.admin_token)
+        file_permissions.tighten(data_dir)
+        token, created = admin_token(data_dir, _given_admin_token(args))
         if args.examples:
             gms = open_gms(config, data_dir)
             try:
@@ -78,6 +88,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return serve_workers(data_dir, args.host, args.port, token, args.workers, config, roles, access_log)
     except ServeError as err:
         raise CliError(str(err)) from None
+
+
+def _given_admin_token(args: argparse.Namespace) -> str | None:
+    """The admin token --admin-token gives, or the one in the --admin-token-file; None: neither."""
+    if args.admin_token_file is None:
+        return args.admin_token
+    if args.admin_token is not None:
+        raise CliError("give --admin-token or --admin-token-file, not both")
+    try:
+        token = Path(args.admin_token_file).read_text().strip()
+    except (OSError, UnicodeDecodeError) as err:
+        why = getattr(err, "strerror", None) or err
+        raise CliError(f"cannot read the admin token file {args.admin_token_file}: {why}") from None
+    if not token or any(c.isspace() for c in token):
+        raise CliError(f"the admin token file {args.admin_token_file} must hold one token (no spaces), not"
+                       f" {'nothing' if not token else 'several words'}")
+    return token
 
 
 def _load_examples(gms) -> None:
@@ -226,11 +253,15 @@ def build_parser() -> argparse.ArgumentParser:
                            help="one JSON line per request: '-' stderr (default), a file to append to, or 'off'"
                                 " (env LODESTAR_ACCESS_LOG)")
         serve.add_argument("--admin-token", help="admin bearer token (default: stored in the data directory, "
-                                                 "created on first start)")
+                                                 "created on first start); other local users see it in `ps`:"
+                                                 " prefer --admin-token-file")
+        serve.add_argument("--admin-token-file", default=os.environ.get("LODESTAR_ADMIN_TOKEN_FILE"), metavar="PATH",
+                           help="read the admin bearer token from this file (env LODESTAR_ADMIN_TOKEN_FILE)")
         serve.add_argument("--examples", action="store_true", help="load the example metadata on start")
         serve.add_argument("--workers", type=int, default=1,
                            help="GMS processes sharing the port and the data directory (default 1)")
         serve.add_argument("--no-webhooks", action="store_true", help="leave webhook delivery to `lodestar webhooks`")
+        add_webhook_address_option(serve)
         config_option(serve)
         serve.set_defaults(func=cmd_serve)
 
@@ -293,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # `kill -USR1 <pid>`: every thread's stack on stderr
+    file_permissions.restrict()  # what any command creates (data directory, databases, logs) is its user's only
     configure_logging(getattr(logging, os.environ.get("LODESTAR_LOG_LEVEL", "WARNING").upper(), logging.WARNING))
     args = build_parser().parse_args(argv)
     try:

@@ -10,6 +10,7 @@ from gms.service import Limits
 from ingest.backends import Endpoints
 from lodestar.assembly import _limits
 from lodestar.config import Config, ConfigError
+from lodestar.webhook_addresses import AddressRules
 
 
 def test_defaults_are_the_embedded_stores(tmp_path):
@@ -88,6 +89,13 @@ def test_the_size_limits_come_from_the_environment():
     assert _limits(config) == Limits(max_aspect_bytes=1024, max_request_bytes=65536)
 
 
+def test_webhook_addresses_are_public_only_unless_the_environment_allows_networks():
+    assert Config.load(env={}).webhook_addresses == AddressRules()
+    allowed = Config.load(env={"LODESTAR_WEBHOOK_ALLOW_PRIVATE": "10.0.0.0/8, 127.0.0.1/32"}).webhook_addresses
+    assert [str(network) for network in allowed.allowed] == ["10.0.0.0/8", "127.0.0.1/32"]
+    assert Config.load(env={"LODESTAR_WEBHOOK_ALLOW_PRIVATE": "all"}).webhook_addresses.everything
+
+
 @pytest.mark.parametrize("text, env, message", [
     ("event_log: rabbit\n", {}, "event_log must be one of sqlite, kafka, not 'rabbit'"),
     ("evnt_log: kafka\n", {}, "unknown setting(s) evnt_log"),
@@ -117,6 +125,8 @@ def test_the_size_limits_come_from_the_environment():
     ("", {"LODESTAR_METADATA_MAX_LENGTH": "0"}, "LODESTAR_METADATA_MAX_LENGTH must be a positive number"),
     ("", {"LODESTAR_MAX_ASPECT_BYTES": "4MB"},
      "the environment: LODESTAR_MAX_ASPECT_BYTES must be a positive number of bytes, not '4MB'"),
+    ("", {"LODESTAR_WEBHOOK_ALLOW_PRIVATE": "intranet"},
+     "the environment: LODESTAR_WEBHOOK_ALLOW_PRIVATE: 'intranet' is not a CIDR (e.g. 10.0.0.0/8)"),
 ])
 def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
     path = tmp_path / "lodestar.yml"

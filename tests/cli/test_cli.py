@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -137,6 +139,31 @@ def test_serve_creates_an_admin_token_on_first_start_and_the_cli_finds_it(tmp_pa
             proc.terminate()
             output = proc.communicate(timeout=30)[0]
         assert token not in output and "chosen-by-the-operator" not in output
+
+
+def test_serve_reads_the_admin_token_from_a_file_so_ps_does_not_show_it(tmp_path):
+    token_file = tmp_path / "admin-token"
+    token_file.write_text("from-a-file-not-the-command-line\n")
+    port = free_port()
+    proc = subprocess.Popen([*LODESTAR, "serve", "--data-dir", str(tmp_path / "data"), "--port", str(port)],
+                            env={**os.environ, "LODESTAR_ADMIN_TOKEN_FILE": str(token_file)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_healthy(f"http://127.0.0.1:{port}")
+        client = RestClient(f"http://127.0.0.1:{port}", "from-a-file-not-the-command-line")
+        assert client.request("GET", "/v1/webhooks")[0] == 200
+        assert b"from-a-file" not in Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    for content, message in (("two words", "must hold one token (no spaces), not several words"),
+                             ("", "must hold one token (no spaces), not nothing")):
+        token_file.write_text(content)
+        done = run_cli("serve", "--data-dir", str(tmp_path / "data"), "--port", str(free_port()),
+                       "--admin-token-file", str(token_file))
+        assert done.returncode == 1 and message in done.stderr and "Traceback" not in done.stderr
+    done = run_cli("serve", "--data-dir", str(tmp_path / "data"), "--admin-token-file", str(tmp_path / "missing"))
+    assert done.returncode == 1 and "cannot read the admin token file" in done.stderr
 
 
 def test_serve_reports_a_taken_port(tmp_path, served):

@@ -73,3 +73,17 @@ def test_an_access_log_that_cannot_be_opened_is_one_clear_line(tmp_path):
                    "--access-log", str(tmp_path / "missing" / "access.log"))
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"cannot open the access log {tmp_path / 'missing' / 'access.log'}: No such file or directory" in done.stderr
+
+
+def test_secret_looking_parameters_are_masked_however_their_names_are_spelled(tmp_path):
+    log = tmp_path / "access.log"
+    secrets = {"api-key": "v1", "access-token": "v2", "pwd": "v3", "client_secret": "v4", "X-Auth-Token": "v5",
+               "sessionId": "v6", "Credentials": "v7", "PASSWD": "v8", "hmac_signature": "v9", "code": "v10"}
+    with ServeProcess(tmp_path / "data", None, "--access-log", str(log)) as serve:
+        query = "&".join(f"{name}=secret-{value}" for name, value in secrets.items())
+        answered = requests.get(f"{serve.url}/v1/entities/{URN}?{query}&aspects=status&q=shown", headers=AUTH)
+        await_(lambda: answered.headers["X-Trace-Id"] in log.read_text(), "the request's line")
+    (line,) = [line for line in lines_of(log.read_text()) if line["trace_id"] == answered.headers["X-Trace-Id"]]
+    masked = "&".join(f"{name}=***" for name in secrets)
+    assert line["path"] == f"/v1/entities/{URN}?{masked}&aspects=status&q=shown"
+    assert "secret-" not in log.read_text()

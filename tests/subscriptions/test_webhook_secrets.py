@@ -33,10 +33,11 @@ from lodestar.secrets import SECRETS_FILE, fingerprint
 from lodestar.webhook_delivery import SIGNATURE, WebhookDispatcher, signature, verify
 from lodestar.webhooks import INFO, PREFIX, Webhooks
 from schemas.events import default_codec
-from tests.subscriptions.test_webhooks import Receiver
 from tests.support.builders import dataset_urn, mcp, proposal
 from tests.support.processes import LODESTAR, ServeProcess, run_cli
+from tests.support.server import LOOPBACK_WEBHOOKS, LOOPBACK_WEBHOOKS_ENV
 from tests.support.stack import Lodestar, Stack
+from tests.support.webhook_receiver import Receiver
 
 WAIT = 30.0
 ORDERS = dataset_urn("db.orders")
@@ -56,7 +57,8 @@ def dispatching(server) -> Iterator[Callable[..., WebhookDispatcher]]:
     started: list[tuple[WebhookDispatcher, threading.Thread]] = []
 
     def start(gms: Gms | None = None) -> WebhookDispatcher:
-        dispatcher = WebhookDispatcher(gms or server.gms, attempts=3, backoff=0.05, timeout=5.0)
+        dispatcher = WebhookDispatcher(gms or server.gms, attempts=3, backoff=0.05, timeout=5.0,
+                                       addresses=LOOPBACK_WEBHOOKS)
         thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
         thread.start()
         started.append((dispatcher, thread))
@@ -322,7 +324,7 @@ class Scenario:
 
 def test_a_secret_is_never_metadata_on_the_embedded_stack(tmp_path: Path, receiver: Receiver):
     data_dir = tmp_path / "data"
-    env = {**os.environ, **EMBEDDED}
+    env = {**os.environ, **EMBEDDED, **LOOPBACK_WEBHOOKS_ENV}
     with ServeProcess(data_dir, env, "--no-webhooks") as served:
         scenario = Scenario(served.client(), receiver)
         hooks = subprocess.Popen([*LODESTAR, "webhooks", "--data-dir", str(data_dir)], env=env,
@@ -425,7 +427,7 @@ def test_a_secret_an_earlier_version_kept_in_the_aspect_is_moved_into_the_secret
     assert "moved the secrets of 1 webhook(s)" in served.output()
 
     gms = Gms.embedded(data_dir)
-    dispatcher = WebhookDispatcher(gms, attempts=2, backoff=0.05)  # nothing left to move
+    dispatcher = WebhookDispatcher(gms, attempts=2, backoff=0.05, addresses=LOOPBACK_WEBHOOKS)  # nothing to move
     thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
     thread.start()
     try:

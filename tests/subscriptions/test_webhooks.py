@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -25,58 +24,11 @@ from lodestar.webhooks import Webhooks
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.builders import dataset_urn, mcp, proposal
 from tests.support.processes import LODESTAR, ServeProcess
-from tests.support.server import LiveServer, free_port
+from tests.support.server import LOOPBACK_WEBHOOKS, LOOPBACK_WEBHOOKS_ENV, LiveServer
+from tests.support.webhook_receiver import Receiver
 
 WAIT = 20.0
 ORDERS, ITEMS = dataset_urn("db.orders"), dataset_urn("db.items")
-
-
-class Receiver:
-    """An HTTP server on a free port that records each POST and answers the next status of
-    `statuses` (then 200)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        self.times: list[float] = []  # time.monotonic() of each request's arrival
-        self.statuses: list[int] = []
-        self.lock = threading.Condition()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with receiver.lock:
-                    receiver.requests.append((dict(self.headers), body))
-                    receiver.times.append(time.monotonic())
-                    status = receiver.statuses.pop(0) if receiver.statuses else 200
-                    receiver.lock.notify_all()
-                self.send_response(status)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def wait_for(self, count: int) -> list[tuple[dict[str, str], dict]]:
-        with self.lock:
-            assert self.lock.wait_for(lambda: len(self.requests) >= count, WAIT), \
-                f"{len(self.requests)} of {count} requests arrived"
-            return [(headers, json.loads(body)) for headers, body in self.requests]
-
-    def settled(self, seconds: float = 0.5) -> int:
-        """How many requests came, once none came for `seconds`."""
-        with self.lock:
-            while self.lock.wait(seconds):
-                pass
-            return len(self.requests)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -92,7 +44,8 @@ def dispatching(server: LiveServer) -> Iterator[list[WebhookDispatcher]]:
     started: list[tuple[WebhookDispatcher, threading.Thread]] = []
 
     def start(**options) -> WebhookDispatcher:
-        dispatcher = WebhookDispatcher(server.gms, **{"attempts": 3, "backoff": 0.05, "timeout": 5.0, **options})
+        dispatcher = WebhookDispatcher(server.gms, **{"attempts": 3, "backoff": 0.05, "timeout": 5.0,
+                                                      "addresses": LOOPBACK_WEBHOOKS, **options})
         thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
         thread.start()
         started.append((dispatcher, thread))
@@ -242,9 +195,11 @@ def test_lodestar_webhooks_leaves_at_once_on_sigterm_during_a_backoff(tmp_path, 
     data_dir = tmp_path / "data"
     gms = Gms.embedded(data_dir)
     try:
-        Webhooks(gms).register(SUPERUSER, {"url": receiver.url, "aspects": ["datasetProperties"]})
+        Webhooks(gms, addresses=LOOPBACK_WEBHOOKS).register(SUPERUSER, {"url": receiver.url,
+                                                                        "aspects": ["datasetProperties"]})
         receiver.statuses = [500] * 10
-        env = {**os.environ, "LODESTAR_EVENT_LOG": "sqlite", "LODESTAR_ASPECT_STORE": "sqlite"}
+        env = {**os.environ, "LODESTAR_EVENT_LOG": "sqlite", "LODESTAR_ASPECT_STORE": "sqlite",
+               **LOOPBACK_WEBHOOKS_ENV}
         proc = subprocess.Popen([*LODESTAR, "webhooks", "--data-dir", str(data_dir), "--backoff", "60"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         try:
@@ -299,8 +254,9 @@ def test_delivery_from_the_kafka_log(tmp_path, kafka_bootstrap, receiver):
     gms = Gms(SqliteAspectStore(tmp_path / "lodestar.db"),
               KafkaEventLog(kafka_bootstrap, prefix, session_timeout_ms=6000, timeout=WAIT))
     try:
-        hook = Webhooks(gms).register(SUPERUSER, {"url": receiver.url, "secret": "k", "aspects": ["globalTags"]})
-        dispatcher = WebhookDispatcher(gms, attempts=2, backoff=0.05)
+        hook = Webhooks(gms, addresses=LOOPBACK_WEBHOOKS).register(
+            SUPERUSER, {"url": receiver.url, "secret": "k", "aspects": ["globalTags"]})
+        dispatcher = WebhookDispatcher(gms, attempts=2, backoff=0.05, addresses=LOOPBACK_WEBHOOKS)
         thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
         thread.start()
         try:
@@ -323,7 +279,7 @@ def test_lodestar_serve_delivers_to_webhooks_unless_told_not_to(tmp_path, receiv
              (("--workers", "2"), True), (("--workers", "2", "--no-webhooks"), False))  # workers: the first delivers
     for case, (extra, delivers) in enumerate(cases):
         before = len(receiver.requests)
-        with ServeProcess(tmp_path / f"data{case}", None, *extra) as served:
+        with ServeProcess(tmp_path / f"data{case}", LOOPBACK_WEBHOOKS_ENV, *extra) as served:
             client = served.client()
             assert client.request("POST", "/v1/webhooks", {"url": receiver.url, "secret": "k",
                                                            "aspects": ["globalTags"]})[0] == 201

@@ -15,10 +15,16 @@ from gms.service import Gms
 from ingest.rest import RestClient
 from lodestar.api.app import create_app
 from lodestar.api.auth import ADMIN, TokenAuth
+from lodestar.webhook_addresses import ALLOW_ENV, AddressRules
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import MclProcessor
 
 TOKEN = "test-admin-token"
+# The operator's setting that lets webhooks deliver to loopback, where the tests' receivers listen
+# (by default Lodestar refuses non-public addresses): for servers in this process and in others.
+LOOPBACK = "127.0.0.0/8"
+LOOPBACK_WEBHOOKS = AddressRules.parse(LOOPBACK)
+LOOPBACK_WEBHOOKS_ENV = {ALLOW_ENV: LOOPBACK}
 
 
 _PORTS = random.SystemRandom()  # not the random module's state, which a test may seed
@@ -76,12 +82,13 @@ class ServerThread(threading.Thread):
         self.join(timeout=10)
 
 
-def start_server(gms: Gms, read_models: SqliteReadModels, processor: MclProcessor | None = None
-                 ) -> tuple[LiveServer, ServerThread]:
+def start_server(gms: Gms, read_models: SqliteReadModels, processor: MclProcessor | None = None,
+                 webhook_addresses: AddressRules = LOOPBACK_WEBHOOKS) -> tuple[LiveServer, ServerThread]:
+    """A live server on a free port; its webhooks may point to loopback unless `webhook_addresses` says otherwise."""
     auth = TokenAuth()
     auth.add(TOKEN, ADMIN)
     port = free_port()
-    thread = ServerThread(create_app(gms, auth, read_models, processor), port)
+    thread = ServerThread(create_app(gms, auth, read_models, processor, webhook_addresses=webhook_addresses), port)
     thread.start()
     assert thread.ready.wait(60), "server did not start"
     return LiveServer(f"http://127.0.0.1:{port}", TOKEN, gms), thread

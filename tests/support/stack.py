@@ -37,7 +37,7 @@ from schemas.registry import default_registry
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.builders import proposal
 from tests.support.processes import LODESTAR, TOKEN
-from tests.support.server import free_port
+from tests.support.server import LOOPBACK_WEBHOOKS_ENV, free_port
 
 ACTOR = "urn:li:corpuser:admin"  # MCPs from the topic are checked as their actor, who may write all
 
@@ -192,7 +192,7 @@ class Stack:
                     "LODESTAR_KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
                     "LODESTAR_CASSANDRA_HOSTS": ",".join(endpoints.cassandra_hosts),
                     "LODESTAR_OPENSEARCH_URL": endpoints.opensearch_url,
-                    "LODESTAR_KAFKA_WIRE_FORMAT": wire_format}
+                    "LODESTAR_KAFKA_WIRE_FORMAT": wire_format, **LOOPBACK_WEBHOOKS_ENV}
         self.processes: list[Lodestar] = []
         self.started = time.monotonic()
         self.codec = default_codec()

@@ -21,10 +21,13 @@ README_SHOTS = {"search", "search-autocomplete", "entity", "entity-read-only", "
 
 def signed_in(browser: Browser, server: ServeProcess, token: str, width: int = 1280,
               height: int = 800) -> tuple[Page, list[str]]:
-    """A new page signed in with `token`, and the list its script errors are collected in."""
+    """A new page signed in with `token`, and the list its script errors (and what the
+    Content-Security-Policy blocked) are collected in."""
     page = browser.new_context(viewport={"width": width, "height": height}).new_page()
     errors: list[str] = []
     page.on("pageerror", lambda err: errors.append(str(err)))
+    page.on("console", lambda message: errors.append(message.text)  # what the UI's policy blocked
+            if "Content Security Policy" in message.text else None)
     page.goto(server.url + "/")
     page.fill("#token", token)
     page.get_by_role("button", name="Sign in").click()

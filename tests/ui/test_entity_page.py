@@ -138,6 +138,28 @@ def test_a_bad_address_shows_a_page_of_its_own(page: Page, server: ServeProcess)
     expect(page.locator("h1")).to_have_text("Not a valid URN")
 
 
+def test_only_http_and_mailto_links_of_metadata_are_clickable(page: Page, server: ServeProcess) -> None:
+    urn = "urn:li:dataset:(urn:li:dataPlatform:hive,shop.hostile_links,PROD)"
+    stamp = {"time": 0, "actor": "urn:li:corpuser:mallory"}
+    links = [("https://wiki.example.com/ok", "Runbook"), ("mailto:owners@example.com", "Mail the owners"),
+             ("javascript:document.title='owned'", "Harmless docs"), (" JavaScript:alert(1)", "Spaced"),
+             ("data:text/html,<script>alert(1)</script>", "Data URL"), ("/ui/relative", "Relative")]
+    propose_and_index(server.client(), [mcp(urn, "institutionalMemory", {"elements": [
+        {"url": url, "description": text, "createStamp": stamp} for url, text in links]})])
+    page.goto(entity_url(server, urn))
+    head = page.locator(".entity-head")
+    expect(head.get_by_role("link", name="Runbook")).to_have_attribute("href", "https://wiki.example.com/ok")
+    expect(head.get_by_role("link", name="Mail the owners")).to_have_attribute("href", "mailto:owners@example.com")
+    inert = head.locator(".links .inert-link")
+    expect(inert).to_have_count(4)  # shown, as text
+    expect(inert.first).to_contain_text("Harmless docs javascript:document.title='owned'")
+    expect(head.locator(".links a")).to_have_count(2)
+    title = page.title()
+    inert.first.click()
+    expect(page).to_have_title(title)  # nothing ran
+    expect(head.locator("h1")).to_have_text("hostile_links")
+
+
 def test_a_program_lists_its_runs_in_one_request_and_links_to_its_lineage(page: Page, server: ServeProcess) -> None:
     asked: list[str] = []
     page.on("request", lambda request: asked.append(request.url.removeprefix(server.url)))

@@ -47,3 +47,21 @@ export function formatTime(ms) {
 export function errorBox(err) {
   return h("p", { class: "error", role: "alert" }, err.message || String(err));
 }
+
+const LINK_SCHEMES = new Set(["http:", "https:", "mailto:"]);
+
+// A link to a URL from metadata, opened in a new tab: clickable only for an absolute http(s) or
+// mailto URL; any other (javascript:, data:, a relative path...) is shown as text, never followed.
+export function externalLink(url, text) {
+  let parsed = null;
+  try {
+    parsed = new URL(String(url));
+  } catch {
+    parsed = null;
+  }
+  if (parsed && LINK_SCHEMES.has(parsed.protocol)) {
+    return h("a", { href: parsed.href, rel: "noopener noreferrer", target: "_blank" }, text || url);
+  }
+  return h("span", { class: "inert-link", title: "Not a link: only http(s) and mailto URLs open" },
+    text && text !== url ? `${text} ` : "", h("code", {}, String(url)));
+}

@@ -4,7 +4,7 @@
 // entity's timeline. A field without an entity of its own is shown from its dataset's schema.
 
 import { api, ApiError } from "./api.js";
-import { errorBox, formatTime, h, replace } from "./dom.js";
+import { errorBox, externalLink, formatTime, h, replace } from "./dom.js";
 import { applyEdit, setDescription, setOwner, setTag, setTerm } from "./edits.js";
 import { scoped, userMetadata } from "./metadata.js";
 import { privileges } from "./permissions.js";
@@ -166,7 +166,7 @@ function header(ctx, type, dataset, field) {
       rights.remove && edit("the tags", (key) => setTag(urn, entity, key, false))) : h("span", { class: "hint" }, "None"),
     rights.write && addForm("DataHub tag", edit("the tags", (name) => setTag(urn, entity, name, true))))],
     links.length > 0 && [h("dt", {}, "Links"), h("dd", {}, h("ul", { class: "links" }, links.map((l) =>
-      h("li", {}, h("a", { href: l.url, rel: "noopener noreferrer", target: "_blank" }, l.description || l.url)))))]);
+      h("li", {}, externalLink(l.url, l.description)))))]);
   return h("header", { class: "entity-head" },
     breadcrumbs(urn, type, entity),
     h("div", { class: "title" }, platformIcon(platform(urn)), h("h1", {}, field ? field.path : displayName(entity)),
