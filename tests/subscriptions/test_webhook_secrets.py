@@ -33,10 +33,10 @@ from lodestar.secrets import SECRETS_FILE, fingerprint
 from lodestar.webhook_delivery import SIGNATURE, WebhookDispatcher, signature, verify
 from lodestar.webhooks import INFO, PREFIX, Webhooks
 from schemas.events import default_codec
-from tests.subscriptions.test_webhooks import Receiver
 from tests.support.builders import dataset_urn, mcp, proposal
 from tests.support.processes import LODESTAR, ServeProcess, run_cli
 from tests.support.stack import Lodestar, Stack
+from tests.support.webhook_receiver import Receiver
 
 WAIT = 30.0
 ORDERS = dataset_urn("db.orders")

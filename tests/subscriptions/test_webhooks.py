@@ -12,7 +12,6 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -25,58 +24,11 @@ from lodestar.webhooks import Webhooks
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.builders import dataset_urn, mcp, proposal
 from tests.support.processes import LODESTAR, ServeProcess
-from tests.support.server import LiveServer, free_port
+from tests.support.server import LiveServer
+from tests.support.webhook_receiver import Receiver
 
 WAIT = 20.0
 ORDERS, ITEMS = dataset_urn("db.orders"), dataset_urn("db.items")
-
-
-class Receiver:
-    """An HTTP server on a free port that records each POST and answers the next status of
-    `statuses` (then 200)."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[dict[str, str], bytes]] = []
-        self.times: list[float] = []  # time.monotonic() of each request's arrival
-        self.statuses: list[int] = []
-        self.lock = threading.Condition()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                with receiver.lock:
-                    receiver.requests.append((dict(self.headers), body))
-                    receiver.times.append(time.monotonic())
-                    status = receiver.statuses.pop(0) if receiver.statuses else 200
-                    receiver.lock.notify_all()
-                self.send_response(status)
-                self.end_headers()
-
-            def log_message(self, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", free_port()), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def wait_for(self, count: int) -> list[tuple[dict[str, str], dict]]:
-        with self.lock:
-            assert self.lock.wait_for(lambda: len(self.requests) >= count, WAIT), \
-                f"{len(self.requests)} of {count} requests arrived"
-            return [(headers, json.loads(body)) for headers, body in self.requests]
-
-    def settled(self, seconds: float = 0.5) -> int:
-        """How many requests came, once none came for `seconds`."""
-        with self.lock:
-            while self.lock.wait(seconds):
-                pass
-            return len(self.requests)
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
