@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -51,15 +52,29 @@ def only(directory: Path, pattern: str) -> Path:
     return found
 
 
+def fresh_checkout(into: Path) -> Path:
+    """The checkout's files, tracked or not, without what git ignores (the UI bundle and its
+    node_modules, build/, .venv): what a clone has. Building there leaves this checkout alone
+    while other tests run from it."""
+    listed = run("git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard", timeout=60)
+    for name in filter(None, listed.split("\0")):
+        source = ROOT / name
+        if source.is_file():  # not a file deleted in the working tree, nor a symlink to a folder
+            (into / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, into / name)
+    return into
+
+
 @pytest.fixture(scope="module")
 def builds(tmp_path_factory) -> dict[str, Path]:
-    """The sdist, the wheel built from it and the wheel built from the checkout (`pip wheel .`)."""
+    """The sdist, the wheel built from it and the wheel built from a fresh checkout (`pip wheel .`)."""
     out = tmp_path_factory.mktemp("builds")
-    run(sys.executable, "-m", "build", "--sdist", "--outdir", out / "sdist", ROOT, timeout=BUILD_TIMEOUT_S)
+    checkout = fresh_checkout(out / "checkout")
+    run(sys.executable, "-m", "build", "--sdist", "--outdir", out / "sdist", checkout, timeout=BUILD_TIMEOUT_S)
     sdist = only(out / "sdist", "lodestar-*.tar.gz")
     run(sys.executable, "-m", "build", "--wheel", "--outdir", out / "from-sdist", sdist, timeout=BUILD_TIMEOUT_S)
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", out / "from-checkout", ROOT,
-        timeout=BUILD_TIMEOUT_S)
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "--wheel-dir", out / "from-checkout", checkout,
+        timeout=BUILD_TIMEOUT_S, cwd=checkout)
     return {"sdist": sdist, "from-sdist": only(out / "from-sdist", "*.whl"),
             "from-checkout": only(out / "from-checkout", "*.whl")}
 
