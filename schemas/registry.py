@@ -31,7 +31,11 @@ from schemas.jsonform_accept import compile_fast_validator
 from schemas.urns import URN_CACHE, Urn, UrnError
 
 SCHEMA_DIR = Path(__file__).parent / "avro"
-REGISTRY_FILE = Path(__file__).parent.parent / "entity-registry.yml"
+# The repository keeps entity-registry.yml at its top level; a wheel's build copies it into this
+# package (setup.py), where an installed Lodestar reads it.
+_PACKAGED_REGISTRY = Path(__file__).parent / "entity-registry.yml"
+_CHECKOUT_REGISTRY = Path(__file__).parent.parent / "entity-registry.yml"
+REGISTRY_FILE = _PACKAGED_REGISTRY if _PACKAGED_REGISTRY.is_file() else _CHECKOUT_REGISTRY
 
 
 class RegistryError(ValueError):

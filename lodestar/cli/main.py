@@ -41,7 +41,10 @@ from lodestar.cli.tail import register as register_tail
 from lodestar.cli.webhooks import register as register_webhooks
 from schemas.registry import default_registry
 
-EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
+# The example metadata: `examples/` in a checkout, copied into this package by a wheel's build (setup.py).
+_PACKAGED_EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+_CHECKOUT_EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLES_DIR = _PACKAGED_EXAMPLES if _PACKAGED_EXAMPLES.is_dir() else _CHECKOUT_EXAMPLES
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from ingest.rest import LodestarError, RestClient
@@ -29,9 +30,11 @@ class ServeProcess:
     (the banner, errors, the access log) goes to a file beside the data directory, read by
     `output()`: a pipe nobody reads would stall the server once full."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *extra: str, command: str = "serve"):
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None, *extra: str, command: str = "serve",
+                 program: Sequence[str] = LODESTAR, cwd: Path | None = None):
         self.data_dir = data_dir
         self.command = command
+        self.program, self.cwd = list(program), cwd  # e.g. an installed `lodestar` script, run outside the checkout
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **(env or {})}
@@ -42,9 +45,9 @@ class ServeProcess:
     def start(self) -> ServeProcess:
         with self.log.open("ab") as out:
             self.proc = subprocess.Popen(
-                [*LODESTAR, self.command, "--data-dir", str(self.data_dir), "--port", str(self.port),
+                [*self.program, self.command, "--data-dir", str(self.data_dir), "--port", str(self.port),
                  "--admin-token", TOKEN, *self.extra],
-                env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                env=self.env, cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT,
             )
         try:
             self._await_health()
