@@ -206,6 +206,14 @@ def test_a_body_of_many_small_values_is_refused_before_it_is_parsed(few_values: 
     assert propose(few_values, *(mcp(urn, "status", {"removed": False}) for _ in range(100))).ok
 
 
+def test_a_schema_registry_body_of_many_small_values_is_refused_without_a_token(few_values: LiveServer):
+    raw = b'{"schema": [' + b",".join([b"{}"] * 300_000) + b"]}"
+    answer = post(few_values, "/schema-registry/api/subjects/x", raw=raw, token=None)
+    assert answer.status_code == 413
+    assert answer.json() == {"error_code": 413,
+                             "message": "request body holds 600003 JSON items, over the limit of 100000"}
+
+
 def test_a_body_sent_without_a_length_is_cut_off_at_the_size_limit(few_values: LiveServer):
     def chunks() -> Iterator[bytes]:
         yield b'{"proposals": [], "pad": "'
