@@ -76,7 +76,7 @@ def test_a_patch_copying_an_array_onto_itself_stops_at_the_size_limit(server: Li
     answer = while_answering(server, lambda: propose(server, mcp(urn, "globalTags", doubling, "PATCH")))
     assert answer.status_code == 413, answer.text
     (result,) = answer.json()["results"]
-    assert result["error"] == "too_large" and "over the limit of" in result["message"]
+    assert result["error"] == "too_large" and "over twice the aspect limit of 65536" in result["message"]
     assert "copy /tags/-" in result["message"]
     stored = requests.get(f"{server.url}/v1/entities/{quote(urn, safe='')}/aspects/globalTags", headers=AUTH,
                           timeout=30).json()
