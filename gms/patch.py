@@ -131,9 +131,9 @@ def apply_patch(value: dict[str, Any], document: PatchDocument, aspect: str, max
         current = _get(doc, path)
         if isinstance(current, list):
             _set(doc, path, _to_map(current, keyed[path]))
-    growth = None if max_bytes is None else _Growth(doc, 2 * max_bytes)
+    growth = None if max_bytes is None else _Growth(doc, max_bytes)
     try:
-        for number, op in enumerate(copy.deepcopy(document.ops)):  # op values end up in the changed document
+        for number, op in enumerate(copy.deepcopy(document.ops), 1):  # op values end up in the changed document
             for concrete in _concrete(doc, op, views, keyed):
                 if growth is not None:
                     growth.check(doc, concrete, number)
@@ -151,12 +151,13 @@ class _Growth:
     """The size (bytes of JSON) of the value a patch builds, followed op by op: each op's change
     is measured on what it adds, copies or takes away, so the check costs what the op does."""
 
-    def __init__(self, doc: Any, limit: int):
+    def __init__(self, doc: Any, max_bytes: int):
         self.size = _size(doc)
-        self.limit = limit
+        self.max_bytes = max_bytes
 
     def check(self, doc: Any, op: dict[str, Any], number: int) -> None:
-        """Count op's change in size before it is applied; 413 when the value would pass the limit."""
+        """Count op's change in size before it is applied (op `number` of the patch, from 1); 413
+        when the value would pass twice the aspect limit."""
         kind, segments = op["op"], _segments(op["path"])
         if kind not in ("add", "replace", "copy", "remove"):  # move, test: no change
             return
@@ -166,24 +167,29 @@ class _Growth:
             added = _get(doc, _segments(op["from"])) if kind == "copy" and isinstance(op.get("from"), str) \
                 else op.get("value")
             inserted = kind != "replace" and isinstance(_get(doc, segments[:-1]), list)
-            change = _size(added) + len(segments[-1] if segments else "") + 4 \
-                - (0 if inserted else _current(doc, segments))
+            change = _size(added) + _member(segments) - (0 if inserted else _current(doc, segments))
         self.size += change
-        if self.size > self.limit:
+        if self.size > 2 * self.max_bytes:
             raise ProposalFailed("too_large", f"aspect: JSON Patch op {number} ({kind} {op['path']}) would make the"
-                                 f" value about {self.size} bytes, over the limit of {self.limit}", 413)
+                                 f" value about {self.size} bytes, over twice the aspect limit of {self.max_bytes}",
+                                 413)
 
 
 def _current(doc: Any, segments: Sequence[str]) -> int:
-    """The size of what a pointer names now (0: nothing)."""
+    """The size of what a pointer names now, with its key (0: nothing)."""
     if not segments:
         return _size(doc)
     parent = _get(doc, segments[:-1])
     if isinstance(parent, dict):
-        return _size(parent[segments[-1]]) if segments[-1] in parent else 0
+        return _size(parent[segments[-1]]) + _member(segments) if segments[-1] in parent else 0
     if isinstance(parent, list) and segments[-1].isdigit() and int(segments[-1]) < len(parent):
-        return _size(parent[int(segments[-1])])
+        return _size(parent[int(segments[-1])]) + _member(segments)
     return 0
+
+
+def _member(segments: Sequence[str]) -> int:
+    """What a member takes in JSON beside its value: its key, quotes, colon and comma."""
+    return len(segments[-1]) + 4 if segments else 0
 
 
 def _size(value: Any) -> int:

@@ -24,6 +24,7 @@ from gms.errors import ProposalFailed
 from gms.schema_registry import RegistryError, SchemaRegistry, store_reader
 from lodestar.api.access import require
 from lodestar.api.context import GMS_KEY, api_of, principal_of, query_route
+from lodestar.api.limits import json_items
 from lodestar.api.openapi import JSON, OBJECT
 
 BASE = "/schema-registry/api"
@@ -56,6 +57,9 @@ async def _run(request: web.Request, fn: Any, *args: Any) -> Any:
 
 async def _body(request: web.Request) -> dict[str, Any]:
     raw = await request.read()
+    limit = api_of(request).max_json_items
+    if (items := json_items(raw, limit)) > limit:  # (registry reads need no token: bounded before parsing)
+        raise RegistryError(413, 413, f"request body holds {items} JSON items, over the limit of {limit}")
     try:
         body = orjson.loads(raw) if raw else {}  # (orjson refuses nesting past 1,024 levels)
     except orjson.JSONDecodeError as err:

@@ -18,6 +18,8 @@ from datahub.metadata.schema_classes import (
 )
 from datahub.specific.dataset import DatasetPatchBuilder
 
+from gms.errors import ProposalFailed
+from gms.patch import apply_patch, parse_patch
 from gms.service import Gms
 from ingest.proposal import parse_proposal
 from tests.support.builders import dataset_urn, proposal
@@ -142,3 +144,19 @@ def test_a_patch_of_a_missing_aspect_starts_from_its_default_value(gms):
     terms = value(gms, "glossaryTerms")
     assert terms["terms"] == [{"urn": term}]
     assert terms["auditStamp"]["actor"] == ACTOR  # a required stamp without a default: the patch's
+
+
+def test_the_size_bound_follows_what_ops_add_and_take_away():
+    """Near the limit, a long patch that removes as much as it adds applies; one op that would
+    double the value past twice the limit stops the patch, named."""
+    tags = {"tags": [{"tag": f"urn:li:tag:t{i:04}"} for i in range(1000)]}  # some 25 KB
+    limit = 30_000
+    churn = [op for name in ("n", "t", "n", "t", "n") for i in range(1000) for op in (  # 10,000 ops, the most
+        {"op": "remove", "path": f"/tags/urn:li:tag:{'t' if name == 'n' else 'n'}{i:04}"},
+        {"op": "add", "path": f"/tags/urn:li:tag:{name}{i:04}", "value": {"tag": f"urn:li:tag:{name}{i:04}"}})]
+    patched = apply_patch(tags, parse_patch(churn), "globalTags", limit)
+    assert len(patched["tags"]) == 1000 and patched["tags"][0] == {"tag": "urn:li:tag:n0000"}
+    doubling = parse_patch([{"op": "copy", "from": "/tags", "path": "/tags/-"}] * 3)
+    with pytest.raises(ProposalFailed) as refused:
+        apply_patch(tags, doubling, "globalTags", limit)
+    assert refused.value.message.startswith("aspect: JSON Patch op 2 (copy /tags/-) would make the value about")
