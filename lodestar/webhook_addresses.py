@@ -21,9 +21,7 @@ resolves differently later (DNS rebinding) reaches no refused address.
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
-from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
@@ -86,10 +84,6 @@ class AddressRules:
                                  f" give CIDRs separated by commas, or 'all'") from None
         return cls(tuple(networks))
 
-    @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> AddressRules:
-        return cls.parse((os.environ if env is None else env).get(ALLOW_ENV))
-
     def refusal(self, address: IPAddress) -> str | None:
         """Why an address is refused, or None when it is allowed."""
         if self.everything:
@@ -99,7 +93,8 @@ class AddressRules:
         if kind is None or any(reached in network for network in self.allowed):
             return None
         shown = address if reached == address else f"{address} ({reached})"
-        return f"{shown} is a {kind} address (allow it with {ALLOW_ENV})"
+        article = "an" if kind[0] in "aeiou" else "a"
+        return f"{shown} is {article} {kind} address (allow it with {ALLOW_ENV})"
 
     def check_url(self, url: object) -> None:
         """Refuse (AddressRefused) a URL that is not http(s), or whose host does not resolve or

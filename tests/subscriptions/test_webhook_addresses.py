@@ -43,7 +43,7 @@ REFUSED_BY_DEFAULT = [
     ("http://10.1.2.3/hook", "10.1.2.3 is a private address"),
     ("http://192.168.0.1/hook", "192.168.0.1 is a private address"),
     ("http://100.64.0.1/hook", "100.64.0.1 is a non-public address"),  # shared address space
-    ("http://0.0.0.0:9/hook", "0.0.0.0 is a unspecified address"),
+    ("http://0.0.0.0:9/hook", "0.0.0.0 is an unspecified address"),
     ("http://224.0.0.1/hook", "224.0.0.1 is a multicast address"),
     ("http://[::1]:9/hook", "::1 is a loopback address"),
     ("http://[::ffff:127.0.0.1]:9/hook", "::ffff:7f00:1 (127.0.0.1) is a loopback address"),  # IPv4-mapped
