@@ -16,7 +16,8 @@
   stays); its tags facet tags of it;
 - the tags facets of the run and the job (dbt's model tags, Airflow's DAG tags) are tags of the
   job (a PATCH of globalTags, adding): `urn:li:tag:<key>`, or `<key>:<value>` unless the value
-  is "true"; a tag of one field (`field`) is left out;
+  is "true"; a tag of one field (`field`) and the client's own (source OPENLINEAGE_CLIENT: its
+  version) are left out;
 - the columnLineage facets of the outputs are the run's fieldOperations: one READ per input
   dataset, one TRANSFORM per output field (from all of its input fields), one WRITE per output.
 """
@@ -32,6 +33,7 @@ from schemas.urns import encode_part
 EVENT_TYPES = {"START": ("STARTED", None), "RUNNING": (None, None), "OTHER": (None, None),
                "COMPLETE": ("COMPLETE", "SUCCESS"), "FAIL": ("COMPLETE", "FAILURE"), "ABORT": ("COMPLETE", "FAILURE")}
 ORCHESTRATOR = "openlineage"
+CLIENT_TAGS = "OPENLINEAGE_CLIENT"  # the source of the tags the client adds to every event (its version)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
 _NUMBERS = ("int", "long", "bigint", "smallint", "tinyint", "double", "float", "decimal", "numeric", "real", "integer")
 
@@ -90,11 +92,11 @@ def _pointer(key: str) -> str:
 
 def tag_urns(facet: Any, where: str) -> list[str]:
     """The tag URNs of a tags facet `{"tags": [{"key", "value", "source", "field"?}]}`, without
-    the tags of single fields."""
+    the tags of single fields and the client's own."""
     urns = []
     for i, tag in enumerate(_list(_object(facet, where).get("tags"), f"{where}.tags")):
         tag = _object(tag, f"{where}.tags[{i}]")
-        if tag.get("field"):
+        if tag.get("field") or tag.get("source") == CLIENT_TAGS:
             continue
         key = _text(tag.get("key"), f"{where}.tags[{i}].key")
         value = tag.get("value")

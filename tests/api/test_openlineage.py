@@ -127,7 +127,8 @@ def test_a_job_becomes_a_data_job_entity_with_its_facets_and_its_datasets(server
 
 def test_documentation_and_tags_facets_as_dbt_ol_sends_them(server):
     """dbt-ol: a model's description in each dataset's documentation facet, its tags (and meta) in
-    the run's tags facet; a tags facet of a dataset may tag one of its fields."""
+    the run's tags facet (the client adds its version there); a tags facet of a dataset may tag
+    one of its fields."""
     table = dataset_urn("duckdb:///data/shop.duckdb", "shop.main.customer_revenue")
     server.client().call("POST", "/v1/proposals", {"proposals": [{
         "entityUrn": table, "changeType": "UPSERT", "aspectName": "datasetProperties",
@@ -136,7 +137,8 @@ def test_documentation_and_tags_facets_as_dbt_ol_sends_them(server):
         "eventType": "COMPLETE", "eventTime": "2024-05-02T08:00:00Z", "producer": PRODUCER,
         "run": {"runId": str(uuid.uuid4()), "facets": {"tags": {"tags": [
             {"key": "mart", "value": "true", "source": "DBT"}, {"key": "finance", "value": "true", "source": "DBT"},
-            {"key": "owner", "value": "ada", "source": "DBT_META"}]}}},
+            {"key": "owner", "value": "ada", "source": "DBT_META"},
+            {"key": "openlineage_client_version", "value": "1.54.0", "source": "OPENLINEAGE_CLIENT"}]}}},
         "job": {"namespace": "shop", "name": "shop.main.shop.customer_revenue"},
         "outputs": [{"namespace": "duckdb:///data/shop.duckdb", "name": "shop.main.customer_revenue", "facets": {
             "documentation": {"description": "Revenue of shipped orders per customer."},

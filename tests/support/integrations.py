@@ -75,8 +75,10 @@ def lodestar(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]
 def run_tool(tool: str, program: str, *args: str, env: dict[str, str], cwd: Path,
              timeout: float = 600) -> str:
     """`program` of the tool's venv; its output, asserting it exited 0."""
-    binary = tool_venv(tool) / program
-    done = subprocess.run([str(binary), *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout)
+    bin_dir = tool_venv(tool)
+    env = {**env, "PATH": f"{bin_dir}{os.pathsep}{env.get('PATH', os.defpath)}"}  # its own programs first
+    done = subprocess.run([str(bin_dir / program), *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=timeout)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{program} {' '.join(args)} exited {done.returncode}:\n{output[-8000:]}"
     return output
