@@ -11,7 +11,10 @@
   written with If-None-Match: * so later events keep them), its job and parent run, inputs and
   outputs, and a run event: START -> STARTED; COMPLETE, FAIL, ABORT -> COMPLETE with SUCCESS,
   FAILURE, FAILURE (the native result says which); RUNNING and OTHER add inputs and outputs;
-- the schema facet of a dataset is its schemaMetadata (nested fields as `parent/child`); its
+- the schema facet of a dataset is its schemaMetadata (nested fields as `parent/child`): an
+  output's replaces the one known, an input's only fills in a dataset without one (a job's view
+  of a table it reads does not replace what the table's own source, e.g. DataHub's postgres
+  source with column comments and keys, says of it); its
   documentation facet its description (a PATCH of datasetProperties: what other writers put there
   stays); its tags facet tags of it;
 - the tags facets of the run and the job (dbt's model tags, Airflow's DAG tags) are tags of the
@@ -114,11 +117,12 @@ def _tagged(urn: str, tags: list[str]) -> list[dict[str, Any]]:
 
 
 def _dataset_facets(urn: str, facets: dict[str, Any], where: str) -> list[dict[str, Any]]:
-    """The MCPs of a dataset's schema, documentation and tags facets."""
+    """The MCPs of a dataset's schema, documentation and tags facets (`where`: inputs[i] or outputs[i])."""
     out = []
     if facets.get("schema") is not None:
-        schema = _object(facets["schema"], f"{where}.facets.schema")
-        out.append(_mcp(urn, "schemaMetadata", _schema(urn, schema, f"{where}.facets.schema")))
+        schema = _schema(urn, _object(facets["schema"], f"{where}.facets.schema"), f"{where}.facets.schema")
+        create_only = {"changeType": "CREATE", "headers": {"If-None-Match": "*"}} if where.startswith("inputs") else {}
+        out.append(_mcp(urn, "schemaMetadata", schema, **create_only))
     description = _object(facets.get("documentation"), f"{where}.facets.documentation").get("description")
     if isinstance(description, str) and description:
         out.append(_patch(urn, "datasetProperties", [{"op": "add", "path": "/description", "value": description}]))

@@ -154,6 +154,27 @@ def test_documentation_and_tags_facets_as_dbt_ol_sends_them(server):
     assert sorted(t["tag"] for t in tags) == ["urn:li:tag:finance", "urn:li:tag:mart", "urn:li:tag:owner:ada"]
 
 
+def test_an_input_schema_fills_in_a_dataset_without_one_an_output_schema_replaces_it(server, client):
+    """Airflow's SQL operators send the schemas of the tables they read, as information_schema
+    has them: they do not replace the schema another source (DataHub's postgres source, with
+    column comments) gave those tables; the output's schema is the job's own and replaces."""
+    described = {"schemaName": "orders", "platform": "urn:li:dataPlatform:postgres", "version": 0, "hash": "",
+                 "platformSchema": {"com.linkedin.schema.OtherSchema": {"rawSchema": ""}},
+                 "fields": [{"fieldPath": "amount", "nativeDataType": "numeric(10,2)", "description": "In euros",
+                             "type": {"type": {"com.linkedin.schema.NumberType": {}}}}]}
+    server.client().call("POST", "/v1/proposals", {"proposals": [
+        {"entityUrn": urn, "changeType": "UPSERT", "aspectName": "schemaMetadata", "aspect": {"json": described}}
+        for urn in (ORDERS, REPORT)]})
+    client.emit(event(RunState.COMPLETE, str(uuid.uuid4()), datetime(2024, 5, 2, tzinfo=UTC)))
+    wait_for_index(server)
+    orders = server.client().entity(ORDERS)["aspects"]["schemaMetadata"]["value"]
+    assert orders["fields"] == described["fields"]
+    report = server.client().entity(REPORT)["aspects"]["schemaMetadata"]["value"]
+    assert [f["fieldPath"] for f in report["fields"]] == ["customer", "total"]
+    customers = server.client().entity(CUSTOMERS)["aspects"]["schemaMetadata"]["value"]
+    assert [f["fieldPath"] for f in customers["fields"]] == ["id", "name"]
+
+
 def test_a_failed_run(server, client):
     run_id = str(uuid.uuid4())
     at = datetime(2024, 5, 2, 8, 0, tzinfo=UTC)
