@@ -5,10 +5,7 @@ stateful ingestion removing a dropped table on the next run. Checked through Lod
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.support.integrations import (
-    Postgres,
     aspects,
     database,
     datahub_ingest,
@@ -19,8 +16,11 @@ from tests.support.integrations import (
     lodestar,
     path_of,
     postgres,
+    postgres_recipe,
 )
-from tests.support.processes import TOKEN
+from tests.support.integrations import (
+    postgres_urn as urn,
+)
 from tests.support.waiting import await_
 
 __all__ = ["database", "lodestar", "postgres"]  # fixtures
@@ -52,40 +52,9 @@ CREATE VIEW reporting.revenue_by_country AS
 """
 
 
-def recipe(tmp: Path, postgres: Postgres, database: str, lodestar_url: str) -> Path:
-    path = tmp / "postgres.yml"
-    path.write_text(f"""
-pipeline_name: postgres-{database}
-source:
-  type: postgres
-  config:
-    host_port: {postgres.host}:{postgres.port}
-    database: {database}
-    username: {postgres.user}
-    password: {postgres.password}
-    include_view_lineage: true
-    include_view_column_lineage: true
-    profiling:
-      enabled: true
-    stateful_ingestion:
-      enabled: true
-      remove_stale_metadata: true
-sink:
-  type: datahub-rest
-  config:
-    server: {lodestar_url}
-    token: {TOKEN}
-""")
-    return path
-
-
-def urn(database: str, table: str) -> str:
-    return f"urn:li:dataset:(urn:li:dataPlatform:postgres,{database}.{table},PROD)"
-
-
 def test_postgres_source_tables_views_lineage_profiles_and_stale_removal(postgres, database, lodestar, tmp_path):
     postgres.execute(database, SHOP)
-    path = recipe(tmp_path, postgres, database, lodestar.url)
+    path = postgres_recipe(tmp_path, postgres, database, lodestar)
     datahub_ingest(path, lodestar, tmp_path / "home")
     client = lodestar.client()
     indexed(client)

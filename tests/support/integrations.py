@@ -100,6 +100,40 @@ def datahub_ingest(recipe: Path, lodestar: ServeProcess, home: Path) -> str:
     return out
 
 
+def postgres_recipe(tmp: Path, postgres: Postgres, database: str, lodestar: ServeProcess) -> Path:
+    """A recipe of DataHub's postgres source for `database` (views' lineage, profiles, stateful
+    ingestion) with the datahub-rest sink into `lodestar`."""
+    path = tmp / "postgres.yml"
+    path.write_text(f"""
+pipeline_name: postgres-{database}
+source:
+  type: postgres
+  config:
+    host_port: {postgres.host}:{postgres.port}
+    database: {database}
+    username: {postgres.user}
+    password: {postgres.password}
+    include_view_lineage: true
+    include_view_column_lineage: true
+    profiling:
+      enabled: true
+    stateful_ingestion:
+      enabled: true
+      remove_stale_metadata: true
+sink:
+  type: datahub-rest
+  config:
+    server: {lodestar.url}
+    token: {TOKEN}
+""")
+    return path
+
+
+def postgres_urn(database: str, table: str) -> str:
+    """A table as DataHub's postgres source names it (`schema.table` in `database`)."""
+    return f"urn:li:dataset:(urn:li:dataPlatform:postgres,{database}.{table},PROD)"
+
+
 def path_of(urn: str) -> str:
     return quote(urn, safe="")
 
