@@ -1,111 +1,29 @@
 """dbt (dbt-core + dbt-duckdb, in a venv of their own) on the project in dbt_project/: its run
 through `dbt-ol` (openlineage-dbt) into Lodestar's OpenLineage endpoint, its artifacts (manifest,
-catalog, run_results of `dbt test`) through DataHub's `dbt` source into Lodestar's REST API, and
+catalog, run_results of `dbt build`) through DataHub's `dbt` source into Lodestar's REST API, and
 both on the same project. Checked through Lodestar's API."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests.support.integrations import (
-    aspects,
-    datahub_ingest,
-    field_lineage,
-    fields,
-    indexed,
-    lineage,
-    path_of,
-    run_tool,
-    tool_env,
-)
-from tests.support.processes import TOKEN, ServeProcess
-
-PROJECT = Path(__file__).with_name("dbt_project")
-MODELS = ("stg_customers", "stg_orders", "stg_payments", "customer_revenue")
-NAMESPACE = "shop"  # the OpenLineage namespace of the dbt jobs
-
-
-def duckdb(table: str) -> str:
-    """The warehouse table, as dbt-ol's `duckdb://<path>` + `shop.<schema>.<table>` and DataHub's
-    dbt source with `target_platform: duckdb` both name it."""
-    return f"urn:li:dataset:(urn:li:dataPlatform:duckdb,shop.{table},PROD)"
-
-
-def dbt_node(table: str) -> str:
-    return f"urn:li:dataset:(urn:li:dataPlatform:dbt,shop.{table},PROD)"
-
-
-def job(model: str) -> str:
-    return f"urn:li:dataJob:(urn:li:dataFlow:(openlineage,{NAMESPACE},PROD),shop.main.shop.{model})"
-
-
-@dataclass
-class Project:
-    """The dbt project built once in a folder of its own: seeds loaded, models run and tested
-    (`dbt seed`, `dbt build`), docs generated (manifest.json, catalog.json; run_results.json of the build)."""
-
-    home: Path
-    env: dict[str, str]
-
-    def dbt(self, *args: str, **extra: str) -> str:
-        return run_tool("dbt", args[0], *args[1:], env={**self.env, **extra}, cwd=self.home / "project")
-
-    @property
-    def target(self) -> Path:
-        return self.home / "target"
+from tests.support.dbt_project import MODELS, Project, build_project, datahub_dbt, dbt_node, dbt_ol_run, duckdb, job
+from tests.support.integrations import aspects, field_lineage, fields, indexed, lineage, path_of
+from tests.support.processes import ServeProcess
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
-    home = tmp_path_factory.mktemp("dbt")
-    shutil.copytree(PROJECT, home / "project")
-    env = tool_env(home / "home", SHOP_DUCKDB_PATH=str(home / "shop.duckdb"), DBT_TARGET_PATH=str(home / "target"),
-                   DBT_LOG_PATH=str(home / "logs"), DBT_PROFILES_DIR=str(home / "project"),
-                   DBT_SEND_ANONYMOUS_USAGE_STATS="false")
-    built = Project(home, env)
-    built.dbt("dbt", "seed")  # the sources' tables: seeds come first, no model refs them
-    built.dbt("dbt", "build", "--exclude", "resource_type:seed")
-    shutil.copy(built.target / "run_results.json", home / "build_results.json")
-    built.dbt("dbt", "docs", "generate")
-    return built
+    return build_project(tmp_path_factory.mktemp("dbt"))
 
 
 @pytest.fixture
 def lodestar(tmp_path: Path) -> Iterator[ServeProcess]:
     with ServeProcess(tmp_path / "data") as serve:
         yield serve
-
-
-def dbt_ol_run(project: Project, lodestar: ServeProcess) -> None:
-    """`dbt-ol run` with the OpenLineage HTTP transport configured by the environment."""
-    out = project.dbt("dbt-ol", "run", OPENLINEAGE_URL=lodestar.url, OPENLINEAGE_API_KEY=TOKEN,
-                      OPENLINEAGE_NAMESPACE=NAMESPACE)
-    assert "Emitted 10 OpenLineage events" in out, out[-4000:]
-
-
-def datahub_dbt(project: Project, lodestar: ServeProcess, tmp: Path) -> None:
-    recipe = tmp / "dbt.yml"
-    recipe.write_text(f"""
-source:
-  type: dbt
-  config:
-    manifest_path: {project.target / 'manifest.json'}
-    catalog_path: {project.target / 'catalog.json'}
-    run_results_paths: [{project.home / 'build_results.json'}]
-    target_platform: duckdb
-    convert_urns_to_lowercase: false
-sink:
-  type: datahub-rest
-  config:
-    server: {lodestar.url}
-    token: {TOKEN}
-""")
-    datahub_ingest(recipe, lodestar, tmp / "home")
 
 
 def assert_openlineage_run(client) -> None:
