@@ -17,13 +17,13 @@ from tests.support.integrations import (
     datahub_ingest,
     field_lineage,
     fields,
-    indexed,
     lineage,
     lodestar,
     path_of,
     postgres,
     postgres_recipe,
     run_tool,
+    settled,
     tool_env,
 )
 from tests.support.integrations import postgres_urn as urn
@@ -74,8 +74,8 @@ def test_airflow_dag_run_with_sql_and_python_tasks(postgres, database, lodestar,
     run_tool("airflow", "airflow", "db", "migrate", env=env, cwd=tmp_path)
     out = run_tool("airflow", "airflow", "dags", "test", "shop_reporting", "2024-01-02", env=env, cwd=tmp_path)
     assert "state=success" in out, out[-4000:]
+    settled(lodestar)
     client = lodestar.client()
-    indexed(client)
     customers, orders = urn(database, "sales.customers"), urn(database, "sales.orders")
     revenue = urn(database, "reporting.revenue")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.dbt_project import MODELS, Project, build_project, datahub_dbt, dbt_node, dbt_ol_run, duckdb, job
-from tests.support.integrations import aspects, field_lineage, fields, indexed, lineage, path_of
+from tests.support.integrations import aspects, field_lineage, fields, lineage, path_of, settled
 from tests.support.processes import ServeProcess
 
 
@@ -87,23 +87,23 @@ def assert_datahub_dbt(client) -> None:
 
 def test_dbt_ol_run_into_the_openlineage_endpoint(project, lodestar):
     dbt_ol_run(project, lodestar)
+    settled(lodestar)
     client = lodestar.client()
-    indexed(client)
     assert_openlineage_run(client)
 
 
 def test_datahub_dbt_source_into_the_rest_api(project, lodestar, tmp_path):
     datahub_dbt(project, lodestar, tmp_path)
+    settled(lodestar)
     client = lodestar.client()
-    indexed(client)
     assert_datahub_dbt(client)
 
 
 def test_both_on_the_same_project_make_one_table_entity_each(project, lodestar, tmp_path):
     dbt_ol_run(project, lodestar)
     datahub_dbt(project, lodestar, tmp_path)
+    settled(lodestar)
     client = lodestar.client()
-    indexed(client)
     assert_openlineage_run(client)
     assert_datahub_dbt(client)
     for model in MODELS:

@@ -11,12 +11,12 @@ from tests.support.integrations import (
     datahub_ingest,
     field_lineage,
     fields,
-    indexed,
     lineage,
     lodestar,
     path_of,
     postgres,
     postgres_recipe,
+    settled,
 )
 from tests.support.integrations import (
     postgres_urn as urn,
@@ -56,8 +56,8 @@ def test_postgres_source_tables_views_lineage_profiles_and_stale_removal(postgre
     postgres.execute(database, SHOP)
     path = postgres_recipe(tmp_path, postgres, database, lodestar)
     datahub_ingest(path, lodestar, tmp_path / "home")
+    settled(lodestar)
     client = lodestar.client()
-    indexed(client)
     customers, orders = urn(database, "sales.customers"), urn(database, "sales.orders")
     returns, revenue = urn(database, "sales.returns"), urn(database, "reporting.revenue_by_country")
 
@@ -98,6 +98,6 @@ def test_postgres_source_tables_views_lineage_profiles_and_stale_removal(postgre
     assert aspects(client, returns)["status"]["removed"] is False
     postgres.execute(database, "DROP TABLE sales.returns")
     datahub_ingest(path, lodestar, tmp_path / "home")
-    indexed(client)
+    settled(lodestar)
     assert aspects(client, returns)["status"]["removed"] is True
     assert aspects(client, customers)["status"]["removed"] is False

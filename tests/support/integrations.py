@@ -6,6 +6,7 @@ read back through Lodestar's own API."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -16,10 +17,12 @@ from urllib.parse import quote
 
 import psycopg2
 import pytest
+import requests
 
 from ingest.rest import RestClient
-from tests.support.processes import TOKEN, ServeProcess
+from tests.support.processes import TOKEN, ServeProcess, run_cli
 from tests.support.tool_venvs import ROOT, tool_venv
+from tests.support.waiting import await_
 
 SERVERS = ROOT / "deploy" / "servers.sh"
 
@@ -155,9 +158,22 @@ def field_lineage(client: RestClient, field_urn: str, direction: str = "upstream
     return client.call("GET", f"/v1/lineage/fields?urn={path_of(field_urn)}&direction={direction}&maxHops=3")
 
 
-def indexed(client: RestClient) -> None:
-    """Every change so far is in the read models."""
+def metric(lodestar: ServeProcess, name: str, labels: str = "") -> list[float]:
+    """The values of a metric at /metrics, of the series whose labels contain `labels`."""
+    text = requests.get(f"{lodestar.url}/metrics", timeout=30).text
+    return [float(match.group(2)) for match in re.finditer(rf"^{name}{{([^}}]*)}} (\S+)$", text, re.M)
+            if labels in match.group(1)]
+
+
+def settled(lodestar: ServeProcess) -> None:
+    """Every proposal queued so far applied (`datahub ingest` sends batches to the MCP topic),
+    every change in the read models, and none failed."""
+    await_(lambda: not any(metric(lodestar, "lodestar_consumer_lag", 'group="gms-mcp-consumer"')),
+           "the queued proposals applied")
+    client = lodestar.client()
     assert client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"] is True
+    failed = run_cli("failed", "--json", "--data-dir", str(lodestar.data_dir))
+    assert sum(metric(lodestar, "lodestar_failed_proposals_total")) == 0, failed.stdout + failed.stderr
 
 
 def fields(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
