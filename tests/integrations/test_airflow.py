@@ -11,6 +11,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.support.integrations import (
     aspects,
     database,
@@ -28,6 +30,10 @@ from tests.support.integrations import (
 )
 from tests.support.integrations import postgres_urn as urn
 from tests.support.processes import TOKEN
+
+# The first run builds the tool's venv from PyPI (tests/support/tool_venvs.py), minutes more
+# than the test itself; below faulthandler_timeout (1,260 s), which would end the worker.
+pytestmark = pytest.mark.timeout(1200)
 
 __all__ = ["database", "lodestar", "postgres"]  # fixtures
 

@@ -14,6 +14,10 @@ from tests.support.dbt_project import MODELS, Project, build_project, datahub_db
 from tests.support.integrations import aspects, field_lineage, fields, lineage, path_of, settled
 from tests.support.processes import ServeProcess
 
+# The first run builds the tool's venv from PyPI (tests/support/tool_venvs.py), minutes more
+# than the test itself; below faulthandler_timeout (1,260 s), which would end the worker.
+pytestmark = pytest.mark.timeout(1200)
+
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:

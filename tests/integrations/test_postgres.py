@@ -5,6 +5,8 @@ stateful ingestion removing a dropped table on the next run. Checked through Lod
 
 from __future__ import annotations
 
+import pytest
+
 from tests.support.integrations import (
     aspects,
     database,
@@ -22,6 +24,10 @@ from tests.support.integrations import (
     postgres_urn as urn,
 )
 from tests.support.waiting import await_
+
+# The first run builds the tool's venv from PyPI (tests/support/tool_venvs.py), minutes more
+# than the test itself; below faulthandler_timeout (1,260 s), which would end the worker.
+pytestmark = pytest.mark.timeout(1200)
 
 __all__ = ["database", "lodestar", "postgres"]  # fixtures
 

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import psycopg2
 import pytest
 import requests
 
@@ -25,6 +24,7 @@ from tests.support.tool_venvs import ROOT, tool_venv
 from tests.support.waiting import await_
 
 SERVERS = ROOT / "deploy" / "servers.sh"
+PSQL = "psql"  # Debian's postgresql package brings it (postgresql-client)
 
 
 @dataclass(frozen=True)
@@ -36,19 +36,12 @@ class Postgres:
     user: str = os.environ.get("LODESTAR_POSTGRES_SUPERUSER", "lodestar")
     password: str = os.environ.get("LODESTAR_POSTGRES_PASSWORD", "lodestar")
 
-    def connect(self, database: str = "postgres"):
-        connection = psycopg2.connect(host=self.host, port=self.port, user=self.user, password=self.password,
-                                      dbname=database)
-        connection.autocommit = True
-        return connection
-
     def execute(self, database: str, sql: str) -> None:
-        connection = self.connect(database)
-        try:
-            with connection.cursor() as cursor:
-                cursor.execute(sql)
-        finally:
-            connection.close()
+        """Runs `sql` (statements, each in a transaction of its own) with the server's own `psql`."""
+        done = subprocess.run([PSQL, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-h", self.host, "-p", str(self.port),
+                               "-U", self.user, "-d", database, "-f", "-"], input=sql, capture_output=True,
+                              text=True, env={**os.environ, "PGPASSWORD": self.password}, timeout=120)
+        assert done.returncode == 0, f"psql on {database} failed:\n{done.stderr}"
 
 
 @pytest.fixture(scope="session")
