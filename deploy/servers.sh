@@ -12,7 +12,8 @@
 #   deploy/servers.sh reset   [...]                               stop and wipe data (downloads kept)
 #   deploy/servers.sh logs    SERVER [N]                          last N lines of the server's log
 #
-# With no server named, the command applies to all three. LODESTAR_SERVERS_RUN (default
+# With no server named, the command applies to all three; `postgres` (a database for the
+# integration tests, from the machine's Debian package) only when named. LODESTAR_SERVERS_RUN (default
 # $LODESTAR_SERVERS_HOME/run) names the run dir: each command acts only on the servers of its own,
 # so a second set (other ports) can be started, stopped and wiped beside the default one.
 set -euo pipefail
@@ -23,13 +24,17 @@ source "$DEPLOY_DIR/lib/common.sh"
 source "$DEPLOY_DIR/lib/kafka.sh"
 source "$DEPLOY_DIR/lib/cassandra.sh"
 source "$DEPLOY_DIR/lib/opensearch.sh"
+source "$DEPLOY_DIR/lib/postgres.sh"
 
 ALL_SERVERS=(kafka cassandra opensearch)
+# Known but started only when named: a database for the integration tests (deploy/lib/postgres.sh).
+EXTRA_SERVERS=(postgres)
 STOP_TIMEOUT="${LODESTAR_STOP_TIMEOUT:-60}"
 
 run_dir() {
   case "$1" in
     opensearch) opensearch_run_dir ;;
+    postgres) postgres_run_dir ;;
     *) printf '%s/%s' "$RUN_ROOT" "$1" ;;
   esac
 }
@@ -39,6 +44,7 @@ start_timeout() {
     kafka) echo "$KAFKA_START_TIMEOUT" ;;
     cassandra) echo "$CASSANDRA_START_TIMEOUT" ;;
     opensearch) echo "$OPENSEARCH_START_TIMEOUT" ;;
+    postgres) echo "$POSTGRES_START_TIMEOUT" ;;
   esac
 }
 
@@ -54,8 +60,8 @@ parse_servers() {
   local s k known
   for s in "$@"; do
     known=0
-    for k in "${ALL_SERVERS[@]}"; do [[ "$s" == "$k" ]] && known=1; done
-    ((known)) || die "unknown server '$s' (expected: ${ALL_SERVERS[*]})"
+    for k in "${ALL_SERVERS[@]}" "${EXTRA_SERVERS[@]}"; do [[ "$s" == "$k" ]] && known=1; done
+    ((known)) || die "unknown server '$s' (expected: ${ALL_SERVERS[*]} ${EXTRA_SERVERS[*]})"
     SERVERS+=("$s")
   done
   ((${#SERVERS[@]})) || SERVERS=("${ALL_SERVERS[@]}")

@@ -11,7 +11,16 @@
   written with If-None-Match: * so later events keep them), its job and parent run, inputs and
   outputs, and a run event: START -> STARTED; COMPLETE, FAIL, ABORT -> COMPLETE with SUCCESS,
   FAILURE, FAILURE (the native result says which); RUNNING and OTHER add inputs and outputs;
-- the schema facet of a dataset is its schemaMetadata (nested fields as `parent/child`);
+- the schema facet of a dataset is its schemaMetadata (nested fields as `parent/child`): an
+  output's replaces the one known, an input's only fills in a dataset without one (a job's view
+  of a table it reads does not replace what the table's own source, e.g. DataHub's postgres
+  source with column comments and keys, says of it); its
+  documentation facet its description (a PATCH of datasetProperties: what other writers put there
+  stays); its tags facet tags of it;
+- the tags facets of the run and the job (dbt's model tags, Airflow's DAG tags) are tags of the
+  job (a PATCH of globalTags, adding): `urn:li:tag:<key>`, or `<key>:<value>` unless the value
+  is "true"; a tag of one field (`field`) and the client's own (source OPENLINEAGE_CLIENT: its
+  version) are left out;
 - the columnLineage facets of the outputs are the run's fieldOperations: one READ per input
   dataset, one TRANSFORM per output field (from all of its input fields), one WRITE per output.
 """
@@ -27,6 +36,7 @@ from schemas.urns import encode_part
 EVENT_TYPES = {"START": ("STARTED", None), "RUNNING": (None, None), "OTHER": (None, None),
                "COMPLETE": ("COMPLETE", "SUCCESS"), "FAIL": ("COMPLETE", "FAILURE"), "ABORT": ("COMPLETE", "FAILURE")}
 ORCHESTRATOR = "openlineage"
+CLIENT_TAGS = "OPENLINEAGE_CLIENT"  # the source of the tags the client adds to every event (its version)
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://")
 _NUMBERS = ("int", "long", "bigint", "smallint", "tinyint", "double", "float", "decimal", "numeric", "real", "integer")
 
@@ -71,6 +81,54 @@ def flow_urn(namespace: str) -> str:
 
 def job_urn(namespace: str, name: str) -> str:
     return f"urn:li:dataJob:({flow_urn(namespace)},{encode_part(name)})"
+
+
+def _patch(urn: str, aspect: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"entityType": urn.removeprefix("urn:li:").partition(":")[0], "entityUrn": urn, "changeType": "PATCH",
+            "aspectName": aspect, "aspect": {"value": ops, "contentType": "application/json-patch+json"}}
+
+
+def _pointer(key: str) -> str:
+    """`key` as one JSON Pointer segment."""
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def tag_urns(facet: Any, where: str) -> list[str]:
+    """The tag URNs of a tags facet `{"tags": [{"key", "value", "source", "field"?}]}`, without
+    the tags of single fields and the client's own."""
+    urns = []
+    for i, tag in enumerate(_list(_object(facet, where).get("tags"), f"{where}.tags")):
+        tag = _object(tag, f"{where}.tags[{i}]")
+        if tag.get("field") or tag.get("source") == CLIENT_TAGS:
+            continue
+        key = _text(tag.get("key"), f"{where}.tags[{i}].key")
+        value = tag.get("value")
+        name = key if value in (None, "", "true", True) else f"{key}:{value}"
+        urns.append(f"urn:li:tag:{encode_part(name)}")
+    return sorted(set(urns))
+
+
+def _tagged(urn: str, tags: list[str]) -> list[dict[str, Any]]:
+    """A PATCH adding `tags` to the entity's globalTags (none when there are none)."""
+    if not tags:
+        return []
+    return [_patch(urn, "globalTags", [{"op": "add", "path": f"/tags/{_pointer(tag)}", "value": {"tag": tag}}
+                                       for tag in tags])]
+
+
+def _dataset_facets(urn: str, facets: dict[str, Any], where: str) -> list[dict[str, Any]]:
+    """The MCPs of a dataset's schema, documentation and tags facets (`where`: inputs[i] or outputs[i])."""
+    out = []
+    if facets.get("schema") is not None:
+        schema = _schema(urn, _object(facets["schema"], f"{where}.facets.schema"), f"{where}.facets.schema")
+        create_only = {"changeType": "CREATE", "headers": {"If-None-Match": "*"}} if where.startswith("inputs") else {}
+        out.append(_mcp(urn, "schemaMetadata", schema, **create_only))
+    description = _object(facets.get("documentation"), f"{where}.facets.documentation").get("description")
+    if isinstance(description, str) and description:
+        out.append(_patch(urn, "datasetProperties", [{"op": "add", "path": "/description", "value": description}]))
+    if facets.get("tags") is not None:
+        out += _tagged(urn, tag_urns(facets["tags"], f"{where}.facets.tags"))
+    return out
 
 
 def _millis(text: Any) -> int:
@@ -224,10 +282,10 @@ def proposals(event: Any) -> list[dict[str, Any]]:
         out.append(_mcp(run_urn, "dataProcessInstanceInput", {"inputs": [u for u, _, _ in inputs]}))
     if outputs:
         out.append(_mcp(run_urn, "dataProcessInstanceOutput", {"outputs": [u for u, _, _ in outputs]}))
+    out += _tagged(job, sorted(set(tag_urns(facets.get("tags"), "run.facets.tags")
+                                   + tag_urns(job_facets.get("tags"), "job.facets.tags"))))
     for urn, where, dataset_facets in inputs + outputs:
-        if dataset_facets.get("schema") is not None:
-            schema = _object(dataset_facets["schema"], f"{where}.facets.schema")
-            out.append(_mcp(urn, "schemaMetadata", _schema(urn, schema, f"{where}.facets.schema")))
+        out += _dataset_facets(urn, dataset_facets, where)
     operations = field_operations(outputs)
     if operations:
         out.append(_mcp(run_urn, "fieldOperations", {"operations": operations}))

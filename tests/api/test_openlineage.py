@@ -125,6 +125,56 @@ def test_a_job_becomes_a_data_job_entity_with_its_facets_and_its_datasets(server
     assert urn in {node["urn"] for node in downstream["nodes"]}
 
 
+def test_documentation_and_tags_facets_as_dbt_ol_sends_them(server):
+    """dbt-ol: a model's description in each dataset's documentation facet, its tags (and meta) in
+    the run's tags facet (the client adds its version there); a tags facet of a dataset may tag
+    one of its fields."""
+    table = dataset_urn("duckdb:///data/shop.duckdb", "shop.main.customer_revenue")
+    server.client().call("POST", "/v1/proposals", {"proposals": [{
+        "entityUrn": table, "changeType": "UPSERT", "aspectName": "datasetProperties",
+        "aspect": {"json": {"customProperties": {"owner_team": "finance"}}}}]})
+    status, body = server.client().request("POST", "/api/v1/lineage", {
+        "eventType": "COMPLETE", "eventTime": "2024-05-02T08:00:00Z", "producer": PRODUCER,
+        "run": {"runId": str(uuid.uuid4()), "facets": {"tags": {"tags": [
+            {"key": "mart", "value": "true", "source": "DBT"}, {"key": "finance", "value": "true", "source": "DBT"},
+            {"key": "owner", "value": "ada", "source": "DBT_META"},
+            {"key": "openlineage_client_version", "value": "1.54.0", "source": "OPENLINEAGE_CLIENT"}]}}},
+        "job": {"namespace": "shop", "name": "shop.main.shop.customer_revenue"},
+        "outputs": [{"namespace": "duckdb:///data/shop.duckdb", "name": "shop.main.customer_revenue", "facets": {
+            "documentation": {"description": "Revenue of shipped orders per customer."},
+            "tags": {"tags": [{"key": "gold", "value": "true"}, {"key": "pii", "value": "true", "field": "name"}]}}}]})
+    assert status == 201, body
+    wait_for_index(server)
+    aspects = server.client().entity(table)["aspects"]
+    assert aspects["datasetProperties"]["value"] == {"description": "Revenue of shipped orders per customer.",
+                                                     "customProperties": {"owner_team": "finance"}}
+    assert aspects["globalTags"]["value"] == {"tags": [{"tag": "urn:li:tag:gold"}]}
+    job = "urn:li:dataJob:(urn:li:dataFlow:(openlineage,shop,PROD),shop.main.shop.customer_revenue)"
+    tags = server.client().entity(job)["aspects"]["globalTags"]["value"]["tags"]
+    assert sorted(t["tag"] for t in tags) == ["urn:li:tag:finance", "urn:li:tag:mart", "urn:li:tag:owner:ada"]
+
+
+def test_an_input_schema_fills_in_a_dataset_without_one_an_output_schema_replaces_it(server, client):
+    """Airflow's SQL operators send the schemas of the tables they read, as information_schema
+    has them: they do not replace the schema another source (DataHub's postgres source, with
+    column comments) gave those tables; the output's schema is the job's own and replaces."""
+    described = {"schemaName": "orders", "platform": "urn:li:dataPlatform:postgres", "version": 0, "hash": "",
+                 "platformSchema": {"com.linkedin.schema.OtherSchema": {"rawSchema": ""}},
+                 "fields": [{"fieldPath": "amount", "nativeDataType": "numeric(10,2)", "description": "In euros",
+                             "type": {"type": {"com.linkedin.schema.NumberType": {}}}}]}
+    server.client().call("POST", "/v1/proposals", {"proposals": [
+        {"entityUrn": urn, "changeType": "UPSERT", "aspectName": "schemaMetadata", "aspect": {"json": described}}
+        for urn in (ORDERS, REPORT)]})
+    client.emit(event(RunState.COMPLETE, str(uuid.uuid4()), datetime(2024, 5, 2, tzinfo=UTC)))
+    wait_for_index(server)
+    orders = server.client().entity(ORDERS)["aspects"]["schemaMetadata"]["value"]
+    assert orders["fields"] == described["fields"]
+    report = server.client().entity(REPORT)["aspects"]["schemaMetadata"]["value"]
+    assert [f["fieldPath"] for f in report["fields"]] == ["customer", "total"]
+    customers = server.client().entity(CUSTOMERS)["aspects"]["schemaMetadata"]["value"]
+    assert [f["fieldPath"] for f in customers["fields"]] == ["id", "name"]
+
+
 def test_a_failed_run(server, client):
     run_id = str(uuid.uuid4())
     at = datetime(2024, 5, 2, 8, 0, tzinfo=UTC)
@@ -155,7 +205,9 @@ PATHS = [("eventType",), ("eventTime",), ("run",), ("run", "runId"), ("run", "fa
          ("job",), ("job", "name"), ("inputs",), ("outputs",), ("outputs", 0, "facets"),
          ("outputs", 0, "facets", "columnLineage"), ("outputs", 0, "facets", "columnLineage", "fields", "total"),
          ("outputs", 0, "facets", "columnLineage", "fields", "total", "inputFields", 0),
-         ("inputs", 0, "facets", "schema"), ("inputs", 0, "facets", "schema", "fields", 0)]
+         ("inputs", 0, "facets", "schema"), ("inputs", 0, "facets", "schema", "fields", 0),
+         ("outputs", 0, "facets", "documentation"), ("outputs", 0, "facets", "documentation", "description"),
+         ("outputs", 0, "facets", "tags"), ("run", "facets", "tags"), ("job", "facets")]
 
 
 @given(replacements=st.lists(st.tuples(st.sampled_from(PATHS), json_values), min_size=1, max_size=3))
