@@ -11,6 +11,7 @@ from gms.service import Gms
 from lodestar.api import (
     access,
     datahub,
+    datahub_openapi,
     datahub_reads,
     field_lineage_v3,
     graphql,
@@ -49,7 +50,8 @@ log = logging.getLogger(__name__)
 # Each adds its routes (`add_routes`) and declares their OpenAPI paths (`OPENAPI_PATHS`).
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
-    run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry)
+    run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry,
+    datahub_openapi)
 
 
 @web.middleware
