@@ -135,10 +135,6 @@ def _entity_mcps(request: web.Request, entity: EntitySpec, items: Any, change_ty
 async def _write(request: web.Request, mcps: list[dict[str, Any]]) -> web.Response | list[tuple[str, str]] | None:
     """Apply (or with `async=true` queue) the proposals, all or none: the failure's answer;
     else, when applied, the (urn, aspect) written, in order; None when queued."""
-    for mcp in mcps:
-        value = mcp["aspect"].get("json")
-        if isinstance(value, dict) and TYPE_MARKER in value:
-            mcp["aspect"]["json"] = {k: v for k, v in value.items() if k != TYPE_MARKER}
     parsed: list[Proposal | ProposalError] = parse_all(mcps)
     if bool_param(request, "async"):
         return await datahub.queue_all(request, parsed)
@@ -247,7 +243,8 @@ async def platform_entities(request: web.Request) -> web.Response:
         aspect = item.get("aspect")
         if isinstance(aspect, dict) and isinstance(aspect.get("value"), dict) \
                 and aspect.get("contentType", "application/json") == "application/json":
-            item = {**item, "aspect": {"json": aspect["value"]}}
+            value = {k: v for k, v in aspect["value"].items() if k != TYPE_MARKER}
+            item = {**item, "aspect": {"json": value}}
         mcps.append(item)
     outcome = await _write(request, mcps)
     if isinstance(outcome, web.Response):
