@@ -139,6 +139,7 @@ def matrix() -> list[Call]:
         Call("authenticated", "POST", "/runs", "/runs?action=list", {}),
         Call("authenticated", "POST", "/runs/", "/runs/?action=describe", {"runId": "matrix"}),
         Call("write", "POST", "/runs", "/runs?action=rollback", {"runId": "matrix", "dryRun": True}),
+        *openapi_entity_calls(),
         Call("admin", "POST", "/v1/access/principals", "/v1/access/principals", {"name": "newcomer"}),
         Call("admin", "POST", "/v1/access/tokens", "/v1/access/tokens", {"principal": "outsider"}),
         Call("admin", "POST", "/v1/access/grants", "/v1/access/grants",
@@ -166,6 +167,32 @@ def matrix() -> list[Call]:
         Call("write", "PUT", f"{SR}/config", f"{SR}/config", {"compatibility": "BACKWARD"}),
         Call("public", "GET", f"{SR}/config/{{subject}}", f"{SR}/config/orders-value"),
         Call("write", "PUT", f"{SR}/config/{{subject}}", f"{SR}/config/orders-value", {"compatibility": "NONE"}),
+    ]
+
+
+def openapi_entity_calls() -> list[Call]:
+    """DataHub's OpenAPI entity routes (lodestar/api/datahub_openapi.py)."""
+    v3, v2 = "/openapi/v3/entity/{type}", "/openapi/v2/entity/{type}"
+    ds, scratch = q(CUSTOMERS, safe=""), q(cdap_dataset("default", "scratch"), safe="")
+    tags = {"tags": [{"tag": "urn:li:tag:matrix"}]}
+    patch = {"patch": [{"op": "add", "path": "/tags/urn:li:tag:matrix", "value": {"tag": "urn:li:tag:matrix"}}]}
+    return [
+        Call("read", "GET", v3 + "/{urn}", f"/openapi/v3/entity/dataset/{ds}"),
+        Call("read", "GET", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/datasetProperties"),
+        Call("read", "POST", v3 + "/batchGet", "/openapi/v3/entity/dataset/batchGet", [{"urn": CUSTOMERS}]),
+        Call("write", "POST", v3, "/openapi/v3/entity/dataset", [{"urn": CUSTOMERS, "globalTags": {"value": tags}}]),
+        Call("write", "PATCH", v3, "/openapi/v3/entity/dataset", [{"urn": CUSTOMERS, "globalTags": {"value": patch}}]),
+        Call("write", "POST", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/globalTags", {"value": tags}),
+        Call("write", "PATCH", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/globalTags", patch),
+        Call("write", "DELETE", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/globalTags"),
+        Call("write", "DELETE", v3 + "/{urn}", f"/openapi/v3/entity/dataset/{scratch}"),
+        Call("write", "POST", v2, "/openapi/v2/entity/dataset", [{"urn": CUSTOMERS, "aspects": {"globalTags": {
+            "value": tags}}}]),
+        Call("write", "POST", v2 + "/{urn}/{aspect}", f"/openapi/v2/entity/dataset/{ds}/globalTags", tags),
+        Call("write", "PATCH", v2 + "/{urn}/{aspect}", f"/openapi/v2/entity/dataset/{ds}/globalTags", patch),
+        Call("write", "DELETE", v2 + "/{urn}", f"/openapi/v2/entity/dataset/{scratch}"),
+        Call("write", "POST", "/openapi/v2/platform/entities/v1/", "/openapi/v2/platform/entities/v1/",
+             [mcp(CUSTOMERS, "globalTags", tags)]),
     ]
 
 
