@@ -13,6 +13,7 @@ from lodestar.api import (
     datahub,
     datahub_openapi,
     datahub_reads,
+    datahub_restli_relationships,
     field_lineage_v3,
     graphql,
     guards,
@@ -51,7 +52,7 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
     run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry,
-    datahub_openapi)
+    datahub_openapi, datahub_restli_relationships)
 
 
 @web.middleware

@@ -127,6 +127,7 @@ def matrix() -> list[Call]:
         Call("write", "POST", "/v3/namespaces/{ns}/streams/{name}/async",
              "/v3/namespaces/default/streams/clicks/async?source=web"),
         Call("write", "POST", "/api/v1/lineage", "/api/v1/lineage", event),
+        Call("write", "POST", "/openapi/openlineage/api/v1/lineage", "/openapi/openlineage/api/v1/lineage", event),
         Call("write", "DELETE", "/v1/entities/{urn}", ds),
         Call("write", "POST", "/entities", "/entities?action=delete", {"urn": cdap_dataset("default", "scratch")}),
         Call("write", "POST", "/aspects/", "/aspects/?action=ingestProposal",
@@ -193,6 +194,7 @@ def openapi_entity_calls() -> list[Call]:
         Call("write", "DELETE", v2 + "/{urn}", f"/openapi/v2/entity/dataset/{scratch}"),
         Call("write", "POST", "/openapi/v2/platform/entities/v1/", "/openapi/v2/platform/entities/v1/",
              [mcp(CUSTOMERS, "globalTags", tags)]),
+        Call("read", "GET", "/relationships", f"/relationships?urn={ds}&direction=OUTGOING&types=DownstreamOf"),
     ]
 
 
