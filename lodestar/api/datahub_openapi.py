@@ -398,6 +398,10 @@ _READ = {"400": response("Invalid request"), "403": response("The caller may not
          "404": response("Not found")}
 _DELETE = {"200": response("Deleted (or nothing to delete)"), "400": response("Invalid request"),
            "403": response("The caller may not delete it"), "412": response("Refused")}
+_PLATFORM = {"post": {
+    "summary": "DataHub v2: MetadataChangeProposals (values as objects) -> the URNs written",
+    "parameters": [query_param("async", kind="boolean")], "requestBody": _BODY,
+    "responses": {"200": response("The URNs", ARRAY), "202": response("Queued", ARRAY), **_REFUSALS}}}
 OPENAPI_PATHS: dict[str, Any] = {
     "/openapi/v3/entity/{type}": {
         "post": _write_op("DataHub v3: [{\"urn\", \"<aspect>\": {\"value\", \"systemMetadata\"?, \"headers\"?}}]",
@@ -432,10 +436,8 @@ OPENAPI_PATHS: dict[str, Any] = {
     "/openapi/v2/entity/{type}/{urn}/{aspect}": {
         "post": _write_op("DataHub v2: the aspect's value -> {\"urn\", \"aspects\"}", OBJECT, [URN, ASPECT]),
         "patch": _write_op("DataHub v2: {\"patch\": [...]} -> {\"urn\", \"aspects\"}", OBJECT, [URN, ASPECT])},
-    "/openapi/v2/platform/entities/v1/": {"post": {
-        "summary": "DataHub v2: MetadataChangeProposals (values as objects) -> the URNs written",
-        "parameters": [query_param("async", kind="boolean")], "requestBody": _BODY,
-        "responses": {"200": response("The URNs", ARRAY), "202": response("Queued", ARRAY), **_REFUSALS}}},
+    "/openapi/v2/platform/entities/v1/": _PLATFORM,  # as DataHub's clients send it
+    "/openapi/v2/platform/entities/v1": _PLATFORM,
 }
 
 
@@ -456,3 +458,4 @@ def add_routes(app: web.Application) -> None:
     router.add_post(v2 + "/{urn}/{aspect}", post_aspect_v2)
     router.add_patch(v2 + "/{urn}/{aspect}", patch_aspect_v2)
     router.add_post("/openapi/v2/platform/entities/v1/", platform_entities)
+    router.add_post("/openapi/v2/platform/entities/v1", platform_entities)

@@ -194,6 +194,8 @@ def openapi_entity_calls() -> list[Call]:
         Call("write", "DELETE", v2 + "/{urn}", f"/openapi/v2/entity/dataset/{scratch}"),
         Call("write", "POST", "/openapi/v2/platform/entities/v1/", "/openapi/v2/platform/entities/v1/",
              [mcp(CUSTOMERS, "globalTags", tags)]),
+        Call("write", "POST", "/openapi/v2/platform/entities/v1", "/openapi/v2/platform/entities/v1",
+             [mcp(CUSTOMERS, "globalTags", tags)]),
         Call("read", "GET", "/relationships", f"/relationships?urn={ds}&direction=OUTGOING&types=DownstreamOf"),
     ]
 
