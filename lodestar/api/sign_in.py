@@ -7,6 +7,7 @@ turns a session cookie into the bearer header the authentication middleware chec
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -24,8 +25,16 @@ WRONG = "invalid username or password"  # one answer whichever part was wrong
 
 
 def session_authorization(request: web.Request) -> str | None:
-    """The Authorization header to check: the request's own, else its session cookie's token."""
+    """The bearer header to check: the request's own; HTTP Basic whose password is a token (as
+    Kafka clients send a schema registry's credentials, from `http://user:TOKEN@host/`; the
+    user name is not checked); else the session cookie's token."""
     given = request.headers.get("Authorization")
+    if given and given[:6].lower() == "basic ":
+        try:
+            _, _, secret = base64.b64decode(given[6:].strip(), validate=True).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return None
+        return f"Bearer {secret}" if secret else None
     if given:
         return given
     session = request.cookies.get(SESSION_COOKIE)

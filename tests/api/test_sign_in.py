@@ -201,3 +201,13 @@ def test_a_login_body_of_the_wrong_shape_is_refused_without_a_500(server: LiveSe
     answer = requests.post(f"{server.url}/logIn", json={"username": "ada", "password": PASSWORD, field: [1]},
                            timeout=30)
     assert answer.status_code == 401
+
+
+def test_http_basic_carries_a_token_as_its_password(server: LiveServer):
+    ada = _principal(server, "ada", grants=("READ",))
+    token = server.client().call("POST", "/v1/access/tokens", {"principal": "ada"})["token"]
+    assert requests.get(f"{server.url}/v1/access/grants", auth=("anyone", token), timeout=30).json()["principal"] == ada
+    for user, secret in (("ada", PASSWORD), ("ada", ""), ("ada", token[:-1] + ("1" if token[-1] == "0" else "0"))):  # a password is no token
+        assert requests.get(f"{server.url}/v1/access/grants", auth=(user, secret), timeout=30).status_code == 401
+    garbled = requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": "Basic !!"}, timeout=30)
+    assert garbled.status_code == 401
