@@ -42,7 +42,7 @@ _FACT_CATEGORIES = {"TAG": "TAG", "GLOSSARY_TERM": "GLOSSARY_TERM", "OWNER": "OW
 _URN_PARAMETER = {"TAG": "tagUrn", "GLOSSARY_TERM": "termUrn", "OWNER": "ownerUrn", "DOMAIN": "domainUrn",
                   "STRUCTURED_PROPERTY": "propertyUrn"}
 CATEGORY_NAMES = (*_FACT_CATEGORIES, "LIFECYCLE")
-BOOKKEEPING = frozenset({"accessToken", "accessGrants", "webhook", "schemaRegistrySchema", "schemaRegistrySubject"})
+BOOKKEEPING = frozenset({"accessToken", "accessGrants", "accessCredentials", "webhook", "schemaRegistrySchema", "schemaRegistrySubject"})
 
 
 class MclChange(Protocol):

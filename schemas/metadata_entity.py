@@ -39,7 +39,7 @@ ORIGIN = "PROD"
 INSTANCE = "instance"
 URN_KEY = "urn"
 DATA_KEYS = ("dataset", "stream")
-ACCESS_ENTITY_TYPES = frozenset({"accessToken", "accessGrants"})
+ACCESS_ENTITY_TYPES = frozenset({"accessToken", "accessGrants", "accessCredentials"})
 _DETAIL_ENCODE = {"%": "%25", "/": "%2F", "=": "%3D", ",": "%2C", "(": "%28", ")": "%29"}
 
 #: What a URN does not say, read from the store: a program's type, "stream" for a stream.

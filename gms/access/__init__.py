@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from collections.abc import Iterable
 
 from gms.errors import ProposalFailed
@@ -62,6 +63,17 @@ def needed(entity_type: str, change_type: str, aspect: str | None = None) -> fro
     return REMOVE if change_type == "DELETE" else WRITE
 
 
+AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # an INVITE token authenticates no one
+
+
+def authenticates(info: dict) -> bool:
+    """Whether a token of this accessTokenInfo authenticates its principal now: not revoked,
+    not expired, and of a kind that signs in."""
+    expires = info.get("expiresAt")
+    return (not info.get("revoked") and info.get("kind") in AUTHENTICATING_KINDS
+            and (expires is None or expires > time.time() * 1000))
+
+
 class AccessControl:
     """Answers who a token is and what a principal may do, from the aspect store."""
 
@@ -71,7 +83,7 @@ class AccessControl:
     def token_principal(self, hashed: str) -> str | None:
         """The principal of a token given by its SHA-256, or None (unknown, revoked, removed)."""
         row = self.store.get(f"urn:li:accessToken:{hashed}", "accessTokenInfo")
-        if row is None or not row.exists or row.value.get("revoked"):
+        if row is None or not row.exists or not authenticates(row.value):
             return None
         principal = row.value["principal"]
         status = self.store.get(principal, "status")

@@ -55,6 +55,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         token, created = admin_token(data_dir, args.admin_token)
+        if os.environ.get(ADMIN_PASSWORD_ENV):
+            _ensure_password_admin(config, data_dir, os.environ[ADMIN_PASSWORD_ENV])
         if args.examples:
             gms = open_gms(config, data_dir)
             try:
@@ -78,6 +80,27 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return serve_workers(data_dir, args.host, args.port, token, args.workers, config, roles, access_log)
     except ServeError as err:
         raise CliError(str(err)) from None
+
+
+ADMIN_PASSWORD_ENV = "LODESTAR_ADMIN_PASSWORD"
+PASSWORD_ADMIN = "datahub"  # the admin DataHub's clients sign in as (urn:li:corpuser:datahub)
+
+
+def _ensure_password_admin(config, data_dir: Path, password: str) -> None:
+    """At a start with LODESTAR_ADMIN_PASSWORD: the `datahub` principal, with every privilege on
+    the instance and that password, unless it has a password already (never overwritten)."""
+    from gms.access.accounts import AccountError, Accounts
+    from lodestar.assembly import open_gms
+
+    gms = open_gms(config, data_dir)
+    try:
+        made = Accounts(gms).ensure_admin(PASSWORD_ADMIN, password)
+    except AccountError as err:
+        raise CliError(f"{ADMIN_PASSWORD_ENV}: {err}") from None
+    finally:
+        gms.close()
+    if made:
+        print(f"admin principal {PASSWORD_ADMIN} created with the password of {ADMIN_PASSWORD_ENV}", flush=True)
 
 
 def _load_examples(gms) -> None:

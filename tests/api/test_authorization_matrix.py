@@ -71,6 +71,14 @@ def matrix() -> list[Call]:
         Call("authenticated", "GET", "/v3/metadata/search", "/v3/metadata/search?query=customers"),
         Call("authenticated", "POST", "/api/graphql", "/api/graphql",  # reads only what the caller may read
              {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
+        Call("authenticated", "POST", "/api/v2/graphql", "/api/v2/graphql",  # the same, at DataHub frontend's path
+             {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
+        Call("public", "GET", "/admin", "/admin"),
+        Call("public", "POST", "/logIn", "/logIn", []),  # not credentials: 400 (wrong ones: 401)
+        Call("public", "GET", "/logOut", "/logOut"),
+        Call("public", "POST", "/signUp", "/signUp", []),
+        Call("admin", "PUT", "/v1/access/principals/{name}/password", "/v1/access/principals/outsider/password",
+             {"password": "a long enough password"}),
         Call("read", "GET", "/v1/lineage", f"/v1/lineage?urn={q(CUSTOMERS, safe='')}"),
         Call("read", "GET", "/v1/lineage/fields", f"/v1/lineage/fields?urn={q(FIELD, safe='')}"),
         Call("read", "GET", "/v1/timeseries/{urn}/{aspect}", f"/v1/timeseries/{q(CUSTOMERS, safe='')}/datasetProfile"),

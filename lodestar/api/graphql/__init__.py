@@ -38,11 +38,13 @@ from lodestar.api.openapi import OBJECT, response
 log = logging.getLogger(__name__)
 MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has some 2,000)
 MAX_DEPTH = 32  # nested selection sets of one operation or fragment
+SCHEMA_FILES = ("schema.graphql", "access.graphql")  # access.graphql extends Query and Mutation
 
 
 @cache
 def schema() -> GraphQLSchema:
-    built = build_schema(resources.files(__package__).joinpath("schema.graphql").read_text())
+    package = resources.files(__package__)
+    built = build_schema("\n".join(package.joinpath(name).read_text() for name in SCHEMA_FILES))
     for name in ("Entity", "OwnerType"):
         built.get_type(name).resolve_type = lambda value, info, abstract: graphql_type_of(value)  # type: ignore
     return built
@@ -133,4 +135,5 @@ def add_routes(app: web.Application) -> None:
     # A query for the write guards (lag, event-log ping): reads must go on while indexing lags.
     # Its one mutation, createTag, writes through GMS, whose own errors answer for it.
     app.router.add_post("/api/graphql", query_route(graphql))
+    app.router.add_post("/api/v2/graphql", query_route(graphql))  # the path DataHub's frontend serves it at
 
