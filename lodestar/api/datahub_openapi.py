@@ -35,8 +35,8 @@ from ingest.proposal import JSON_PATCH, Proposal, ProposalError
 from lodestar.api import datahub
 from lodestar.api.access import require
 from lodestar.api.context import api_of, error, principal_of, read_json
-from lodestar.api.datahub_reads import checked_entity, list_param, path_urn, refuse
-from lodestar.api.limits import MAX_VERSION, bool_param, int_param
+from lodestar.api.datahub_reads import checked_entity, list_param, newest, path_urn, refuse
+from lodestar.api.limits import MAX_MILLIS, MAX_VERSION, bool_param, int_param
 from lodestar.api.native import conditional_headers, parse_all
 from lodestar.api.openapi import ARRAY, ASPECT, OBJECT, URN, query_param, response
 from schemas.registry import EntityRegistry, EntitySpec
@@ -295,25 +295,32 @@ async def get_entity(request: web.Request) -> web.Response:
 
 async def get_aspect(request: web.Request) -> web.Response:
     """v3 `GET /openapi/v3/entity/{type}/{urn}/{aspect}[?version=n]`: `{"value"}` of a version (0:
-    the latest); of a timeseries aspect, its latest point."""
+    the latest); of a timeseries aspect, its newest point (with a version: the newest at or before
+    that timestamp, as DataHub reads it)."""
     entity = _entity_of_path(request)
     urn = _urn_of(request, entity, path_urn(request))
     require(request, READ, urn)
     aspect = _aspect_of(entity, request.match_info["aspect"], "aspect")
     api = api_of(request)
-    spec = _registry(request).aspects[aspect]
-    if spec.is_timeseries:
-        await api.wait_for_index()
-        points = await asyncio.to_thread(api.read_models.timeseries.query, urn, aspect)
-        if not points:
-            raise refuse(404, "not_found", f"{urn} has no {aspect} point")
-        return web.json_response({"value": max(points, key=lambda p: p.get("timestampMillis", 0))})
+    if _registry(request).aspects[aspect].is_timeseries:
+        point = await _newest_point(request, urn, aspect, int_param(request, "version", 0, 0, MAX_MILLIS) or None)
+        return web.json_response({"value": point})
     version = int_param(request, "version", 0, 0, MAX_VERSION)
     row = await asyncio.to_thread(api.gms.store.get, urn, aspect, version or None)
     if row is None or not row.exists:
         which = f"version {version} of " if version else ""
         raise refuse(404, "not_found", f"{which}{aspect} of {urn} not found")
     return web.json_response(_envelope(row, bool_param(request, "systemMetadata")))
+
+
+async def _newest_point(request: web.Request, urn: str, aspect: str, at_most: int | None) -> Any:
+    """The newest point of a timeseries aspect (at or before `at_most`), once indexed; 404 when none."""
+    api = api_of(request)
+    await api.wait_for_index()
+    found = await asyncio.to_thread(newest, api.read_models.timeseries, urn, aspect, None, at_most, 1, [[]])
+    if not found:
+        raise refuse(404, "not_found", f"{urn} has no {aspect} point")
+    return found[0]
 
 
 async def batch_get(request: web.Request) -> web.Response:
@@ -354,15 +361,16 @@ async def delete_entity(request: web.Request) -> web.Response:
 
 async def delete_aspect(request: web.Request) -> web.Response:
     """`DELETE /openapi/v3/entity/{type}/{urn}/{aspect}`: a DELETE proposal of a versioned aspect;
-    of a timeseries aspect, every point (as POST /entities?action=delete with aspectName)."""
+    of a timeseries aspect, its newest point (as DataHub deletes it; 404 when there is none)."""
     entity = _entity_of_path(request)
     urn = _urn_of(request, entity, path_urn(request))
     aspect = _aspect_of(entity, request.match_info["aspect"], "aspect")
     api = api_of(request)
     if _registry(request).aspects[aspect].is_timeseries:
         require(request, REMOVE, urn)
+        stamp = (await _newest_point(request, urn, aspect, None)).get("timestampMillis")
         try:
-            await api.run(api.gms.delete_timeseries, urn, aspect, None, None, principal_of(request))
+            await api.run(api.gms.delete_timeseries, urn, aspect, stamp, stamp, principal_of(request))
         except ProposalFailed as failure:
             return error(failure.http_status, failure.code, failure.message)
         await api.wait_for_index()
@@ -419,14 +427,15 @@ OPENAPI_PATHS: dict[str, Any] = {
         "delete": {"summary": "DataHub v3: the entity's hard delete", "parameters": [_TYPE, URN],
                    "responses": _DELETE}},
     "/openapi/v3/entity/{type}/{urn}/{aspect}": {
-        "get": {"summary": "DataHub v3: one aspect {\"value\"} (version 0: the latest; timeseries: the latest point)",
+        "get": {"summary": "DataHub v3: one aspect {\"value\"} (version 0: the latest; timeseries: the newest point,"
+                           " at or before the version as a timestamp)",
                 "parameters": [_TYPE, URN, ASPECT, query_param("version", kind="integer", minimum=0,
                                                                maximum=MAX_VERSION),
                                query_param("systemMetadata", kind="boolean")],
                 "responses": {"200": response("The aspect", OBJECT), **_READ}},
         "post": _write_op("DataHub v3: {\"value\", \"systemMetadata\"?, \"headers\"?}", OBJECT, [URN, ASPECT]),
         "patch": _write_op("DataHub v3: {\"patch\": [...], \"arrayPrimaryKeys\"?}", OBJECT, [URN, ASPECT]),
-        "delete": {"summary": "DataHub v3: the aspect deleted (timeseries: its points)",
+        "delete": {"summary": "DataHub v3: the aspect deleted (timeseries: its newest point)",
                    "parameters": [_TYPE, URN, ASPECT], "responses": _DELETE}},
     "/openapi/v2/entity/{type}": {
         "post": _write_op("DataHub v2: [{\"urn\", \"aspects\": {\"<aspect>\": {\"value\"}}}] -> [{\"urn\"}]", ARRAY)},

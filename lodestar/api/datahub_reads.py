@@ -309,7 +309,7 @@ def _holds(criterion: Mapping[str, Any], urn: str, point: Any) -> bool:
     return held != (criterion.get("negated") is True)
 
 
-def _newest(timeseries: TimeseriesStore, urn: str, aspect: str, start: int | None, end: int | None, keep: int,
+def newest(timeseries: TimeseriesStore, urn: str, aspect: str, start: int | None, end: int | None, keep: int,
             clauses: list[list[dict[str, Any]]]) -> list[Any]:
     """The `keep` newest points within [start, end] that satisfy a clause, newest first. The
     store reads oldest first, so the range is read in pages (each from the last timestamp of the
@@ -353,7 +353,7 @@ async def timeseries_values(request: web.Request, body: dict[str, Any]) -> web.R
                                                  f" {', '.join(POINT_CONDITIONS)}")
         _values(criterion)
     points = [] if name not in entity.aspects else await asyncio.to_thread(
-        _newest, api_of(request).read_models.timeseries, urn, name, start, end, 1 if latest else limit, clauses)
+        newest, api_of(request).read_models.timeseries, urn, name, start, end, 1 if latest else limit, clauses)
     values = [{"aspect": {"value": orjson.dumps(p).decode(), "contentType": "application/json"}} for p in points]
     answer: dict[str, Any] = {"entityName": entity.name, "aspectName": name, "limit": limit, "values": values}
     answer |= {k: v for k, v in (("startTimeMillis", start), ("endTimeMillis", end)) if v is not None}

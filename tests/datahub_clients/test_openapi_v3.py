@@ -298,3 +298,20 @@ def test_the_sdk_raises_lodestar_message_on_a_refused_write(openapi_graph):
                                         aspect=DatasetPropertiesClass(description="wrong entity"))
     with pytest.raises(OperationalError, match="not an aspect of corpuser"):
         openapi_graph.emit_mcp(bad)
+
+
+def test_timeseries_aspects_read_and_delete_their_newest_point(lodestar):
+    urn = dataset("profiled")
+    route = f"/openapi/v3/entity/dataset/{path_of(urn)}/datasetProfile"
+    for stamp, rows in ((100, 1), (200, 2)):
+        written = call(lodestar, "POST", route, {"value": {"timestampMillis": stamp, "rowCount": rows}})
+        assert written.status_code == 200, written.text
+        assert written.json()["datasetProfile"]["value"]["rowCount"] == rows
+    assert call(lodestar, "GET", route).json()["value"]["rowCount"] == 2
+    assert call(lodestar, "GET", route, version="150").json()["value"]["rowCount"] == 1  # at or before 150
+    assert call(lodestar, "GET", route, version="50").status_code == 404
+    assert call(lodestar, "DELETE", route).status_code == 200
+    assert [p["rowCount"] for p in datahub_clients.points(lodestar.client(), urn, "datasetProfile")] == [1]
+    assert call(lodestar, "DELETE", route).status_code == 200
+    assert call(lodestar, "GET", route).status_code == 404
+    assert call(lodestar, "DELETE", route).status_code == 404
