@@ -305,6 +305,20 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
             "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version}
 
 
+def editable_schema_metadata(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "editableSchemaMetadata")
+    if value is None:
+        return None
+    fields = []
+    for f in value.get("editableSchemaFieldInfo") or []:
+        if isinstance(f, dict) and isinstance(f.get("fieldPath"), str):
+            field_urn = f"urn:li:schemaField:({r.urn},{f['fieldPath']})"
+            fields.append({"fieldPath": f["fieldPath"], "description": f.get("description"),
+                           "globalTags": global_tags(field_urn, f.get("globalTags")),
+                           "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms"))})
+    return {"editableSchemaFieldInfo": fields}
+
+
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "status")
     return {"removed": bool(value.get("removed"))} if value is not None else None
@@ -349,6 +363,7 @@ COMMON: dict[str, Resolver] = {
     "platform": platform,
     "dataPlatformInstance": data_platform_instance,
     "tags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
+    "globalTags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
     "glossaryTerms": lambda r, ctx: glossary_terms(r.urn, ctx.aspect(r.urn, "glossaryTerms")),
     "ownership": lambda r, ctx: ownership(r.urn, ctx.aspect(r.urn, "ownership")),
     "domain": domain,
@@ -364,6 +379,8 @@ COMMON: dict[str, Resolver] = {
 BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("Dataset", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "editableDatasetProperties"),
     ("Dataset", "schemaMetadata"): schema_metadata,
+    ("Dataset", "description"): lambda r, ctx: (ctx.aspect(r.urn, "datasetProperties") or {}).get("description"),
+    ("Dataset", "editableSchemaMetadata"): editable_schema_metadata,
     ("Chart", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
     ("Chart", "chartId"): lambda r, ctx: ctx.key(r.urn).get("chartId"),
     ("Dashboard", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
