@@ -14,6 +14,8 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
     ChangeAuditStampsClass,
     ChartInfoClass,
+    ContainerClass,
+    ContainerPropertiesClass,
     DatasetPropertiesClass,
     TagPropertiesClass,
 )
@@ -133,3 +135,40 @@ def test_refusals_name_the_problem_and_write_nothing(server):
         answer = mutate(server, name, kind, token, **given)
         assert answer["data"][name] is None and named in answer["errors"][0]["message"], answer
     assert aspect(server, unwritten, "globalTags") is None
+
+
+CONTAINER = "urn:li:container:edits-schema"
+CONTAINER_VIEW = """query q($urn: String!) { container(urn: $urn) {
+  editableProperties { description } institutionalMemory { elements { url label } }
+  ownership { owners { owner { ... on CorpUser { urn } } type } }
+  entities(input: {}) { total searchResults { entity { urn } } } } }"""
+
+
+def test_a_container_edited_and_its_entities(server):
+    inside = "urn:li:dataset:(urn:li:dataPlatform:kafka,edits.inside,PROD)"
+    emit(server, [MetadataChangeProposalWrapper(entityUrn=CONTAINER, aspect=ContainerPropertiesClass(name="schema")),
+                  MetadataChangeProposalWrapper(entityUrn=inside, aspect=ContainerClass(CONTAINER))])
+    before = graphql(server, CONTAINER_VIEW, urn=CONTAINER)["data"]["container"]
+    assert before["editableProperties"] is None and before["institutionalMemory"] is None
+    assert before["entities"] == {"total": 1, "searchResults": [{"entity": {"urn": inside}}]}
+
+    assert mutate(server, "addOwner", "AddOwnerInput", ownerUrn="urn:li:corpuser:jdoe", ownerEntityType="CORP_USER",
+                  ownershipTypeUrn="urn:li:ownershipType:__system__technical_owner",
+                  resourceUrn=CONTAINER)["data"]["addOwner"] is True
+    for label in ("Runbook", "Runbook v2"):  # one link per URL
+        assert mutate(server, "addLink", "AddLinkInput", linkUrl="https://wiki.example/a/b", label=label,
+                      resourceUrn=CONTAINER)["data"]["addLink"] is True
+    assert mutate(server, "updateDescription", "DescriptionUpdateInput", description="edited schema",
+                  resourceUrn=CONTAINER)["data"]["updateDescription"] is True
+    [owner] = aspect(server, CONTAINER, "ownership")["owners"]
+    assert owner == {"owner": "urn:li:corpuser:jdoe", "type": "TECHNICAL_OWNER",
+                     "typeUrn": "urn:li:ownershipType:__system__technical_owner"}
+    [link] = aspect(server, CONTAINER, "institutionalMemory")["elements"]
+    assert link["url"] == "https://wiki.example/a/b" and link["description"] == "Runbook v2"
+    after = graphql(server, CONTAINER_VIEW, urn=CONTAINER)["data"]["container"]
+    assert after["editableProperties"] == {"description": "edited schema"}
+    assert after["institutionalMemory"] == {"elements": [{"url": "https://wiki.example/a/b", "label": "Runbook v2"}]}
+    assert after["ownership"] == {"owners": [{"owner": {"urn": "urn:li:corpuser:jdoe"}, "type": "TECHNICAL_OWNER"}]}
+    wrong = mutate(server, "addOwner", "AddOwnerInput", ownerUrn="urn:li:corpGroup:x", ownerEntityType="CORP_USER",
+                   resourceUrn=CONTAINER)
+    assert "CORP_USER" in wrong["errors"][0]["message"]

@@ -1,8 +1,8 @@
 """The root fields of edits.graphql: DataHub's edit mutations. Each is one PATCH proposal (the
 keyed array paths of gms/patch.py) applied through GMS as the caller, so it is validated and
 authorized as any write: tags and glossary terms of an entity (`globalTags`, `glossaryTerms`) or
-of a dataset's field (`editableSchemaMetadata`, with subResourceType DATASET_FIELD), and an
-entity's or a field's editable description."""
+of a dataset's field (`editableSchemaMetadata`, with subResourceType DATASET_FIELD), an
+entity's or a field's editable description, an owner (`ownership`), a link (`institutionalMemory`)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from lodestar.api.graphql.entities import Context, entity_type_of
 
 WRITE_TIMEOUT = 60.0  # seconds a mutation waits for its proposal to be applied
 FIELD = "DATASET_FIELD"
+SYSTEM_OWNERSHIP = "urn:li:ownershipType:__system__"  # DataHub's built-in ownership types, by name
 #: entity type -> (the aspect holding its editable description, that field)
 DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "dataset": ("editableDatasetProperties", "description"),
@@ -103,10 +104,35 @@ def description(ctx: Context, given: Mapping[str, Any]) -> bool:
     return _apply(ctx, urn, aspect, [{"op": "add", "path": prefix, "value": given["description"]}])
 
 
+def owner(ctx: Context, given: Mapping[str, Any]) -> bool:
+    urn, aspect, _ = _target(given)
+    who, kind_urn = given["ownerUrn"], given.get("ownershipTypeUrn")
+    if entity_type_of(who) != ("corpGroup" if given["ownerEntityType"] == "CORP_GROUP" else "corpuser"):
+        raise GraphQLError(f"ownerUrn: {who!r} is no {given['ownerEntityType']}")
+    kind = given.get("type")
+    if kind is None and kind_urn:
+        kind = kind_urn.removeprefix(SYSTEM_OWNERSHIP).upper() if kind_urn.startswith(SYSTEM_OWNERSHIP) else "CUSTOM"
+    kind = kind or "TECHNICAL_OWNER"
+    value: dict[str, Any] = {"owner": who, "type": kind}
+    if kind_urn:
+        value["typeUrn"] = kind_urn
+    return _apply(ctx, urn, "ownership", [{"op": "add", "path": f"/owners/{_token(who)}/{kind}", "value": value}])
+
+
+def link(ctx: Context, given: Mapping[str, Any]) -> bool:
+    urn, _, _ = _target(given)
+    url = given["linkUrl"]
+    element = {"url": url, "description": given["label"], "createStamp": _stamp(ctx)}
+    op = {"op": "add", "path": f"/elements/{_token(url)}", "value": element}
+    return _apply(ctx, urn, "institutionalMemory", [op])
+
+
 ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "addTag": lambda ctx, args: tag(ctx, args["input"], add=True),
     "removeTag": lambda ctx, args: tag(ctx, args["input"], add=False),
     "addTerm": lambda ctx, args: term(ctx, args["input"], add=True),
     "removeTerm": lambda ctx, args: term(ctx, args["input"], add=False),
     "updateDescription": lambda ctx, args: description(ctx, args["input"]),
+    "addOwner": lambda ctx, args: owner(ctx, args["input"]),
+    "addLink": lambda ctx, args: link(ctx, args["input"]),
 }

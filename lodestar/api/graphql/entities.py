@@ -319,6 +319,15 @@ def editable_schema_metadata(r: EntityRef, ctx: Context) -> dict[str, Any] | Non
     return {"editableSchemaFieldInfo": fields}
 
 
+def institutional_memory(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "institutionalMemory")
+    if value is None:
+        return None
+    elements = [e for e in value.get("elements") or [] if isinstance(e, dict) and isinstance(e.get("url"), str)]
+    return {"elements": [{"url": e["url"], "label": e.get("description") or "",
+                          "description": e.get("description") or "", "associatedUrn": r.urn} for e in elements]}
+
+
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "status")
     return {"removed": bool(value.get("removed"))} if value is not None else None
@@ -364,6 +373,7 @@ COMMON: dict[str, Resolver] = {
     "dataPlatformInstance": data_platform_instance,
     "tags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
     "globalTags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
+    "institutionalMemory": institutional_memory,
     "glossaryTerms": lambda r, ctx: glossary_terms(r.urn, ctx.aspect(r.urn, "glossaryTerms")),
     "ownership": lambda r, ctx: ownership(r.urn, ctx.aspect(r.urn, "ownership")),
     "domain": domain,
@@ -381,6 +391,7 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("Dataset", "schemaMetadata"): schema_metadata,
     ("Dataset", "description"): lambda r, ctx: (ctx.aspect(r.urn, "datasetProperties") or {}).get("description"),
     ("Dataset", "editableSchemaMetadata"): editable_schema_metadata,
+    ("Container", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "editableContainerProperties"),
     ("Chart", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
     ("Chart", "chartId"): lambda r, ctx: ctx.key(r.urn).get("chartId"),
     ("Dashboard", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),

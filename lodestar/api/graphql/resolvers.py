@@ -166,6 +166,14 @@ def scroll_across_entities(ctx: Context, given: Mapping[str, Any]) -> dict[str, 
             "searchResults": _hits(page), "facets": _facets(ctx, page.facets, _max_values(given))}
 
 
+def container_entities(ctx: Context, r: EntityRef, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`Container.entities(input)`: a search of the entities whose container aspect names it."""
+    given = given or {}
+    filters = [*(given.get("filters") or []), {"field": "container", "values": [r.urn]}]
+    return search_across_entities(ctx, {"query": given.get("query") or "*", "start": given.get("start"),
+                                        "count": given.get("count"), "filters": filters})
+
+
 def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage.Node], str]:
     urn = given.get("urn")
     if not urn:
@@ -314,6 +322,8 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
             raise GraphQLError(f"{info.parent_type.name}.{info.field_name} is not served by Lodestar")
         return fn(info.context, args)
     if isinstance(source, EntityRef):
+        if (info.parent_type.name, info.field_name) == ("Container", "entities"):
+            return container_entities(info.context, source, args.get("input"))
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
     value = source.get(info.field_name) if isinstance(source, Mapping) else getattr(source, info.field_name, None)
     return value() if callable(value) else value
