@@ -172,3 +172,17 @@ def test_a_container_edited_and_its_entities(server):
     wrong = mutate(server, "addOwner", "AddOwnerInput", ownerUrn="urn:li:corpGroup:x", ownerEntityType="CORP_USER",
                    resourceUrn=CONTAINER)
     assert "CORP_USER" in wrong["errors"][0]["message"]
+
+
+def test_deprecation_is_set_whole_by_the_caller(server):
+    view = "query q($urn: String!) { dataset(urn: $urn) { deprecation { deprecated decommissionTime note actor } } }"
+    assert graphql(server, view, urn=DATASET)["data"]["dataset"]["deprecation"] is None
+    assert mutate(server, "updateDeprecation", "UpdateDeprecationInput", urn=DATASET, deprecated=True,
+                  note="use orders_v2", decommissionTime=1_700_000_000_000)["data"]["updateDeprecation"] is True
+    assert aspect(server, DATASET, "deprecation") == {"deprecated": True, "note": "use orders_v2",
+                                                      "decommissionTime": 1_700_000_000_000,
+                                                      "actor": "urn:li:corpuser:admin"}
+    assert mutate(server, "updateDeprecation", "UpdateDeprecationInput", urn=DATASET, deprecated=False
+                  )["data"]["updateDeprecation"] is True
+    assert graphql(server, view, urn=DATASET)["data"]["dataset"]["deprecation"] == {
+        "deprecated": False, "decommissionTime": None, "note": "", "actor": "urn:li:corpuser:admin"}

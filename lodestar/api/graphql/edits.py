@@ -2,7 +2,8 @@
 keyed array paths of gms/patch.py) applied through GMS as the caller, so it is validated and
 authorized as any write: tags and glossary terms of an entity (`globalTags`, `glossaryTerms`) or
 of a dataset's field (`editableSchemaMetadata`, with subResourceType DATASET_FIELD), an
-entity's or a field's editable description, an owner (`ownership`), a link (`institutionalMemory`)."""
+entity's or a field's editable description, an owner (`ownership`), a link (`institutionalMemory`);
+and `updateDeprecation`, an UPSERT of the whole `deprecation` aspect."""
 
 from __future__ import annotations
 
@@ -59,8 +60,12 @@ def _target(given: Mapping[str, Any]) -> tuple[str, str, str]:
 
 
 def _apply(ctx: Context, urn: str, aspect: str, ops: list[dict[str, Any]]) -> bool:
-    """One PATCH proposal through GMS as the caller; its refusal becomes a GraphQL error."""
-    proposal = Proposal(entity_type_of(urn), urn, "PATCH", aspect, ops, JSON_PATCH)
+    """One PATCH proposal through GMS as the caller."""
+    return _propose(ctx, Proposal(entity_type_of(urn), urn, "PATCH", aspect, ops, JSON_PATCH))
+
+
+def _propose(ctx: Context, proposal: Proposal) -> bool:
+    """One proposal through GMS as the caller; its refusal becomes a GraphQL error."""
     future = asyncio.run_coroutine_threadsafe(ctx.api.apply([proposal], ctx.principal, {}), ctx.loop)
     [result] = future.result(WRITE_TIMEOUT)
     if result.failure is not None:
@@ -127,6 +132,16 @@ def link(ctx: Context, given: Mapping[str, Any]) -> bool:
     return _apply(ctx, urn, "institutionalMemory", [op])
 
 
+def deprecation(ctx: Context, given: Mapping[str, Any]) -> bool:
+    """The entity's whole `deprecation` aspect, by the caller (a note not given is empty)."""
+    urn = given["urn"]
+    value: dict[str, Any] = {"deprecated": given["deprecated"], "note": given.get("note") or "",
+                             "actor": principal_urn(ctx.principal)}
+    if given.get("decommissionTime") is not None:
+        value["decommissionTime"] = given["decommissionTime"]
+    return _propose(ctx, Proposal(entity_type_of(urn), urn, "UPSERT", "deprecation", value))
+
+
 ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "addTag": lambda ctx, args: tag(ctx, args["input"], add=True),
     "removeTag": lambda ctx, args: tag(ctx, args["input"], add=False),
@@ -135,4 +150,5 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "updateDescription": lambda ctx, args: description(ctx, args["input"]),
     "addOwner": lambda ctx, args: owner(ctx, args["input"]),
     "addLink": lambda ctx, args: link(ctx, args["input"]),
+    "updateDeprecation": lambda ctx, args: deprecation(ctx, args["input"]),
 }
