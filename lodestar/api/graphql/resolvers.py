@@ -189,8 +189,9 @@ def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage
     if flags.get("fetchExtraFields"):
         raise GraphQLError("searchFlags.fetchExtraFields is not supported by Lodestar")
     criteria = (flags.get("groupingSpec") or {}).get("groupingCriteria") or []
-    for c in criteria:
-        if c.get("groupingEntityType") != "SCHEMA_FIELD" or c.get("baseEntityType") not in (None, "SCHEMA_FIELD"):
+    for c in criteria:  # DataHub's SDK names SCHEMA_FIELD twice; DataHub's own form says DATASET
+        grouped = c.get("groupingEntityType") == "SCHEMA_FIELD" and c.get("baseEntityType") in (None, "SCHEMA_FIELD")
+        if not grouped and (c.get("groupingEntityType"), c.get("baseEntityType")) != ("DATASET", "SCHEMA_FIELD"):
             raise GraphQLError("searchFlags.groupingSpec: only the grouping of SCHEMA_FIELD into its dataset is"
                                " supported")
     index = ctx.api.read_models.search
