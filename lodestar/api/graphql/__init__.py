@@ -31,6 +31,7 @@ from graphql import (
 
 from lodestar.api.access import readable
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
+from lodestar.api.graphql.coercion import lenient
 from lodestar.api.graphql.entities import Context, graphql_type_of
 from lodestar.api.graphql.resolvers import resolve
 from lodestar.api.openapi import OBJECT, response
@@ -38,7 +39,8 @@ from lodestar.api.openapi import OBJECT, response
 log = logging.getLogger(__name__)
 MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has some 2,000)
 MAX_DEPTH = 32  # nested selection sets of one operation or fragment
-SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql")  # the others extend schema.graphql
+# the others extend schema.graphql
+SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "domains.graphql")
 
 
 @cache
@@ -87,7 +89,8 @@ def execute(request_body: dict[str, Any], context: Context) -> dict[str, Any]:
     if problems:
         return {"errors": [_formatted(e) for e in problems]}
     result = execute_sync(schema(), document, context_value=context, field_resolver=resolve,
-                          variable_values=request_body.get("variables"),
+                          variable_values=lenient(schema(), document, request_body.get("operationName"),
+                                                  request_body.get("variables")),
                           operation_name=request_body.get("operationName"))
     for err in result.errors or []:
         original = err.original_error

@@ -61,10 +61,10 @@ def _target(given: Mapping[str, Any]) -> tuple[str, str, str]:
 
 def _apply(ctx: Context, urn: str, aspect: str, ops: list[dict[str, Any]]) -> bool:
     """One PATCH proposal through GMS as the caller."""
-    return _propose(ctx, Proposal(entity_type_of(urn), urn, "PATCH", aspect, ops, JSON_PATCH))
+    return propose(ctx, Proposal(entity_type_of(urn), urn, "PATCH", aspect, ops, JSON_PATCH))
 
 
-def _propose(ctx: Context, proposal: Proposal) -> bool:
+def propose(ctx: Context, proposal: Proposal) -> bool:
     """One proposal through GMS as the caller; its refusal becomes a GraphQL error."""
     future = asyncio.run_coroutine_threadsafe(ctx.api.apply([proposal], ctx.principal, {}), ctx.loop)
     [result] = future.result(WRITE_TIMEOUT)
@@ -74,7 +74,7 @@ def _propose(ctx: Context, proposal: Proposal) -> bool:
     return True
 
 
-def _stamp(ctx: Context) -> dict[str, Any]:
+def stamp(ctx: Context) -> dict[str, Any]:
     return {"time": int(time.time() * 1000), "actor": principal_urn(ctx.principal)}
 
 
@@ -92,7 +92,7 @@ def term(ctx: Context, given: Mapping[str, Any], add: bool) -> bool:
     terms = f"{prefix}{'/glossaryTerms' if prefix else ''}"
     path = f"{terms}/terms/{_token(term_urn)}"
     op = {"op": "add", "path": path, "value": {"urn": term_urn}} if add else {"op": "remove", "path": path}
-    stamped = {"op": "add", "path": f"{terms}/auditStamp", "value": _stamp(ctx)}  # required by glossaryTerms
+    stamped = {"op": "add", "path": f"{terms}/auditStamp", "value": stamp(ctx)}  # required by glossaryTerms
     return _apply(ctx, urn, aspect or "glossaryTerms", [op, stamped])
 
 
@@ -127,7 +127,7 @@ def owner(ctx: Context, given: Mapping[str, Any]) -> bool:
 def link(ctx: Context, given: Mapping[str, Any]) -> bool:
     urn, _, _ = _target(given)
     url = given["linkUrl"]
-    element = {"url": url, "description": given["label"], "createStamp": _stamp(ctx)}
+    element = {"url": url, "description": given["label"], "createStamp": stamp(ctx)}
     op = {"op": "add", "path": f"/elements/{_token(url)}", "value": element}
     return _apply(ctx, urn, "institutionalMemory", [op])
 
@@ -139,7 +139,7 @@ def deprecation(ctx: Context, given: Mapping[str, Any]) -> bool:
                              "actor": principal_urn(ctx.principal)}
     if given.get("decommissionTime") is not None:
         value["decommissionTime"] = given["decommissionTime"]
-    return _propose(ctx, Proposal(entity_type_of(urn), urn, "UPSERT", "deprecation", value))
+    return propose(ctx, Proposal(entity_type_of(urn), urn, "UPSERT", "deprecation", value))
 
 
 ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {

@@ -13,6 +13,7 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
+import lodestar.api.graphql.domains as domains
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.tokens as tokens
@@ -304,6 +305,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "createTag": lambda ctx, args: create_tag(ctx, args["input"]),
     **tokens.ROOT,
     **edits.ROOT,
+    **domains.root(search_across_entities),
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
