@@ -282,6 +282,35 @@ def _field_data_type(field_value: dict[str, Any]) -> str | None:
     return "STRUCT" if name == "RECORD" else name if name in _FIELD_TYPES else None
 
 
+def schema_field(f: dict[str, Any], field_urn: str) -> dict[str, Any]:
+    """A SchemaField value as GraphQL shapes it (`field_urn`: the field as an entity)."""
+    return {**f, "nullable": bool(f.get("nullable")), "recursive": bool(f.get("recursive")),
+            "type": _field_data_type(f), "globalTags": global_tags(field_urn, f.get("globalTags")),
+            "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms")), "schemaFieldEntity": ref(field_urn)}
+
+
+def input_fields(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "inputFields")
+    if value is None:
+        return None
+    fields = []
+    for f in value.get("fields") or []:
+        urn = f.get("schemaFieldUrn") if isinstance(f, dict) else None
+        if isinstance(urn, str):
+            shown = f.get("schemaField")
+            fields.append({"schemaFieldUrn": urn, "schemaField": schema_field(shown, urn) if isinstance(
+                shown, dict) and isinstance(shown.get("fieldPath"), str) else None})
+    return {"fields": fields}
+
+
+def documentation(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "documentation")
+    if value is None:
+        return None
+    return {"documentations": [{"documentation": d["documentation"]} for d in value.get("documentations") or []
+                               if isinstance(d, dict) and isinstance(d.get("documentation"), str)]}
+
+
 def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> dict[str, Any] | None:
     if version:
         if not ctx.may_read(r.urn):
@@ -292,14 +321,8 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
         value, stored_version = ctx.aspect(r.urn, "schemaMetadata"), None
     if not isinstance(value, dict):
         return None
-    fields = []
-    for f in value.get("fields") or []:
-        if not isinstance(f, dict) or not isinstance(f.get("fieldPath"), str):
-            continue
-        field_urn = f"urn:li:schemaField:({r.urn},{f['fieldPath']})"
-        fields.append({**f, "nullable": bool(f.get("nullable")), "recursive": bool(f.get("recursive")),
-                       "type": _field_data_type(f), "globalTags": global_tags(field_urn, f.get("globalTags")),
-                       "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms"))})
+    fields = [schema_field(f, f"urn:li:schemaField:({r.urn},{f['fieldPath']})") for f in value.get("fields") or []
+              if isinstance(f, dict) and isinstance(f.get("fieldPath"), str)]
     return {"name": value.get("schemaName") or "", "platformUrn": value.get("platform") or "",
             "version": value.get("version") or 0, "hash": value.get("hash"),
             "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version}
@@ -410,6 +433,8 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataPlatform", "displayName"): lambda r, ctx: (ctx.aspect(r.urn, "dataPlatformInfo") or {}).get("displayName"),
     ("SchemaFieldEntity", "fieldPath"): lambda r, ctx: ctx.key(r.urn).get("fieldPath"),
     ("SchemaFieldEntity", "parent"): lambda r, ctx: ref(ctx.key(r.urn).get("parent")),
+    ("SchemaFieldEntity", "documentation"): documentation,
+    ("Chart", "inputFields"): input_fields,
     ("DataProcessInstance", "name"): lambda r, ctx: (
         ctx.aspect(r.urn, "dataProcessInstanceProperties") or {}).get("name"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
