@@ -321,11 +321,16 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
         value, stored_version = ctx.aspect(r.urn, "schemaMetadata"), None
     if not isinstance(value, dict):
         return None
+
+    def created_at() -> int | None:
+        row = ctx.api.gms.store.get(r.urn, "schemaMetadata", int(version) if version else None)
+        return row.modified_ms if row is not None and row.exists else None
     fields = [schema_field(f, f"urn:li:schemaField:({r.urn},{f['fieldPath']})") for f in value.get("fields") or []
               if isinstance(f, dict) and isinstance(f.get("fieldPath"), str)]
     return {"name": value.get("schemaName") or "", "platformUrn": value.get("platform") or "",
             "version": value.get("version") or 0, "hash": value.get("hash"),
-            "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version}
+            "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version,
+            "createdAt": created_at}
 
 
 def editable_schema_metadata(r: EntityRef, ctx: Context) -> dict[str, Any] | None:

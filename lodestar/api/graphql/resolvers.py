@@ -16,6 +16,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 import lodestar.api.graphql.domains as domains
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.lineage as lineage
+import lodestar.api.graphql.relationships as relationships
 import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
 from ingest.proposal import Proposal
@@ -327,6 +328,8 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
     if isinstance(source, EntityRef):
         if (info.parent_type.name, info.field_name) == ("Container", "entities"):
             return container_entities(info.context, source, args.get("input"))
+        if info.field_name == "relationships":
+            return relationships.relationships(source, info.context, args["input"])
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
     value = source.get(info.field_name) if isinstance(source, Mapping) else getattr(source, info.field_name, None)
     return value() if callable(value) else value
