@@ -167,8 +167,8 @@ def test_sign_up_needs_an_admins_invitation_that_works_once_and_signs_in_no_one(
     assert signed_up.status_code == 200 and signed_up.cookies["actor"] == "urn:li:corpuser:grace"
     info = server.client().call("GET", "/v1/entities/urn%3Ali%3Acorpuser%3Agrace")
     assert "Grace Hopper" in str(info)
-    again = requests.post(f"{server.url}/signUp", json={**body, "email": "mallory", "inviteToken": invite["inviteToken"]},
-                          timeout=30)
+    again = requests.post(f"{server.url}/signUp", timeout=30,
+                          json={**body, "email": "mallory", "inviteToken": invite["inviteToken"]})
     assert again.status_code == 401
     assert _log_in(server, "grace", PASSWORD).cookies.get("actor") == "urn:li:corpuser:grace"
 
@@ -207,7 +207,8 @@ def test_http_basic_carries_a_token_as_its_password(server: LiveServer):
     ada = _principal(server, "ada", grants=("READ",))
     token = server.client().call("POST", "/v1/access/tokens", {"principal": "ada"})["token"]
     assert requests.get(f"{server.url}/v1/access/grants", auth=("anyone", token), timeout=30).json()["principal"] == ada
-    for user, secret in (("ada", PASSWORD), ("ada", ""), ("ada", token[:-1] + ("1" if token[-1] == "0" else "0"))):  # a password is no token
+    wrong = token[:-1] + ("1" if token[-1] == "0" else "0")
+    for user, secret in (("ada", PASSWORD), ("ada", ""), ("ada", wrong)):  # a password is no token
         assert requests.get(f"{server.url}/v1/access/grants", auth=(user, secret), timeout=30).status_code == 401
     garbled = requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": "Basic !!"}, timeout=30)
     assert garbled.status_code == 401
