@@ -12,6 +12,7 @@ from lodestar.api import (
     access,
     datahub,
     datahub_reads,
+    datahub_snapshot,
     field_lineage_v3,
     graphql,
     guards,
@@ -50,7 +51,8 @@ log = logging.getLogger(__name__)
 # Each adds its routes (`add_routes`) and declares their OpenAPI paths (`OPENAPI_PATHS`).
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
-    run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry, sign_in)
+    run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry, sign_in,
+    datahub_snapshot)
 
 
 @web.middleware

@@ -73,6 +73,7 @@ def matrix() -> list[Call]:
              {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
         Call("authenticated", "POST", "/api/v2/graphql", "/api/v2/graphql",  # the same, at DataHub frontend's path
              {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
+        Call("read", "GET", "/entities/{urn}", f"/entities/{q(CUSTOMERS, safe='')}"),
         Call("public", "GET", "/admin", "/admin"),
         Call("public", "POST", "/logIn", "/logIn", []),  # not credentials: 400 (wrong ones: 401)
         Call("public", "GET", "/logOut", "/logOut"),
