@@ -63,7 +63,7 @@ def needed(entity_type: str, change_type: str, aspect: str | None = None) -> fro
     return REMOVE if change_type == "DELETE" else WRITE
 
 
-AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # an INVITE token authenticates no one
+AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # INVITE and RESET tokens authenticate no one
 
 
 def authenticates(info: dict) -> bool:
@@ -87,7 +87,10 @@ class AccessControl:
             return None
         principal = row.value["principal"]
         status = self.store.get(principal, "status")
-        return None if status is not None and status.exists and status.value.get("removed") else principal
+        if status is not None and status.exists and status.value.get("removed"):
+            return None
+        key = self.store.get(principal, "corpUserKey")  # a deleted principal's tokens name no one
+        return principal if key is not None and key.exists else None
 
     def grants(self, principal: str) -> dict[str, frozenset[str]]:
         """resource -> privileges of a principal."""

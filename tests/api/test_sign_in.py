@@ -212,3 +212,54 @@ def test_http_basic_carries_a_token_as_its_password(server: LiveServer):
         assert requests.get(f"{server.url}/v1/access/grants", auth=(user, secret), timeout=30).status_code == 401
     garbled = requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": "Basic !!"}, timeout=30)
     assert garbled.status_code == 401
+
+
+def _admin_session(server: LiveServer) -> requests.Session:
+    admin = requests.Session()
+    admin.headers["Authorization"] = f"Bearer {server.token}"
+    return admin
+
+
+RESET = ("mutation r($input: CreateNativeUserResetTokenInput!) {"
+         " createNativeUserResetToken(input: $input) { resetToken } }")
+
+
+def test_a_reset_token_sets_a_new_password_once_for_its_user_only(server: LiveServer):
+    _principal(server, "ada")
+    _principal(server, "bob")
+    made = _graphql(_admin_session(server), server, RESET, input={"userUrn": "urn:li:corpuser:ada"})
+    token = made["data"]["createNativeUserResetToken"]["resetToken"]
+    assert requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": f"Bearer {token}"},
+                        timeout=30).status_code == 401  # a reset token signs in no one
+    for_bob = requests.post(f"{server.url}/resetNativeUserCredentials", timeout=30,
+                            json={"email": "bob", "password": "bob's new password", "resetToken": token})
+    assert for_bob.status_code == 401
+    done = requests.post(f"{server.url}/resetNativeUserCredentials", timeout=30,
+                         json={"email": "ada", "password": "ada's new password", "resetToken": token})
+    assert done.status_code == 200
+    assert _log_in(server, "ada", "ada's new password").cookies.get("actor") == "urn:li:corpuser:ada"
+    assert _log_in(server, "ada", PASSWORD).cookies.get("actor") is None
+    again = requests.post(f"{server.url}/resetNativeUserCredentials", timeout=30,
+                          json={"email": "ada", "password": "a third password", "resetToken": token})
+    assert again.status_code == 401
+    not_admin = _graphql(_log_in(server, "bob", PASSWORD), server, RESET, input={"userUrn": "urn:li:corpuser:ada"})
+    assert not_admin["data"]["createNativeUserResetToken"] is None and "ADMIN" in not_admin["errors"][0]["message"]
+
+
+def test_a_removed_user_and_its_tokens_are_gone_even_if_the_name_comes_back(server: LiveServer):
+    ada = _principal(server, "ada", grants=("READ",))
+    session = _log_in(server, "ada", PASSWORD)
+    made = _graphql(session, server, CREATE, input=_token_input(ada))["data"]["createAccessToken"]
+    bearer = {"Authorization": f"Bearer {made['accessToken']}"}
+    users = "query u($input: ListUsersInput!) { listUsers(input: $input) { total users { username } } }"
+    admin = _admin_session(server)
+    await_(lambda: {"username": "ada"} in _graphql(admin, server, users, input={"start": "0", "count": "50"})
+           ["data"]["listUsers"]["users"], what="ada listed (start and count sent as strings)")
+    removed = _graphql(admin, server, "mutation r($urn: String!) { removeUser(urn: $urn) }", urn=ada)
+    assert removed["data"]["removeUser"] is True
+    assert requests.get(f"{server.url}/v1/access/grants", headers=bearer, timeout=30).status_code == 401
+    assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 401
+    assert _log_in(server, "ada", PASSWORD).cookies.get("actor") is None
+    _principal(server, "ada", password="a new ada's password")  # the name again: nothing of the old one
+    assert requests.get(f"{server.url}/v1/access/grants", headers=bearer, timeout=30).status_code == 401
+    assert server.client().call("GET", "/v1/access/grants?principal=ada")["grants"] == []

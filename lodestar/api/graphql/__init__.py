@@ -31,6 +31,7 @@ from graphql import (
 
 from lodestar.api.access import readable
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
+from lodestar.api.graphql.coercion import lenient_scalars
 from lodestar.api.graphql.entities import Context, graphql_type_of
 from lodestar.api.graphql.resolvers import resolve
 from lodestar.api.openapi import OBJECT, response
@@ -43,6 +44,7 @@ SCHEMA_FILES = ("schema.graphql", "access.graphql")  # access.graphql extends Qu
 
 @cache
 def schema() -> GraphQLSchema:
+    lenient_scalars()
     package = resources.files(__package__)
     built = build_schema("\n".join(package.joinpath(name).read_text() for name in SCHEMA_FILES))
     for name in ("Entity", "OwnerType"):
