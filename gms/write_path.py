@@ -19,6 +19,7 @@ such a store reads each entity once, and may read several together.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -28,6 +29,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+from gms.aspect_mutations import MUTATIONS
 from gms.errors import ProposalFailed
 from gms.patch import apply_patch, default_value
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
@@ -249,7 +251,8 @@ class _Application:
 
     def run(self) -> Result:
         item, proposal = self.item, self.proposal
-        if item.aspect.is_timeseries:
+        if item.aspect.is_timeseries:  # a point of an entity: the entity exists from then on, as in DataHub
+            self._ensure_key_aspect()
             self.batch.append_outbox([self._mcl(topics.MCL_TIMESERIES, "UPSERT", item.aspect.name,
                                                 item.value_json, self._system_metadata(None, None))])
             return Result("applied")
@@ -272,6 +275,8 @@ class _Application:
                                  412, expected="exists", actual="absent")
         value_json = self._patched(live) if change == "PATCH" else item.value_json
         assert value_json is not None
+        if (mutation := MUTATIONS.get(item.aspect.name)) is not None:
+            value_json = canonical_json(mutation(json.loads(value_json)))
         if live is not None and live.value_json == value_json:
             self.batch.refresh(self.urn, live.aspect, live.version, self._refreshed(live.system_metadata))
             return Result("noop", live.version)
