@@ -263,3 +263,28 @@ def test_a_removed_user_and_its_tokens_are_gone_even_if_the_name_comes_back(serv
     _principal(server, "ada", password="a new ada's password")  # the name again: nothing of the old one
     assert requests.get(f"{server.url}/v1/access/grants", headers=bearer, timeout=30).status_code == 401
     assert server.client().call("GET", "/v1/access/grants?principal=ada")["grants"] == []
+
+
+ME = "{ me { corpUser { urn username } platformPrivileges { managePolicies generatePersonalAccessTokens } } }"
+GET_TOKEN = "query g($input: GetAccessTokenInput!) { getAccessToken(input: $input) { accessToken } }"
+
+
+def test_me_says_who_signed_in_and_what_it_may_do(server: LiveServer):
+    boss = _principal(server, "boss", grants=("READ", "WRITE", "ADMIN"))
+    ada = _principal(server, "ada")
+    for name, urn, admin in (("boss", boss, True), ("ada", ada, False)):
+        found = _graphql(_log_in(server, name, PASSWORD), server, ME)["data"]["me"]
+        assert found["corpUser"] == {"urn": urn, "username": name}
+        assert found["platformPrivileges"] == {"managePolicies": admin, "generatePersonalAccessTokens": True}
+
+
+def test_get_access_token_makes_a_token_for_the_caller_only(server: LiveServer):
+    ada = _principal(server, "ada")
+    session = _log_in(server, "ada", PASSWORD)
+    made = _graphql(session, server, GET_TOKEN, input={"type": "PERSONAL", "actorUrn": ada, "duration": "ONE_HOUR"})
+    token = made["data"]["getAccessToken"]["accessToken"]
+    assert requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": f"Bearer {token}"},
+                        timeout=30).json()["principal"] == ada
+    boss = _principal(server, "boss", grants=("ADMIN",))
+    refused = _graphql(session, server, GET_TOKEN, input={"type": "PERSONAL", "actorUrn": boss, "duration": "ONE_HOUR"})
+    assert refused["data"]["getAccessToken"] is None and "caller only" in refused["errors"][0]["message"]

@@ -25,6 +25,9 @@ DURATIONS: dict[str, int | None] = {
     "NO_EXPIRY": None}
 LISTED_KINDS = (None, "PERSONAL")  # sessions and invitations are no access tokens to manage
 FILTER_FIELDS = {"ownerUrn": "createdBy", "actorUrn": "principal", "name": "name"}
+PLATFORM_PRIVILEGES = ("viewAnalytics", "managePolicies", "manageIdentities", "manageUserCredentials",
+                       "manageTokens", "manageIngestion", "manageSecrets", "manageDomains", "manageGlossaries",
+                       "manageTags", "createDomains", "createTags")
 SCAN_PAGE = 1000
 MAX_TOKENS_LISTED = 10_000
 
@@ -52,6 +55,20 @@ def create_access_token(ctx: Context, given: Mapping[str, Any]) -> dict[str, Any
     made = _call(ctx, accounts.create_token, ctx.principal, given["actorUrn"], given["name"],
                  given.get("description"), DURATIONS[given["duration"]])
     return {"accessToken": made["token"], "metadata": _metadata(made["id"], made)}
+
+
+def get_access_token(ctx: Context, given: Mapping[str, Any]) -> dict[str, Any]:
+    if given["actorUrn"] != ctx.principal:
+        raise GraphQLError(f"getAccessToken makes tokens for the caller only ({ctx.principal}); an admin makes"
+                           " them for others with createAccessToken", extensions={"code": 403})
+    return create_access_token(ctx, {**given, "name": ""})
+
+
+def me(ctx: Context) -> dict[str, Any]:
+    admin = Accounts(ctx.api.gms).is_admin(ctx.principal)
+    privileges = {name: admin for name in PLATFORM_PRIVILEGES}
+    return {"corpUser": EntityRef(ctx.principal), "platformPrivileges": {**privileges,
+                                                                         "generatePersonalAccessTokens": True}}
 
 
 def revoke_access_token(ctx: Context, token_id: str) -> bool:
@@ -146,6 +163,8 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "getInviteToken": lambda ctx, args: invite(ctx),
     "createInviteToken": lambda ctx, args: invite(ctx),
     "listUsers": lambda ctx, args: list_users(ctx, args["input"]),
+    "getAccessToken": lambda ctx, args: get_access_token(ctx, args["input"]),
+    "me": lambda ctx, args: me(ctx),
     "removeUser": lambda ctx, args: remove_user(ctx, args["urn"]),
     "createNativeUserResetToken": lambda ctx, args: reset_token(ctx, args["input"]),
 }
