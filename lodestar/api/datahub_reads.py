@@ -74,9 +74,10 @@ def _store(request: web.Request) -> AspectStore:
 
 def path_urn(request: web.Request) -> str:
     """The URN of the path, decoded once more when it came encoded twice (`urn%3Ali%3A...`, as a
-    client sends a URN it was given already encoded)."""
+    client sends a URN it was given already encoded); whitespace around it is dropped, as
+    DataHub's GMS drops it (a URN never ends in a space)."""
     urn = request.match_info["urn"]
-    return unquote(urn) if urn[:6].lower() == "urn%3a" else urn
+    return (unquote(urn) if urn[:6].lower() == "urn%3a" else urn).strip()
 
 
 def checked_entity(request: web.Request, urn: Any, what: str = "urn") -> tuple[Urn, EntitySpec]:

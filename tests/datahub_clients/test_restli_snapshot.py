@@ -1,5 +1,5 @@
-"""Rest.li's `GET /entities/{urn}`: an entity in DataHub's snapshot form, as DataHub's older
-clients and its own end-to-end checks read it."""
+"""Rest.li reads as DataHub's older clients and its own end-to-end checks make them: `GET
+/entities/{urn}` in DataHub's snapshot form, and path URNs with whitespace around them."""
 
 from __future__ import annotations
 
@@ -46,3 +46,12 @@ def test_nothing_stored_is_404_and_a_type_without_a_snapshot_is_400(server: Live
     run = _get(server, "urn:li:dataProcessInstance:run-1")
     assert run.status_code == 400 and "/entitiesV2" in run.json()["message"]
     assert _get(server, "urn:li:corpuser:(broken").status_code == 400
+
+
+def test_whitespace_around_a_path_urn_is_dropped(server: LiveServer):
+    server.client().propose([mcp(TABLE, "datasetProperties", {"description": "assays"})])
+    padded = f"{server.url}/aspects/{quote(TABLE, safe='')}%20%20%20?aspect=datasetProperties&version=0"
+    answer = requests.get(padded, headers={"Authorization": f"Bearer {server.token}"}, timeout=30)
+    assert answer.status_code == 200
+    assert answer.json()["aspect"]["com.linkedin.dataset.DatasetProperties"]["description"] == "assays"
+    assert _get(server, USER + "  ").status_code == 404  # trimmed, then simply not there
