@@ -32,6 +32,7 @@ from typing import Any
 from gms.aspect_mutations import MUTATIONS
 from gms.errors import ProposalFailed
 from gms.patch import apply_patch, default_value
+from gms.patch_stamps import fill_stamps
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
 from ingest import topics
@@ -298,6 +299,7 @@ class _Application:
         spec = self.item.aspect
         start = live.value if live else default_value(spec.schema, spec.named, self.actor, self.now)
         value = apply_patch(start, document, spec.name)
+        fill_stamps(value, spec.schema, spec.named, {"time": self.now, "actor": self.actor})
         return self.path.validator.check_value(spec, value, context="aspect after PATCH")
 
     def _delete(self, current: StoredAspect | None, live: StoredAspect | None) -> Result:

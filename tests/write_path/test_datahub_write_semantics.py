@@ -1,9 +1,13 @@
 """What DataHub's GMS does on write beyond storing the value, done the same way: a timeseries
-point makes its entity exist, and `ownership.ownerTypes` is derived from the owners."""
+point makes its entity exist, `ownership.ownerTypes` is derived from the owners, and a record a
+patch creates gets the audit stamp it needs."""
 
 from __future__ import annotations
 
 import json
+
+from datahub.metadata.schema_classes import GlossaryTermAssociationClass
+from datahub.specific.dataset import DatasetPatchBuilder
 
 from gms.service import Gms
 from ingest import topics
@@ -48,3 +52,20 @@ def test_owner_types_are_derived_from_the_owners(gms: Gms):
     patch = [{"op": "remove", "path": "/owners/urn:li:corpuser:ann/TECHNICAL_OWNER"}]
     _apply(gms, mcp(TABLE, "ownership", patch, change="PATCH"))
     assert _ownership(gms)["ownerTypes"]["urn:li:ownershipType:__system__technical_owner"] == ["urn:li:corpuser:cy"]
+
+
+def test_a_patch_fills_the_audit_stamp_of_a_record_it_creates(gms: Gms):
+    builder = DatasetPatchBuilder(TABLE)
+    builder.for_field("visitor_id").add_term(GlossaryTermAssociationClass("urn:li:glossaryTerm:PersonalData"))
+    items = [mcp.to_obj() for mcp in builder.build()]
+    results = gms.apply([parse_proposal(item) for item in items], "urn:li:corpuser:alice")
+    assert [r.status for r in results] == ["applied"], [r.failure for r in results]
+    field = json.loads(gms.store.get(TABLE, "editableSchemaMetadata").value_json)["editableSchemaFieldInfo"][0]
+    terms = field["glossaryTerms"]
+    assert terms["terms"] == [{"urn": "urn:li:glossaryTerm:PersonalData"}]
+    assert terms["auditStamp"]["actor"] == "urn:li:corpuser:alice" and terms["auditStamp"]["time"] > 0
+
+
+def test_an_upsert_without_its_audit_stamp_is_still_refused(gms: Gms):
+    (result,) = gms.apply([parse_proposal(mcp(TABLE, "glossaryTerms", {"terms": []}))], "urn:li:corpuser:alice")
+    assert result.status == "failed" and "auditStamp" in result.failure.message
