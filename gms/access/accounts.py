@@ -73,11 +73,13 @@ class Accounts:
             raise AccountError(f"{actor} has no ADMIN privilege on the instance (needed to {what})", 403)
 
     def exists(self, principal: str) -> bool:
-        """Whether the principal exists and is not removed."""
+        """Whether the principal exists and is neither removed nor suspended."""
         key = self.gms.store.get(principal, "corpUserKey")
         status = self.gms.store.get(principal, "status")
+        suspended = self.gms.store.get(principal, "corpUserStatus")
         return key is not None and key.exists and not (status is not None and status.exists
-                                                        and status.value.get("removed"))
+                                                        and status.value.get("removed")) \
+            and not (suspended is not None and suspended.exists and suspended.value.get("status") == "SUSPENDED")
 
     # -- passwords --------------------------------------------------------------------------
 

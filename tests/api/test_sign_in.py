@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from gms.access.accounts import Accounts, credentials_urn
+from tests.support.builders import mcp
 from tests.support.server import LiveServer
 from tests.support.waiting import await_
 
@@ -288,3 +289,17 @@ def test_get_access_token_makes_a_token_for_the_caller_only(server: LiveServer):
     boss = _principal(server, "boss", grants=("ADMIN",))
     refused = _graphql(session, server, GET_TOKEN, input={"type": "PERSONAL", "actorUrn": boss, "duration": "ONE_HOUR"})
     assert refused["data"]["getAccessToken"] is None and "caller only" in refused["errors"][0]["message"]
+
+
+def test_a_suspended_or_soft_deleted_user_signs_in_no_more_and_its_session_stops(server: LiveServer):
+    ada = _principal(server, "ada", grants=("READ",))
+    session = _log_in(server, "ada", PASSWORD)
+    stamp = {"time": 1, "actor": "urn:li:corpuser:admin"}
+    for aspect, off, on in (("corpUserStatus", {"status": "SUSPENDED", "lastModified": stamp},
+                             {"status": "ACTIVE", "lastModified": stamp}),
+                            ("status", {"removed": True}, {"removed": False})):
+        server.client().propose([mcp(ada, aspect, off)])
+        assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 401
+        assert _log_in(server, "ada", PASSWORD).cookies.get("actor") is None
+        server.client().propose([mcp(ada, aspect, on)])
+        assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 200
