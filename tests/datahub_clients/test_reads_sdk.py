@@ -364,6 +364,24 @@ def test_search_list_urns_and_counts(server, graph):
     assert refused.status_code == 400 and "EQUAL" in refused.json()["message"]
 
 
+def test_search_across_entities_restli_action_spans_the_types_named(server, graph):
+    emit(graph, ORDERS, DatasetPropertiesClass(name="orders", description="orders of the shop"))
+    emit(graph, "urn:li:domain:shop", DomainPropertiesClass(name="shop", description="the shop's orders"))
+    indexed(server)
+
+    def across(entities: list[str]) -> set[str]:
+        found = post(server, "/entities?action=searchAcrossEntities",
+                     {"input": "orders", "entities": entities, "start": 0, "count": 10})
+        assert found.status_code == 200, found.text
+        value = found.json()["value"]
+        assert value["numEntities"] == len(value["entities"])
+        return {e["entity"] for e in value["entities"]}
+    assert across([]) == {ORDERS, "urn:li:domain:shop"}
+    assert across(["dataset"]) == {ORDERS}
+    refused = post(server, "/entities?action=searchAcrossEntities", {"input": "*", "entities": ["spaceship"]})
+    assert refused.status_code == 400 and "spaceship" in refused.json()["message"]
+
+
 def test_listings_and_counts_hold_only_what_the_caller_may_read(server, graph):
     from tests.support.metadata_fixtures import cdap_dataset, dataset_mcps
     server.client().propose(dataset_mcps("default", "customers") + dataset_mcps("sales", "secretleads"))
