@@ -34,6 +34,7 @@ from gms.errors import ProposalFailed
 from gms.patch import apply_patch, default_value
 from gms.patch_stamps import fill_stamps
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
+from gms.structured_properties import DEFINITION, check_assignments, check_definition_change
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
 from ingest import topics
 from ingest.proposal import Proposal, ProposalError
@@ -278,6 +279,10 @@ class _Application:
         assert value_json is not None
         if (mutation := MUTATIONS.get(item.aspect.name)) is not None:
             value_json = canonical_json(mutation(json.loads(value_json)))
+        if item.aspect.name == "structuredProperties":
+            check_assignments(json.loads(value_json), self._live_value)
+        elif item.aspect.name == DEFINITION:
+            check_definition_change(self.urn, json.loads(value_json), self._live_value)
         if live is not None and live.value_json == value_json:
             self.batch.refresh(self.urn, live.aspect, live.version, self._refreshed(live.system_metadata))
             return Result("noop", live.version)
@@ -286,6 +291,11 @@ class _Application:
         mcl_change = "UPSERT" if change == "PATCH" else change
         version = self._write(current, value_json, mcl_change)
         return Result("applied", version)
+
+    def _live_value(self, urn: str, aspect: str) -> dict[str, Any] | None:
+        """The live value of an aspect of any entity, as this batch sees it."""
+        row = self.batch.latest(urn, aspect)
+        return row.value if row is not None and row.exists else None
 
     def _exists(self, code: str, message: str, version: int) -> Result:
         if self.item.conditions.none_match_any:
