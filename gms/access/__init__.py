@@ -63,7 +63,7 @@ def needed(entity_type: str, change_type: str, aspect: str | None = None) -> fro
     return REMOVE if change_type == "DELETE" else WRITE
 
 
-AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # an INVITE token authenticates no one
+AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # INVITE and RESET tokens authenticate no one
 
 
 def authenticates(info: dict) -> bool:
@@ -81,13 +81,20 @@ class AccessControl:
         self.store = store
 
     def token_principal(self, hashed: str) -> str | None:
-        """The principal of a token given by its SHA-256, or None (unknown, revoked, removed)."""
+        """The principal of a token given by its SHA-256, or None (unknown, revoked, expired, or
+        of a principal removed, suspended or deleted)."""
         row = self.store.get(f"urn:li:accessToken:{hashed}", "accessTokenInfo")
         if row is None or not row.exists or not authenticates(row.value):
             return None
         principal = row.value["principal"]
         status = self.store.get(principal, "status")
-        return None if status is not None and status.exists and status.value.get("removed") else principal
+        if status is not None and status.exists and status.value.get("removed"):
+            return None
+        suspended = self.store.get(principal, "corpUserStatus")  # DataHub's suspension of a user
+        if suspended is not None and suspended.exists and suspended.value.get("status") == "SUSPENDED":
+            return None
+        key = self.store.get(principal, "corpUserKey")  # a deleted principal's tokens name no one
+        return principal if key is not None and key.exists else None
 
     def grants(self, principal: str) -> dict[str, frozenset[str]]:
         """resource -> privileges of a principal."""

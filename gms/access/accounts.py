@@ -6,7 +6,9 @@ the way DataHub's frontend shows them (native users, personal access tokens, inv
   scrypt hash is stored, as `accessCredentialsInfo` of `urn:li:accessCredentials:<name>`.
 - A sign-in gives a SESSION token; a principal makes PERSONAL tokens for itself (an admin, for
   anyone); both are ordinary tokens (`urn:li:accessToken:<SHA-256>`), revocable like any.
-- An INVITE token (made by an admin) lets one person sign up once; it authenticates no one.
+- An INVITE token (made by an admin) lets one person sign up once, a RESET token one user set a
+  new password once; neither authenticates anyone.
+- Removing a user revokes its tokens and deletes its grants, password and entity.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from ingest.proposal import Proposal
 
 SESSION_TTL_MS = 24 * 3600 * 1000
 INVITE_TTL_MS = 7 * 24 * 3600 * 1000
+RESET_TTL_MS = 24 * 3600 * 1000
 USERNAME = re.compile(r"[A-Za-z0-9_.@+-]{1,128}")
 _TOKEN_ID = re.compile(r"[0-9a-f]{64}")
 
@@ -70,11 +73,13 @@ class Accounts:
             raise AccountError(f"{actor} has no ADMIN privilege on the instance (needed to {what})", 403)
 
     def exists(self, principal: str) -> bool:
-        """Whether the principal exists and is not removed."""
+        """Whether the principal exists and is neither removed nor suspended."""
         key = self.gms.store.get(principal, "corpUserKey")
         status = self.gms.store.get(principal, "status")
+        suspended = self.gms.store.get(principal, "corpUserStatus")
         return key is not None and key.exists and not (status is not None and status.exists
-                                                        and status.value.get("removed"))
+                                                        and status.value.get("removed")) \
+            and not (suspended is not None and suspended.exists and suspended.value.get("status") == "SUSPENDED")
 
     # -- passwords --------------------------------------------------------------------------
 
@@ -197,6 +202,54 @@ class Accounts:
                               Proposal("corpuser", principal, "UPSERT", "status", {"removed": False})], False)
         self._store_password(inviter, principal, password, authorize=False)
         return principal
+
+    # -- password resets and removals ----------------------------------------------------------
+
+    def create_reset_token(self, actor: str, user: str) -> str:
+        """A RESET token (the actor needs ADMIN) with which `user`, who has a password, sets a
+        new one once within RESET_TTL_MS."""
+        self._require_admin(actor, "reset passwords")
+        principal = self._principal(user)
+        row = self.gms.store.get(credentials_urn(principal), "accessCredentialsInfo")
+        if not self.exists(principal) or row is None or not row.exists:
+            raise AccountError(f"{principal} is no user with a password", 404)
+        return self._issue(actor, principal, "RESET", "password reset", None, RESET_TTL_MS, authorize=True)["token"]
+
+    def reset_password(self, token: Any, username: Any, password: Any) -> str:
+        """Sets a new password with a RESET token made for this user, using the token up; 401
+        for a token that is unknown, used, expired or made for someone else."""
+        token_id = token_hash(token) if isinstance(token, str) and token else ""
+        found = self.token(token_id) if token_id else None
+        principal = principal_urn(username) if isinstance(username, str) and USERNAME.fullmatch(username) else None
+        if found is None or found.get("kind") != "RESET" or found["principal"] != principal \
+                or not authenticates({**found, "kind": None}):
+            raise AccountError("the reset token is not valid (unknown, used, expired or for another user)", 401)
+        try:
+            check_strength(password)
+        except PasswordError as err:
+            raise AccountError(str(err)) from None
+        self._apply(found["createdBy"] or SUPERUSER, [self._revoked(token_id, found)], authorize=False)
+        self._store_password(found["createdBy"] or SUPERUSER, principal, password, authorize=False)
+        return principal
+
+    def remove_user(self, actor: str, user: str, token_ids: Sequence[str]) -> bool:
+        """Deletes a user (the actor needs ADMIN): revokes `token_ids` (its tokens), deletes its
+        grants and password, then the user entity itself; False when there was no such user."""
+        self._require_admin(actor, "remove users")
+        principal = self._principal(user)
+        if principal == actor:
+            raise AccountError("a principal cannot remove itself")
+        if self.gms.store.get(principal, "corpUserKey") is None:
+            return False
+        for token_id in token_ids:
+            info = self.token(token_id)
+            if info is not None and info["principal"] == principal and not info.get("revoked"):
+                self._apply(actor, [self._revoked(token_id, info)], authorize=True)
+        for urn in (grants_urn(principal), credentials_urn(principal), principal):
+            result = self.gms.delete_entity(urn, True, actor)
+            if result is not None and result.failure is not None:
+                raise result.failure
+        return True
 
     # -- the first admin --------------------------------------------------------------------
 

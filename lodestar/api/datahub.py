@@ -43,6 +43,7 @@ from lodestar.api.access import readable, require
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
 from lodestar.api.native import conditional_headers, parse_all
 from lodestar.api.openapi import ERROR_OR_RESULTS, OBJECT, query_param, response
+from schemas.datahub_model import datahub_client_version
 from schemas.metadata_entity import INSTANCE
 
 CHECKPOINT_ASPECT = "datahubIngestionCheckpoint"
@@ -61,7 +62,8 @@ async def config(request: web.Request) -> web.Response:
         "noCode": "true", "product": "lodestar", "statefulIngestionCapable": stateful, "patchCapable": True,
         "supportsImpactAnalysis": False, "retention": "false", "timeZone": "GMT",
         "telemetry": {"enabledCli": False, "enabledIngestion": False},
-        "managedIngestion": {"enabled": False}, "datahub": {"serverType": "lodestar"}})
+        "managedIngestion": {"enabled": False, "defaultCliVersion": datahub_client_version()},
+        "datahub": {"serverType": "lodestar"}})
 
 
 def _is_async(body: dict[str, Any]) -> bool:

@@ -1,9 +1,10 @@
 """Signing in the way DataHub's frontend does: `POST /logIn` with a username and password gives
 a session (a revocable Lodestar token in an HttpOnly, SameSite=Strict cookie, and the `actor`
 cookie DataHub's clients read), `GET /logOut` ends it, `POST /signUp` creates a user with an
-invite token, `GET /admin` answers that the frontend is up; `PUT
-/v1/access/principals/{name}/password` lets an admin set a password. `session_authorization`
-turns a session cookie into the bearer header the authentication middleware checks."""
+invite token, `POST /resetNativeUserCredentials` sets a password with a reset token, `GET
+/admin` answers that the frontend is up; `PUT /v1/access/principals/{name}/password` lets an
+admin set a password. `session_authorization` turns a session cookie (or HTTP Basic carrying a
+token) into the bearer header the authentication middleware checks."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from lodestar.api.context import GMS_KEY, api_of, error, principal_of, read_json
 ACCOUNTS_KEY = web.AppKey("accounts", Accounts)
 SESSION_COOKIE = "lodestar_session"
 ACTOR_COOKIE = "actor"
-PUBLIC = frozenset({"/admin", "/logIn", "/logOut", "/signUp"})
+PUBLIC = frozenset({"/admin", "/logIn", "/logOut", "/signUp", "/resetNativeUserCredentials"})
 WRONG = "invalid username or password"  # one answer whichever part was wrong
 
 
@@ -105,6 +106,19 @@ async def sign_up(request: web.Request) -> web.Response:
     return response
 
 
+async def reset_credentials(request: web.Request) -> web.Response:
+    body = await _credentials_body(request)
+    api, accounts = api_of(request), accounts_of(request)
+    try:
+        principal = await api.run(accounts.reset_password, body.get("resetToken"), body.get("email"),
+                                  body.get("password"))
+    except AccountError as err:
+        return error(err.status, "unauthorized" if err.status == 401 else "invalid_request", str(err))
+    except ProposalFailed as failure:
+        return error(failure.http_status, failure.code, failure.message)
+    return web.json_response({"actor": principal, "passwordSet": True})
+
+
 async def set_password(request: web.Request) -> web.Response:
     body = await _credentials_body(request)
     api, accounts = api_of(request), accounts_of(request)
@@ -136,6 +150,9 @@ OPENAPI_PATHS: dict[str, Any] = {
     "/signUp": {"post": _op("Create a user {email (the username), password, fullName, title, inviteToken} and sign"
                             " in", {"200": "Signed up", "400": "Bad username or password",
                                     "401": "Invalid invite token", "409": "The user exists"})},
+    "/resetNativeUserCredentials": {"post": _op(
+        "Set a new password {email (the username), password, resetToken} with an admin's reset token",
+        {"200": "Set", "400": "Not a JSON object, or a bad password", "401": "Invalid reset token"})},
     "/v1/access/principals/{name}/password": {"put": _op(
         "Set a principal's password {password} (needs ADMIN on the instance)",
         {"200": "Set", "400": "Too short or too long", "403": "No ADMIN privilege", "404": "No such principal"})},
@@ -148,4 +165,5 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/logIn", log_in)
     app.router.add_get("/logOut", log_out)
     app.router.add_post("/signUp", sign_up)
+    app.router.add_post("/resetNativeUserCredentials", reset_credentials)
     app.router.add_put("/v1/access/principals/{name}/password", set_password)

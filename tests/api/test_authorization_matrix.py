@@ -73,10 +73,12 @@ def matrix() -> list[Call]:
              {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
         Call("authenticated", "POST", "/api/v2/graphql", "/api/v2/graphql",  # the same, at DataHub frontend's path
              {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
+        Call("read", "GET", "/entities/{urn}", f"/entities/{q(CUSTOMERS, safe='')}"),
         Call("public", "GET", "/admin", "/admin"),
         Call("public", "POST", "/logIn", "/logIn", []),  # not credentials: 400 (wrong ones: 401)
         Call("public", "GET", "/logOut", "/logOut"),
         Call("public", "POST", "/signUp", "/signUp", []),
+        Call("public", "POST", "/resetNativeUserCredentials", "/resetNativeUserCredentials", []),
         Call("admin", "PUT", "/v1/access/principals/{name}/password", "/v1/access/principals/outsider/password",
              {"password": "a long enough password"}),
         Call("read", "GET", "/v1/lineage", f"/v1/lineage?urn={q(CUSTOMERS, safe='')}"),

@@ -13,6 +13,7 @@ import pytest
 import requests
 
 from gms.access.accounts import Accounts, credentials_urn
+from tests.support.builders import mcp
 from tests.support.server import LiveServer
 from tests.support.waiting import await_
 
@@ -167,8 +168,8 @@ def test_sign_up_needs_an_admins_invitation_that_works_once_and_signs_in_no_one(
     assert signed_up.status_code == 200 and signed_up.cookies["actor"] == "urn:li:corpuser:grace"
     info = server.client().call("GET", "/v1/entities/urn%3Ali%3Acorpuser%3Agrace")
     assert "Grace Hopper" in str(info)
-    again = requests.post(f"{server.url}/signUp", json={**body, "email": "mallory", "inviteToken": invite["inviteToken"]},
-                          timeout=30)
+    again = requests.post(f"{server.url}/signUp", timeout=30,
+                          json={**body, "email": "mallory", "inviteToken": invite["inviteToken"]})
     assert again.status_code == 401
     assert _log_in(server, "grace", PASSWORD).cookies.get("actor") == "urn:li:corpuser:grace"
 
@@ -207,7 +208,98 @@ def test_http_basic_carries_a_token_as_its_password(server: LiveServer):
     ada = _principal(server, "ada", grants=("READ",))
     token = server.client().call("POST", "/v1/access/tokens", {"principal": "ada"})["token"]
     assert requests.get(f"{server.url}/v1/access/grants", auth=("anyone", token), timeout=30).json()["principal"] == ada
-    for user, secret in (("ada", PASSWORD), ("ada", ""), ("ada", token[:-1] + ("1" if token[-1] == "0" else "0"))):  # a password is no token
+    wrong = token[:-1] + ("1" if token[-1] == "0" else "0")
+    for user, secret in (("ada", PASSWORD), ("ada", ""), ("ada", wrong)):  # a password is no token
         assert requests.get(f"{server.url}/v1/access/grants", auth=(user, secret), timeout=30).status_code == 401
     garbled = requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": "Basic !!"}, timeout=30)
     assert garbled.status_code == 401
+
+
+def _admin_session(server: LiveServer) -> requests.Session:
+    admin = requests.Session()
+    admin.headers["Authorization"] = f"Bearer {server.token}"
+    return admin
+
+
+RESET = ("mutation r($input: CreateNativeUserResetTokenInput!) {"
+         " createNativeUserResetToken(input: $input) { resetToken } }")
+
+
+def test_a_reset_token_sets_a_new_password_once_for_its_user_only(server: LiveServer):
+    _principal(server, "ada")
+    _principal(server, "bob")
+    made = _graphql(_admin_session(server), server, RESET, input={"userUrn": "urn:li:corpuser:ada"})
+    token = made["data"]["createNativeUserResetToken"]["resetToken"]
+    assert requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": f"Bearer {token}"},
+                        timeout=30).status_code == 401  # a reset token signs in no one
+    for_bob = requests.post(f"{server.url}/resetNativeUserCredentials", timeout=30,
+                            json={"email": "bob", "password": "bob's new password", "resetToken": token})
+    assert for_bob.status_code == 401
+    done = requests.post(f"{server.url}/resetNativeUserCredentials", timeout=30,
+                         json={"email": "ada", "password": "ada's new password", "resetToken": token})
+    assert done.status_code == 200
+    assert _log_in(server, "ada", "ada's new password").cookies.get("actor") == "urn:li:corpuser:ada"
+    assert _log_in(server, "ada", PASSWORD).cookies.get("actor") is None
+    again = requests.post(f"{server.url}/resetNativeUserCredentials", timeout=30,
+                          json={"email": "ada", "password": "a third password", "resetToken": token})
+    assert again.status_code == 401
+    not_admin = _graphql(_log_in(server, "bob", PASSWORD), server, RESET, input={"userUrn": "urn:li:corpuser:ada"})
+    assert not_admin["data"]["createNativeUserResetToken"] is None and "ADMIN" in not_admin["errors"][0]["message"]
+
+
+def test_a_removed_user_and_its_tokens_are_gone_even_if_the_name_comes_back(server: LiveServer):
+    ada = _principal(server, "ada", grants=("READ",))
+    session = _log_in(server, "ada", PASSWORD)
+    made = _graphql(session, server, CREATE, input=_token_input(ada))["data"]["createAccessToken"]
+    bearer = {"Authorization": f"Bearer {made['accessToken']}"}
+    users = "query u($input: ListUsersInput!) { listUsers(input: $input) { total users { username } } }"
+    admin = _admin_session(server)
+    await_(lambda: {"username": "ada"} in _graphql(admin, server, users, input={"start": "0", "count": "50"})
+           ["data"]["listUsers"]["users"], what="ada listed (start and count sent as strings)")
+    removed = _graphql(admin, server, "mutation r($urn: String!) { removeUser(urn: $urn) }", urn=ada)
+    assert removed["data"]["removeUser"] is True
+    assert requests.get(f"{server.url}/v1/access/grants", headers=bearer, timeout=30).status_code == 401
+    assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 401
+    assert _log_in(server, "ada", PASSWORD).cookies.get("actor") is None
+    _principal(server, "ada", password="a new ada's password")  # the name again: nothing of the old one
+    assert requests.get(f"{server.url}/v1/access/grants", headers=bearer, timeout=30).status_code == 401
+    assert server.client().call("GET", "/v1/access/grants?principal=ada")["grants"] == []
+
+
+ME = "{ me { corpUser { urn username } platformPrivileges { managePolicies generatePersonalAccessTokens } } }"
+GET_TOKEN = "query g($input: GetAccessTokenInput!) { getAccessToken(input: $input) { accessToken } }"
+
+
+def test_me_says_who_signed_in_and_what_it_may_do(server: LiveServer):
+    boss = _principal(server, "boss", grants=("READ", "WRITE", "ADMIN"))
+    ada = _principal(server, "ada")
+    for name, urn, admin in (("boss", boss, True), ("ada", ada, False)):
+        found = _graphql(_log_in(server, name, PASSWORD), server, ME)["data"]["me"]
+        assert found["corpUser"] == {"urn": urn, "username": name}
+        assert found["platformPrivileges"] == {"managePolicies": admin, "generatePersonalAccessTokens": True}
+
+
+def test_get_access_token_makes_a_token_for_the_caller_only(server: LiveServer):
+    ada = _principal(server, "ada")
+    session = _log_in(server, "ada", PASSWORD)
+    made = _graphql(session, server, GET_TOKEN, input={"type": "PERSONAL", "actorUrn": ada, "duration": "ONE_HOUR"})
+    token = made["data"]["getAccessToken"]["accessToken"]
+    assert requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": f"Bearer {token}"},
+                        timeout=30).json()["principal"] == ada
+    boss = _principal(server, "boss", grants=("ADMIN",))
+    refused = _graphql(session, server, GET_TOKEN, input={"type": "PERSONAL", "actorUrn": boss, "duration": "ONE_HOUR"})
+    assert refused["data"]["getAccessToken"] is None and "caller only" in refused["errors"][0]["message"]
+
+
+def test_a_suspended_or_soft_deleted_user_signs_in_no_more_and_its_session_stops(server: LiveServer):
+    ada = _principal(server, "ada", grants=("READ",))
+    session = _log_in(server, "ada", PASSWORD)
+    stamp = {"time": 1, "actor": "urn:li:corpuser:admin"}
+    for aspect, off, on in (("corpUserStatus", {"status": "SUSPENDED", "lastModified": stamp},
+                             {"status": "ACTIVE", "lastModified": stamp}),
+                            ("status", {"removed": True}, {"removed": False})):
+        server.client().propose([mcp(ada, aspect, off)])
+        assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 401
+        assert _log_in(server, "ada", PASSWORD).cookies.get("actor") is None
+        server.client().propose([mcp(ada, aspect, on)])
+        assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 200

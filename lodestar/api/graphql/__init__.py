@@ -31,7 +31,7 @@ from graphql import (
 
 from lodestar.api.access import readable
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
-from lodestar.api.graphql.coercion import lenient
+from lodestar.api.graphql.coercion import lenient_scalars
 from lodestar.api.graphql.entities import Context, graphql_type_of
 from lodestar.api.graphql.resolvers import resolve
 from lodestar.api.openapi import OBJECT, response
@@ -45,6 +45,7 @@ SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "domains.gr
 
 @cache
 def schema() -> GraphQLSchema:
+    lenient_scalars()
     package = resources.files(__package__)
     built = build_schema("\n".join(package.joinpath(name).read_text() for name in SCHEMA_FILES))
     for name in ("Entity", "OwnerType"):
@@ -89,8 +90,7 @@ def execute(request_body: dict[str, Any], context: Context) -> dict[str, Any]:
     if problems:
         return {"errors": [_formatted(e) for e in problems]}
     result = execute_sync(schema(), document, context_value=context, field_resolver=resolve,
-                          variable_values=lenient(schema(), document, request_body.get("operationName"),
-                                                  request_body.get("variables")),
+                          variable_values=request_body.get("variables"),
                           operation_name=request_body.get("operationName"))
     for err in result.errors or []:
         original = err.original_error

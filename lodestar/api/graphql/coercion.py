@@ -1,60 +1,41 @@
-"""Variables as DataHub's GraphQL server reads them: a number or a boolean may come as its text
-(`{"start": "0", "count": "20"}`, `"false"`), as DataHub's web app and tests send them and
-graphql-java accepts. Each such text, wherever the operation's variable types expect an Int,
-Long, Float or Boolean, is read as that value before graphql-core coerces the variables; text
-that is no such value is left for graphql-core to refuse, naming the variable."""
+"""Variables coerced as DataHub's GraphQL server (graphql-java) coerces them: an Int, Float or
+Boolean variable may come as a string of one (`"20"`, `"1.5"`, `"false"`), which graphql-core
+alone refuses. Anything else is refused as before; literals in the document are unchanged."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from graphql import (
-    DocumentNode,
-    GraphQLInputObjectType,
-    GraphQLInputType,
-    GraphQLList,
-    GraphQLNonNull,
-    GraphQLScalarType,
-    GraphQLSchema,
-    OperationDefinitionNode,
-    type_from_ast,
-)
+from graphql import GraphQLBoolean, GraphQLFloat, GraphQLInt
 
-_NUMBERS = {"Int": int, "Long": int, "Float": float}
+_INTEGER = re.compile(r"[+-]?\d{1,10}")
+_NUMBER = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 _BOOLEANS = {"true": True, "false": False}
+# graphql-core 3.3 coerces variables with `coerce_input_value` (`parse_value` before it)
+_COERCER = "coerce_input_value" if hasattr(GraphQLInt, "coerce_input_value") else "parse_value"
+_original = {scalar: getattr(scalar, _COERCER) for scalar in (GraphQLInt, GraphQLFloat, GraphQLBoolean)}
 
 
-def lenient(schema: GraphQLSchema, document: DocumentNode, operation_name: str | None,
-            variables: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The variables with the texts of numbers and booleans read where their types expect them."""
-    if not variables:
-        return variables
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)
-                  and (operation_name is None or (d.name is not None and d.name.value == operation_name))]
-    if len(operations) != 1:
-        return variables  # graphql-core names the problem
-    out = dict(variables)
-    for definition in operations[0].variable_definitions or ():
-        name = definition.variable.name.value
-        kind = type_from_ast(schema, definition.type)
-        if name in out and kind is not None:
-            out[name] = _read(kind, out[name])  # type: ignore[arg-type]
-    return out
+def _int(value: Any) -> Any:
+    if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+        value = int(value)
+    return _original[GraphQLInt](value)
 
 
-def _read(kind: GraphQLInputType, value: Any) -> Any:
-    if isinstance(kind, GraphQLNonNull):
-        return _read(kind.of_type, value)
-    if isinstance(kind, GraphQLList):
-        return [_read(kind.of_type, v) for v in value] if isinstance(value, list) else _read(kind.of_type, value)
-    if isinstance(kind, GraphQLInputObjectType) and isinstance(value, dict):
-        return {k: _read(kind.fields[k].type, v) if k in kind.fields else v for k, v in value.items()}
-    if isinstance(kind, GraphQLScalarType) and isinstance(value, str):
-        if kind.name in _NUMBERS:
-            try:
-                return _NUMBERS[kind.name](value)
-            except ValueError:
-                return value
-        if kind.name == "Boolean":
-            return _BOOLEANS.get(value, value)
-    return value
+def _float(value: Any) -> Any:
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        value = float(value)
+    return _original[GraphQLFloat](value)
+
+
+def _boolean(value: Any) -> Any:
+    if isinstance(value, str) and value.strip().lower() in _BOOLEANS:
+        value = _BOOLEANS[value.strip().lower()]
+    return _original[GraphQLBoolean](value)
+
+
+def lenient_scalars() -> None:
+    """Makes the Int, Float and Boolean scalars accept strings of their values as variables."""
+    for scalar, coerce in ((GraphQLInt, _int), (GraphQLFloat, _float), (GraphQLBoolean, _boolean)):
+        setattr(scalar, _COERCER, coerce)

@@ -12,8 +12,10 @@ from graphql import GraphQLError
 from gms.access import authenticates, token_hash
 from gms.access.accounts import AccountError, Accounts
 from gms.errors import ProposalFailed
-from lodestar.api.graphql.entities import Context
+from lodestar.api.graphql.entities import Context, EntityRef
+from lodestar.api.graphql.search import query_text
 from lodestar.api.limits import MAX_COUNT
+from mcl_processor.search.cdap import RESOURCE, any_of
 
 WRITE_TIMEOUT = 60.0
 HOUR_MS = 3600 * 1000
@@ -23,6 +25,9 @@ DURATIONS: dict[str, int | None] = {
     "NO_EXPIRY": None}
 LISTED_KINDS = (None, "PERSONAL")  # sessions and invitations are no access tokens to manage
 FILTER_FIELDS = {"ownerUrn": "createdBy", "actorUrn": "principal", "name": "name"}
+PLATFORM_PRIVILEGES = ("viewAnalytics", "managePolicies", "manageIdentities", "manageUserCredentials",
+                       "manageTokens", "manageIngestion", "manageSecrets", "manageDomains", "manageGlossaries",
+                       "manageTags", "createDomains", "createTags")
 SCAN_PAGE = 1000
 MAX_TOKENS_LISTED = 10_000
 
@@ -50,6 +55,20 @@ def create_access_token(ctx: Context, given: Mapping[str, Any]) -> dict[str, Any
     made = _call(ctx, accounts.create_token, ctx.principal, given["actorUrn"], given["name"],
                  given.get("description"), DURATIONS[given["duration"]])
     return {"accessToken": made["token"], "metadata": _metadata(made["id"], made)}
+
+
+def get_access_token(ctx: Context, given: Mapping[str, Any]) -> dict[str, Any]:
+    if given["actorUrn"] != ctx.principal:
+        raise GraphQLError(f"getAccessToken makes tokens for the caller only ({ctx.principal}); an admin makes"
+                           " them for others with createAccessToken", extensions={"code": 403})
+    return create_access_token(ctx, {**given, "name": ""})
+
+
+def me(ctx: Context) -> dict[str, Any]:
+    admin = Accounts(ctx.api.gms).is_admin(ctx.principal)
+    privileges = {name: admin for name in PLATFORM_PRIVILEGES}
+    return {"corpUser": EntityRef(ctx.principal), "platformPrivileges": {**privileges,
+                                                                         "generatePersonalAccessTokens": True}}
 
 
 def revoke_access_token(ctx: Context, token_id: str) -> bool:
@@ -112,6 +131,26 @@ def _live_tokens(ctx: Context) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def list_users(ctx: Context, given: Mapping[str, Any]) -> dict[str, Any]:
+    start, count = given.get("start") or 0, 20 if given.get("count") is None else given["count"]
+    if not 0 <= count <= MAX_COUNT or start < 0:
+        raise GraphQLError(f"start must be at least 0 and count between 0 and {MAX_COUNT}")
+    within = None if ctx.readable is None else any_of(RESOURCE, sorted(ctx.readable))
+    page = ctx.api.read_models.search.query(query_text(given.get("query")), types=["corpuser"], start=start,
+                                            count=count, sort="urn", within=within)
+    users = [EntityRef(hit.urn) for hit in page.hits]
+    return {"start": start, "count": len(users), "total": page.total, "users": users}
+
+
+def remove_user(ctx: Context, urn: str) -> bool:
+    tokens = [token_id for token_id, info in _live_tokens(ctx) if info["principal"] == urn]
+    return _call(ctx, Accounts(ctx.api.gms).remove_user, ctx.principal, urn, tokens)
+
+
+def reset_token(ctx: Context, given: Mapping[str, Any]) -> dict[str, str]:
+    return {"resetToken": _call(ctx, Accounts(ctx.api.gms).create_reset_token, ctx.principal, given["userUrn"])}
+
+
 def invite(ctx: Context) -> dict[str, str]:
     return {"inviteToken": _call(ctx, Accounts(ctx.api.gms).create_invite, ctx.principal)}
 
@@ -123,4 +162,9 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "getAccessTokenMetadata": lambda ctx, args: access_token_metadata(ctx, args["token"]),
     "getInviteToken": lambda ctx, args: invite(ctx),
     "createInviteToken": lambda ctx, args: invite(ctx),
+    "listUsers": lambda ctx, args: list_users(ctx, args["input"]),
+    "getAccessToken": lambda ctx, args: get_access_token(ctx, args["input"]),
+    "me": lambda ctx, args: me(ctx),
+    "removeUser": lambda ctx, args: remove_user(ctx, args["urn"]),
+    "createNativeUserResetToken": lambda ctx, args: reset_token(ctx, args["input"]),
 }
