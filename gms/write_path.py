@@ -19,6 +19,7 @@ such a store reads each entity once, and may read several together.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import threading
@@ -28,9 +29,12 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
+from gms.aspect_mutations import MUTATIONS
 from gms.errors import ProposalFailed
 from gms.patch import apply_patch, default_value
+from gms.patch_stamps import fill_stamps
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
+from gms.structured_properties import DEFINITION, check_assignments, check_definition_change
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
 from ingest import topics
 from ingest.proposal import Proposal, ProposalError
@@ -249,7 +253,8 @@ class _Application:
 
     def run(self) -> Result:
         item, proposal = self.item, self.proposal
-        if item.aspect.is_timeseries:
+        if item.aspect.is_timeseries:  # a point of an entity: the entity exists from then on, as in DataHub
+            self._ensure_key_aspect()
             self.batch.append_outbox([self._mcl(topics.MCL_TIMESERIES, "UPSERT", item.aspect.name,
                                                 item.value_json, self._system_metadata(None, None))])
             return Result("applied")
@@ -272,6 +277,12 @@ class _Application:
                                  412, expected="exists", actual="absent")
         value_json = self._patched(live) if change == "PATCH" else item.value_json
         assert value_json is not None
+        if (mutation := MUTATIONS.get(item.aspect.name)) is not None:
+            value_json = canonical_json(mutation(json.loads(value_json)))
+        if item.aspect.name == "structuredProperties":
+            check_assignments(json.loads(value_json), self._live_value)
+        elif item.aspect.name == DEFINITION:
+            check_definition_change(self.urn, json.loads(value_json), self._live_value)
         if live is not None and live.value_json == value_json:
             self.batch.refresh(self.urn, live.aspect, live.version, self._refreshed(live.system_metadata))
             return Result("noop", live.version)
@@ -280,6 +291,11 @@ class _Application:
         mcl_change = "UPSERT" if change == "PATCH" else change
         version = self._write(current, value_json, mcl_change)
         return Result("applied", version)
+
+    def _live_value(self, urn: str, aspect: str) -> dict[str, Any] | None:
+        """The live value of an aspect of any entity, as this batch sees it."""
+        row = self.batch.latest(urn, aspect)
+        return row.value if row is not None and row.exists else None
 
     def _exists(self, code: str, message: str, version: int) -> Result:
         if self.item.conditions.none_match_any:
@@ -293,6 +309,7 @@ class _Application:
         spec = self.item.aspect
         start = live.value if live else default_value(spec.schema, spec.named, self.actor, self.now)
         value = apply_patch(start, document, spec.name, self.path.validator.max_aspect_bytes)
+        fill_stamps(value, spec.schema, spec.named, {"time": self.now, "actor": self.actor})
         return self.path.validator.check_value(spec, value, context="aspect after PATCH")
 
     def _delete(self, current: StoredAspect | None, live: StoredAspect | None) -> Result:

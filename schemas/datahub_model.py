@@ -35,7 +35,7 @@ import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
 
@@ -78,15 +78,21 @@ class DataHubModel:
     @cached_property
     def version(self) -> str:
         """The installed acryl-datahub release (read from its metadata, once asked)."""
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            return version(DISTRIBUTION)
-        except PackageNotFoundError:
-            return "unknown"
+        return datahub_client_version()
 
     def kind(self, aspect: str) -> str:
         return "timeseries" if self.named[self.aspects[aspect]]["Aspect"].get("type") == "timeseries" else "versioned"
+
+
+@cache
+def datahub_client_version() -> str:
+    """The installed acryl-datahub release, the pinned one (read from its metadata once)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        return "unknown"
 
 
 def pinned_requirement() -> str:

@@ -189,6 +189,12 @@ class _Compiler:
         return check_enum
 
     def _record(self, schema: Mapping[str, Any], namespace: str | None) -> Check:
+        members = _aliased_union_members(schema, self.named, namespace)
+        if members is not None:
+            return self._aliased_union(schema, namespace, members)
+        return self._plain_record(schema, namespace)
+
+    def _plain_record(self, schema: Mapping[str, Any], namespace: str | None) -> Check:
         checks = {field["name"]: self.compile(field["type"], namespace, field.get("Urn")) for field in schema["fields"]}
         required = frozenset(
             field["name"] for field in schema["fields"]
@@ -219,6 +225,31 @@ class _Compiler:
                 except AspectValueError as err:
                     raise err.within(name) from None
         return check_record
+
+    def _aliased_union(self, schema: Mapping[str, Any], namespace: str | None, members: list[str]) -> Check:
+        """A union with aliases (see _aliased_union_members): its Avro form, the record with
+        `fieldDiscriminator` naming the member set, or its Pegasus form, an object of exactly
+        one member and no discriminator (as DataHub's SDK sends it and GMS stores it)."""
+        as_record = self._plain_record(schema, namespace)
+        checks = {field["name"]: self.compile(field["type"], namespace, field.get("Urn"))
+                  for field in schema["fields"] if field["name"] in members}
+        listing = ", ".join(members)
+
+        def check_aliased_union(value: Any) -> None:
+            if not isinstance(value, dict) or DISCRIMINATOR in value:
+                as_record(value)
+                return
+            unknown = next((name for name in value if name not in checks), None)
+            if unknown is not None:
+                raise AspectValueError("unknown field", unknown)
+            present = [name for name, item in value.items() if item is not None]
+            if len(present) != 1:
+                raise AspectValueError(f"a union of {listing}: exactly one of them must be set, not {len(present)}")
+            try:
+                checks[present[0]](value[present[0]])
+            except AspectValueError as err:
+                raise err.within(present[0]) from None
+        return check_aliased_union
 
     def _array(self, schema: Mapping[str, Any], namespace: str | None, urn_types: list[str] | None) -> Check:
         item_check = self.compile(schema["items"], namespace, urn_types)
@@ -301,6 +332,28 @@ def _plain_type(schema: Any, urn_types: list[str] | None) -> type | None:
     if schema in ("string", "bytes") and urn_types is None:
         return str
     return bool if schema == "boolean" else None
+
+
+DISCRIMINATOR = "fieldDiscriminator"
+
+
+def _aliased_union_members(schema: Mapping[str, Any], named: Mapping[str, Any], namespace: str | None
+                           ) -> list[str] | None:
+    """The members of a record that is Rest.li's Avro translation of a Pegasus union with
+    aliases (one optional field per member, defaulting to null, and a required enum
+    `fieldDiscriminator` whose symbols are exactly those fields' names), else None."""
+    fields = {field["name"]: field for field in schema["fields"]}
+    discriminator = fields.pop(DISCRIMINATOR, None)
+    if discriminator is None or "default" in discriminator:
+        return None
+    kind = discriminator["type"]
+    if isinstance(kind, str):
+        kind = named.get(kind) or named.get(f"{namespace}.{kind}")
+    if not isinstance(kind, Mapping) or kind.get("type") != "enum" or set(kind["symbols"]) != set(fields):
+        return None
+    if not all(_is_nullable(f["type"]) and f.get("default", ...) is None for f in fields.values()):
+        return None
+    return list(kind["symbols"])
 
 
 def _is_nullable(schema: Any) -> bool:

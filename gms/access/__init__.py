@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+import time
 from collections.abc import Iterable
 
 from gms.access.controlled import ACCESS_RESOURCE, checked_against, controls, is_controlled
@@ -70,6 +71,17 @@ def target(entity_type: str, urn: str, aspects: Iterable[str | None]) -> str:
     return INSTANCE if controls(entity_type, aspects) else urn
 
 
+AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # INVITE and RESET tokens authenticate no one
+
+
+def authenticates(info: dict) -> bool:
+    """Whether a token of this accessTokenInfo authenticates its principal now: not revoked,
+    not expired, and of a kind that signs in."""
+    expires = info.get("expiresAt")
+    return (not info.get("revoked") and info.get("kind") in AUTHENTICATING_KINDS
+            and (expires is None or expires > time.time() * 1000))
+
+
 class AccessControl:
     """Answers who a token is and what a principal may do, from the aspect store."""
 
@@ -77,13 +89,20 @@ class AccessControl:
         self.store = store
 
     def token_principal(self, hashed: str) -> str | None:
-        """The principal of a token given by its SHA-256, or None (unknown, revoked, removed)."""
+        """The principal of a token given by its SHA-256, or None (unknown, revoked, expired, or
+        of a principal removed, suspended or deleted)."""
         row = self.store.get(f"urn:li:accessToken:{hashed}", "accessTokenInfo")
-        if row is None or not row.exists or row.value.get("revoked"):
+        if row is None or not row.exists or not authenticates(row.value):
             return None
         principal = row.value["principal"]
         status = self.store.get(principal, "status")
-        return None if status is not None and status.exists and status.value.get("removed") else principal
+        if status is not None and status.exists and status.value.get("removed"):
+            return None
+        suspended = self.store.get(principal, "corpUserStatus")  # DataHub's suspension of a user
+        if suspended is not None and suspended.exists and suspended.value.get("status") == "SUSPENDED":
+            return None
+        key = self.store.get(principal, "corpUserKey")  # a deleted principal's tokens name no one
+        return principal if key is not None and key.exists else None
 
     def grants(self, principal: str) -> dict[str, frozenset[str]]:
         """resource -> privileges of a principal."""

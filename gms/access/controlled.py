@@ -2,7 +2,7 @@
 delete, read or list, whichever route it comes through (proposals, deletes, entity and aspect
 reads, listings, search, GraphQL, runs, timelines, lineage).
 
-- Whole entity types: Lodestar's principals' tokens and grants, webhooks (their URLs may hold
+- Whole entity types: Lodestar's principals' tokens, grants and password hashes, webhooks (their URLs may hold
   secrets), the schema registry's schemas and subjects, and DataHub's own secret-bearing
   entities (secrets, access tokens, invite tokens, connections).
 - Aspects of other types: a principal's `status` (removed: its tokens stop working) and its
@@ -24,7 +24,7 @@ from schemas.metadata_entity import INSTANCE, resource_chain
 
 #: entity types every aspect of which is access-controlled
 ADMIN_ONLY_TYPES: Final = frozenset({
-    "accessToken", "accessGrants", "webhook", "schemaRegistrySchema", "schemaRegistrySubject",
+    "accessToken", "accessGrants", "accessCredentials", "webhook", "schemaRegistrySchema", "schemaRegistrySubject",
     "dataHubSecret", "dataHubAccessToken", "inviteToken", "dataHubConnection",
 })
 #: aspects of other entity types that are access-controlled (writing and deleting them)

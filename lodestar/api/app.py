@@ -11,7 +11,10 @@ from gms.service import Gms
 from lodestar.api import (
     access,
     datahub,
+    datahub_openapi,
     datahub_reads,
+    datahub_restli_relationships,
+    datahub_snapshot,
     field_lineage_v3,
     graphql,
     guards,
@@ -25,6 +28,7 @@ from lodestar.api import (
     run_lineage,
     schema_registry,
     security_headers,
+    sign_in,
     ui,
     webhooks,
 )
@@ -52,7 +56,8 @@ log = logging.getLogger(__name__)
 # Each adds its routes (`add_routes`) and declares their OpenAPI paths (`OPENAPI_PATHS`).
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
-    run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry)
+    run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry, sign_in,
+    datahub_snapshot, datahub_openapi, datahub_restli_relationships)
 
 
 @web.middleware
@@ -73,9 +78,10 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
 @web.middleware
 async def authenticate(request: web.Request, handler: Handler) -> web.StreamResponse:
     if request.path in PUBLIC_PATHS or request.path == "/" or request.path.startswith(UI_FILES) \
+            or request.path in sign_in.PUBLIC \
             or schema_registry.is_public(request):  # registry reads need no token, as DataHub's
         return await handler(request)
-    principal = api_of(request).auth.principal(request.headers.get("Authorization"))
+    principal = api_of(request).auth.principal(sign_in.session_authorization(request))
     if principal is None:
         return error(401, "unauthorized", "missing or invalid bearer token (Authorization: Bearer <token>)",
                      headers={"WWW-Authenticate": "Bearer"})

@@ -43,6 +43,7 @@ from lodestar.api.access import readable, require
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
 from lodestar.api.native import conditional_headers, parse_all
 from lodestar.api.openapi import ERROR_OR_RESULTS, OBJECT, query_param, response
+from schemas.datahub_model import datahub_client_version
 from schemas.metadata_entity import INSTANCE
 
 CHECKPOINT_ASPECT = "datahubIngestionCheckpoint"
@@ -61,7 +62,8 @@ async def config(request: web.Request) -> web.Response:
         "noCode": "true", "product": "lodestar", "statefulIngestionCapable": stateful, "patchCapable": True,
         "supportsImpactAnalysis": False, "retention": "false", "timeZone": "GMT",
         "telemetry": {"enabledCli": False, "enabledIngestion": False},
-        "managedIngestion": {"enabled": False}, "datahub": {"serverType": "lodestar"}})
+        "managedIngestion": {"enabled": False, "defaultCliVersion": datahub_client_version()},
+        "datahub": {"serverType": "lodestar"}})
 
 
 def _is_async(body: dict[str, Any]) -> bool:
@@ -74,7 +76,7 @@ def _describe(proposal: Proposal | ProposalError) -> str:
     return f"({proposal.entity_urn} {proposal.aspect_name})"
 
 
-def _failure_response(parsed: Sequence[Proposal | ProposalError], results: Sequence[Result],
+def failure_response(parsed: Sequence[Proposal | ProposalError], results: Sequence[Result],
                       what: str = "applied") -> web.Response:
     """A request some of whose proposals failed: the first failure's status; a message naming
     the failures (DataHub's clients show `message`) and what became of the others; `results`."""
@@ -123,13 +125,17 @@ async def aspects(request: web.Request) -> web.Response:
         return await _queue(request, parsed, value)
     results = await api.apply(parsed, principal_of(request), conditional_headers(request), all_or_none=True)
     if any(r.failure is not None for r in results):
-        return _failure_response(parsed, results)
+        return failure_response(parsed, results)
     return web.json_response({"value": value})
 
 
 async def _queue(request: web.Request, parsed: list[Proposal | ProposalError], value: Any) -> web.Response:
+    return await queue_all(request, parsed) or web.json_response({"value": value}, status=202)
+
+
+async def queue_all(request: web.Request, parsed: list[Proposal | ProposalError]) -> web.Response | None:
     """Check every proposal as it can be checked before it is applied, then queue them all on
-    the MCP topic (202), or none (the first failure's status)."""
+    the MCP topic (None), or none (an answer with the first failure's status)."""
     api = api_of(request)
     headers = conditional_headers(request)
     actor = principal_of(request)
@@ -137,12 +143,12 @@ async def _queue(request: web.Request, parsed: list[Proposal | ProposalError], v
     if any(isinstance(item, ProposalFailed) for item in checked):
         results = [Result("failed", failure=item) if isinstance(item, ProposalFailed) else Result("skipped")
                    for item in checked]
-        return _failure_response(parsed, results, "queued")
+        return failure_response(parsed, results, "queued")
     proposals = [p for p in parsed if isinstance(p, Proposal)]
     for proposal in proposals:
         proposal.headers = {**headers, **proposal.headers}
     await api.run(api.gms.enqueue, proposals, actor)
-    return web.json_response({"value": value}, status=202)
+    return None
 
 
 async def entities(request: web.Request) -> web.Response:
@@ -170,6 +176,13 @@ async def entities(request: web.Request) -> web.Response:
     require(request, REMOVE, urn)
     if body.get("aspectName") is not None:
         return await _delete_points(request, urn, body)
+    return await delete_entity(request, urn)
+
+
+async def delete_entity(request: web.Request, urn: str) -> web.Response:
+    """The hard delete of an entity of a known type the caller may REMOVE, answered once indexed:
+    `{"value": {"urn", "rows", "timeseriesRows"}}`, or the deletion's failure."""
+    api = api_of(request)
     await api.wait_for_index()  # so that the count covers every point written before
     points = await asyncio.to_thread(api.read_models.timeseries.count, urn)
     try:
@@ -229,7 +242,7 @@ async def _apply_all(request: web.Request, items: list[dict[str, Any]]) -> web.R
     parsed = parse_all(items)
     results = await api.apply(parsed, principal_of(request), conditional_headers(request), all_or_none=True)
     if any(r.failure is not None for r in results):
-        return _failure_response(parsed, results)
+        return failure_response(parsed, results)
     return None
 
 

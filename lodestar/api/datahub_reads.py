@@ -47,7 +47,7 @@ from schemas.registry import AspectSpec, EntityRegistry, EntitySpec
 from schemas.urns import Urn, UrnError
 
 ASPECT_ACTIONS = ("getTimeseriesAspectValues", "getCount")
-ENTITY_ACTIONS = ("search", "listUrns", "deleteReferences")
+ENTITY_ACTIONS = ("search", "searchAcrossEntities", "listUrns", "deleteReferences")
 MAX_IDS = 1000  # URNs of one batch get
 _PAGE = 10_000  # timeseries points read per query while looking for the newest
 _EXPANSIONS = 64  # search queries one filter may expand to (its OR clauses times multi-value criteria)
@@ -75,9 +75,10 @@ def _store(request: web.Request) -> AspectStore:
 
 def path_urn(request: web.Request) -> str:
     """The URN of the path, decoded once more when it came encoded twice (`urn%3Ali%3A...`, as a
-    client sends a URN it was given already encoded)."""
+    client sends a URN it was given already encoded); whitespace around it is dropped, as
+    DataHub's GMS drops it (a URN never ends in a space)."""
     urn = request.match_info["urn"]
-    return unquote(urn) if urn[:6].lower() == "urn%3a" else urn
+    return (unquote(urn) if urn[:6].lower() == "urn%3a" else urn).strip()
 
 
 def checked_entity(request: web.Request, urn: Any, what: str = "urn") -> tuple[Urn, EntitySpec]:
@@ -310,7 +311,7 @@ def _holds(criterion: Mapping[str, Any], urn: str, point: Any) -> bool:
     return held != (criterion.get("negated") is True)
 
 
-def _newest(timeseries: TimeseriesStore, urn: str, aspect: str, start: int | None, end: int | None, keep: int,
+def newest(timeseries: TimeseriesStore, urn: str, aspect: str, start: int | None, end: int | None, keep: int,
             clauses: list[list[dict[str, Any]]]) -> list[Any]:
     """The `keep` newest points within [start, end] that satisfy a clause, newest first. The
     store reads oldest first, so the range is read in pages (each from the last timestamp of the
@@ -354,7 +355,7 @@ async def timeseries_values(request: web.Request, body: dict[str, Any]) -> web.R
                                                  f" {', '.join(POINT_CONDITIONS)}")
         _values(criterion)
     points = [] if name not in entity.aspects else await asyncio.to_thread(
-        _newest, api_of(request).read_models.timeseries, urn, name, start, end, 1 if latest else limit, clauses)
+        newest, api_of(request).read_models.timeseries, urn, name, start, end, 1 if latest else limit, clauses)
     values = [{"aspect": {"value": orjson.dumps(p).decode(), "contentType": "application/json"}} for p in points]
     answer: dict[str, Any] = {"entityName": entity.name, "aspectName": name, "limit": limit, "values": values}
     answer |= {k: v for k, v in (("startTimeMillis", start), ("endTimeMillis", end)) if v is not None}
@@ -398,6 +399,8 @@ async def entity_action(request: web.Request) -> web.Response:
     body = await _body(request)
     if action == "search":
         return await search(request, body)
+    if action == "searchAcrossEntities":
+        return await search(request, body, _entity_types(request, body))
     if action == "listUrns":
         return await list_urns(request, body)
     if action == "deleteReferences":
@@ -458,16 +461,30 @@ def search_queries(text: str, filter_: Any) -> list[str]:
     return list(dict.fromkeys(queries))
 
 
-async def search(request: web.Request, body: dict[str, Any]) -> web.Response:
+def _entity_types(request: web.Request, body: Mapping[str, Any]) -> list[str] | None:
+    """`searchAcrossEntities`' `entities`: entity types (none or empty: every type)."""
+    names = body.get("entities")
+    if names is None or names == []:
+        return None
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise refuse(400, "invalid_request", "entities: must be a list of entity type names")
+    unknown = [n for n in names if _registry(request).entity(n) is None]
+    if unknown:
+        raise refuse(400, "unknown_entity_type", f"entities: {', '.join(map(repr, unknown))} not in the registry")
+    return names
+
+
+async def search(request: web.Request, body: dict[str, Any], types: list[str] | None = None) -> web.Response:
     """`search`: `{"input", "entity", "start", "count", "filter"}` answered from the search index,
-    as DataHub's SearchResult (`numEntities`, `entities[].entity`)."""
+    as DataHub's SearchResult (`numEntities`, `entities[].entity`); `searchAcrossEntities` the
+    same over the entity `types` it names."""
     entity = _entity_type(request, body, required=False)
     text = _field(body, "input", str, "*")
     start = _bounded(body, "start", 0, 0, MAX_START) or 0
     count = _bounded(body, "count", 10, 0, MAX_COUNT)
     count = 10 if count is None else count
     queries = search_queries(text, body.get("filter"))
-    index, within, types = api_of(request).read_models.search, readable_within(request), [entity] if entity else None
+    index, within, types = api_of(request).read_models.search, readable_within(request), [entity] if entity else types
     try:
         if len(queries) == 1:
             result = index.query(queries[0], types, start, count, within=within)

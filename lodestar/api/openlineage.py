@@ -1,5 +1,6 @@
 """OpenLineage intake: POST /api/v1/lineage takes a RunEvent (as the openlineage-python
-client's HTTP transport sends it) and applies its MCPs (`ingest.openlineage`)."""
+client's HTTP transport sends it) and applies its MCPs (`ingest.openlineage`); also at DataHub's
+path of it, POST /openapi/openlineage/api/v1/lineage."""
 
 from __future__ import annotations
 
@@ -28,15 +29,16 @@ async def lineage(request: web.Request) -> web.Response:
     return web.json_response({"proposals": [r.to_json() for r in results]}, status=201)
 
 
-OPENAPI_PATHS: dict[str, Any] = {
-    "/api/v1/lineage": {"post": {
-        "summary": "OpenLineage RunEvent intake",
-        "requestBody": {"required": True, "content": {JSON: {"schema": OBJECT}}},
-        "responses": {"201": response("The event's proposals, applied", OBJECT),
-                      "400": response("An unreadable event"), "403": response("A proposal was refused"),
-                      "412": response("A proposal's condition failed")}}},
-}
+_INTAKE = {"post": {
+    "summary": "OpenLineage RunEvent intake",
+    "requestBody": {"required": True, "content": {JSON: {"schema": OBJECT}}},
+    "responses": {"201": response("The event's proposals, applied", OBJECT),
+                  "400": response("An unreadable event"), "403": response("A proposal was refused"),
+                  "412": response("A proposal's condition failed")}}}
+DATAHUB_PATH = "/openapi/openlineage/api/v1/lineage"  # where DataHub's GMS takes them
+OPENAPI_PATHS: dict[str, Any] = {"/api/v1/lineage": _INTAKE, DATAHUB_PATH: _INTAKE}
 
 
 def add_routes(app: web.Application) -> None:
     app.router.add_post("/api/v1/lineage", lineage)
+    app.router.add_post(DATAHUB_PATH, lineage)

@@ -68,6 +68,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         data_dir.mkdir(parents=True, exist_ok=True)
         file_permissions.tighten(data_dir)
         token, created = admin_token(data_dir, _given_admin_token(args))
+        if os.environ.get(ADMIN_PASSWORD_ENV):
+            _ensure_password_admin(config, data_dir, os.environ[ADMIN_PASSWORD_ENV])
         if args.examples:
             gms = open_gms(config, data_dir)
             try:
@@ -108,6 +110,27 @@ def _given_admin_token(args: argparse.Namespace) -> str | None:
         raise CliError(f"the admin token file {args.admin_token_file} must hold one token (no spaces), not"
                        f" {'nothing' if not token else 'several words'}")
     return token
+
+
+ADMIN_PASSWORD_ENV = "LODESTAR_ADMIN_PASSWORD"
+PASSWORD_ADMIN = "datahub"  # the admin DataHub's clients sign in as (urn:li:corpuser:datahub)
+
+
+def _ensure_password_admin(config, data_dir: Path, password: str) -> None:
+    """At a start with LODESTAR_ADMIN_PASSWORD: the `datahub` principal, with every privilege on
+    the instance and that password, unless it has a password already (never overwritten)."""
+    from gms.access.accounts import AccountError, Accounts
+    from lodestar.assembly import open_gms
+
+    gms = open_gms(config, data_dir)
+    try:
+        made = Accounts(gms).ensure_admin(PASSWORD_ADMIN, password)
+    except AccountError as err:
+        raise CliError(f"{ADMIN_PASSWORD_ENV}: {err}") from None
+    finally:
+        gms.close()
+    if made:
+        print(f"admin principal {PASSWORD_ADMIN} created with the password of {ADMIN_PASSWORD_ENV}", flush=True)
 
 
 def _load_examples(gms) -> None:

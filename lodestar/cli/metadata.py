@@ -8,7 +8,9 @@ ENTITY is a URN or a CDAP path below /v3/namespaces/ (`default/datasets/myds/fie
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
+import sys
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -73,10 +75,10 @@ def _access_commands(sub: Any, client_options: ClientOptions, rest: Callable[[ar
         p.set_defaults(func=lambda args: _print(run(rest(args), args)))
 
     principal = {"metavar": "PRINCIPAL"}
-    command("principal", "add or remove a principal (needs ADMIN on the instance)",
-            lambda r, a: r.call("POST", "/v1/access/principals", {"name": a.name}) if a.action == "add"
-            else r.call("DELETE", f"/v1/access/principals/{a.name}"),
-            ("action", {"choices": ("add", "remove")}), ("name", principal))
+    command("principal", "add or remove a principal, or set its password (read from --password-file or"
+            " standard input); needs ADMIN on the instance", _principal,
+            ("action", {"choices": ("add", "remove", "set-password")}), ("name", principal),
+            ("--password-file", {"help": "set-password: read the password from this file's first line"}))
     command("token", "create a token for a principal (printed once) or revoke one by its id",
             lambda r, a: r.call("POST", "/v1/access/tokens", {"principal": a.subject, "name": a.name})
             if a.action == "create" else r.call("DELETE", f"/v1/access/tokens/{a.subject}"),
@@ -94,6 +96,33 @@ def _access_commands(sub: Any, client_options: ClientOptions, rest: Callable[[ar
     command("grants", "list a principal's grants (default: one's own)",
             lambda r, a: r.call("GET", "/v1/access/grants?" + _query(principal=a.principal)),
             ("principal", {"nargs": "?", **principal}))
+
+
+def _principal(rest: RestClient, args: argparse.Namespace) -> Any:
+    if args.action == "add":
+        return rest.call("POST", "/v1/access/principals", {"name": args.name})
+    if args.action == "remove":
+        return rest.call("DELETE", f"/v1/access/principals/{args.name}")
+    return rest.call("PUT", f"/v1/access/principals/{args.name}/password", {"password": _read_password(args)})
+
+
+def _read_password(args: argparse.Namespace) -> str:
+    """The password of --password-file's first line, else of standard input (asked for on a
+    terminal); never of the command line, where other users could read it."""
+    try:
+        if args.password_file:
+            with open(args.password_file, encoding="utf-8") as handle:
+                text = handle.readline()
+        elif sys.stdin.isatty():
+            text = getpass.getpass(f"password for {args.name}: ")
+        else:
+            text = sys.stdin.readline()
+    except OSError as err:
+        raise LodestarError(f"cannot read the password: {err.strerror or err}") from None
+    password = text.rstrip("\r\n")
+    if not password:
+        raise LodestarError("no password given (on standard input or in --password-file)")
+    return password
 
 
 def _query(**params: str | None) -> str:

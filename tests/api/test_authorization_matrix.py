@@ -71,6 +71,16 @@ def matrix() -> list[Call]:
         Call("authenticated", "GET", "/v3/metadata/search", "/v3/metadata/search?query=customers"),
         Call("authenticated", "POST", "/api/graphql", "/api/graphql",  # reads only what the caller may read
              {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
+        Call("authenticated", "POST", "/api/v2/graphql", "/api/v2/graphql",  # the same, at DataHub frontend's path
+             {"query": '{ searchAcrossEntities(input: {query: "customers"}) { total } }'}),
+        Call("read", "GET", "/entities/{urn}", f"/entities/{q(CUSTOMERS, safe='')}"),
+        Call("public", "GET", "/admin", "/admin"),
+        Call("public", "POST", "/logIn", "/logIn", []),  # not credentials: 400 (wrong ones: 401)
+        Call("public", "GET", "/logOut", "/logOut"),
+        Call("public", "POST", "/signUp", "/signUp", []),
+        Call("public", "POST", "/resetNativeUserCredentials", "/resetNativeUserCredentials", []),
+        Call("admin", "PUT", "/v1/access/principals/{name}/password", "/v1/access/principals/outsider/password",
+             {"password": "a long enough password"}),
         Call("read", "GET", "/v1/lineage", f"/v1/lineage?urn={q(CUSTOMERS, safe='')}"),
         Call("read", "GET", "/v1/lineage/fields", f"/v1/lineage/fields?urn={q(FIELD, safe='')}"),
         Call("read", "GET", "/v1/timeseries/{urn}/{aspect}", f"/v1/timeseries/{q(CUSTOMERS, safe='')}/datasetProfile"),
@@ -127,6 +137,7 @@ def matrix() -> list[Call]:
         Call("write", "POST", "/v3/namespaces/{ns}/streams/{name}/async",
              "/v3/namespaces/default/streams/clicks/async?source=web"),
         Call("write", "POST", "/api/v1/lineage", "/api/v1/lineage", event),
+        Call("write", "POST", "/openapi/openlineage/api/v1/lineage", "/openapi/openlineage/api/v1/lineage", event),
         Call("write", "DELETE", "/v1/entities/{urn}", ds),
         Call("write", "POST", "/entities", "/entities?action=delete", {"urn": cdap_dataset("default", "scratch")}),
         Call("write", "POST", "/aspects/", "/aspects/?action=ingestProposal",
@@ -139,6 +150,7 @@ def matrix() -> list[Call]:
         Call("authenticated", "POST", "/runs", "/runs?action=list", {}),
         Call("authenticated", "POST", "/runs/", "/runs/?action=describe", {"runId": "matrix"}),
         Call("write", "POST", "/runs", "/runs?action=rollback", {"runId": "matrix", "dryRun": True}),
+        *openapi_entity_calls(),
         Call("admin", "POST", "/v1/access/principals", "/v1/access/principals", {"name": "newcomer"}),
         Call("admin", "POST", "/v1/access/tokens", "/v1/access/tokens", {"principal": "outsider"}),
         Call("admin", "POST", "/v1/access/grants", "/v1/access/grants",
@@ -166,6 +178,35 @@ def matrix() -> list[Call]:
         Call("write", "PUT", f"{SR}/config", f"{SR}/config", {"compatibility": "BACKWARD"}),
         Call("public", "GET", f"{SR}/config/{{subject}}", f"{SR}/config/orders-value"),
         Call("write", "PUT", f"{SR}/config/{{subject}}", f"{SR}/config/orders-value", {"compatibility": "NONE"}),
+    ]
+
+
+def openapi_entity_calls() -> list[Call]:
+    """DataHub's OpenAPI entity routes (lodestar/api/datahub_openapi.py)."""
+    v3, v2 = "/openapi/v3/entity/{type}", "/openapi/v2/entity/{type}"
+    ds, scratch = q(CUSTOMERS, safe=""), q(cdap_dataset("default", "scratch"), safe="")
+    tags = {"tags": [{"tag": "urn:li:tag:matrix"}]}
+    patch = {"patch": [{"op": "add", "path": "/tags/urn:li:tag:matrix", "value": {"tag": "urn:li:tag:matrix"}}]}
+    return [
+        Call("read", "GET", v3 + "/{urn}", f"/openapi/v3/entity/dataset/{ds}"),
+        Call("read", "GET", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/datasetProperties"),
+        Call("read", "POST", v3 + "/batchGet", "/openapi/v3/entity/dataset/batchGet", [{"urn": CUSTOMERS}]),
+        Call("write", "POST", v3, "/openapi/v3/entity/dataset", [{"urn": CUSTOMERS, "globalTags": {"value": tags}}]),
+        Call("write", "PATCH", v3, "/openapi/v3/entity/dataset", [{"urn": CUSTOMERS, "globalTags": {"value": patch}}]),
+        Call("write", "POST", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/globalTags", {"value": tags}),
+        Call("write", "PATCH", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/globalTags", patch),
+        Call("write", "DELETE", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/globalTags"),
+        Call("write", "DELETE", v3 + "/{urn}", f"/openapi/v3/entity/dataset/{scratch}"),
+        Call("write", "POST", v2, "/openapi/v2/entity/dataset", [{"urn": CUSTOMERS, "aspects": {"globalTags": {
+            "value": tags}}}]),
+        Call("write", "POST", v2 + "/{urn}/{aspect}", f"/openapi/v2/entity/dataset/{ds}/globalTags", tags),
+        Call("write", "PATCH", v2 + "/{urn}/{aspect}", f"/openapi/v2/entity/dataset/{ds}/globalTags", patch),
+        Call("write", "DELETE", v2 + "/{urn}", f"/openapi/v2/entity/dataset/{scratch}"),
+        Call("write", "POST", "/openapi/v2/platform/entities/v1/", "/openapi/v2/platform/entities/v1/",
+             [mcp(CUSTOMERS, "globalTags", tags)]),
+        Call("write", "POST", "/openapi/v2/platform/entities/v1", "/openapi/v2/platform/entities/v1",
+             [mcp(CUSTOMERS, "globalTags", tags)]),
+        Call("read", "GET", "/relationships", f"/relationships?urn={ds}&direction=OUTGOING&types=DownstreamOf"),
     ]
 
 

@@ -175,3 +175,23 @@ def test_what_the_lineage_graph_cannot_answer_is_named(server):
     assert "degrees are one of 1, 2, 3+" in post_graphql(server, bad).json()["errors"][0]["message"]
     scroll = f'{{ scrollAcrossLineage(input: {{urn: "{A}", direction: DOWNSTREAM, scrollId: "bm9wZQ"}}) {{ total }} }}'
     assert "scrollId: not a scroll position" in post_graphql(server, {"query": scroll}).json()["errors"][0]["message"]
+
+
+def test_grouping_fields_into_datasets_in_either_form(server):
+    field = make_schema_field_urn(C, "account_id")
+
+    def grouped(urn: str, base: str, into: str) -> list[tuple[str, int]]:
+        flags = {"groupingSpec": {"groupingCriteria": [{"baseEntityType": base, "groupingEntityType": into}]}}
+        found = lineage(server, urn=urn, direction="UPSTREAM", searchFlags=flags)
+        return [(r["entity"]["urn"], r["degree"]) for r in found["searchResults"]]
+
+    # DataHub's SDK names SCHEMA_FIELD twice; DataHub's server form groups SCHEMA_FIELD into DATASET
+    assert grouped(field, "SCHEMA_FIELD", "DATASET") == grouped(field, "SCHEMA_FIELD", "SCHEMA_FIELD") == [
+        (B, 1), (A, 2)]
+    plain = lineage(server, urn=C, direction="UPSTREAM")["searchResults"]
+    datasets = [(r["entity"]["urn"], r["degree"]) for r in plain]
+    assert grouped(C, "SCHEMA_FIELD", "DATASET") == datasets  # a dataset's walk has no fields to group
+    refused = post_graphql(server, {"query": LINEAGE, "variables": {"input": {
+        "query": "*", "urn": C, "direction": "UPSTREAM",
+        "searchFlags": {"groupingSpec": {"groupingCriteria": [{"groupingEntityType": "DOMAIN"}]}}}}})
+    assert "only the grouping of SCHEMA_FIELD" in refused.json()["errors"][0]["message"]

@@ -32,6 +32,7 @@ from graphql import (
 
 from lodestar.api.access import readable
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
+from lodestar.api.graphql.coercion import lenient_scalars
 from lodestar.api.graphql.cost import QueryLimits, TooCostly, check
 from lodestar.api.graphql.entities import Context, graphql_type_of
 from lodestar.api.graphql.resolvers import resolve
@@ -42,11 +43,15 @@ MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has som
 MAX_DEPTH = QueryLimits.max_depth  # nested selections of one operation, its fragments inlined
 DEFAULT_LIMITS = QueryLimits()
 LIMITS_KEY = web.AppKey("graphql_limits", QueryLimits)
+# the others extend schema.graphql
+SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "domains.graphql")
 
 
 @cache
 def schema() -> GraphQLSchema:
-    built = build_schema(resources.files(__package__).joinpath("schema.graphql").read_text())
+    lenient_scalars()
+    package = resources.files(__package__)
+    built = build_schema("\n".join(package.joinpath(name).read_text() for name in SCHEMA_FILES))
     for name in ("Entity", "OwnerType"):
         built.get_type(name).resolve_type = lambda value, info, abstract: graphql_type_of(value)  # type: ignore
     return built
@@ -125,4 +130,5 @@ def add_routes(app: web.Application) -> None:
     # Its one mutation, createTag, writes through GMS, whose own errors answer for it.
     app[LIMITS_KEY] = QueryLimits.from_env()
     app.router.add_post("/api/graphql", query_route(graphql))
+    app.router.add_post("/api/v2/graphql", query_route(graphql))  # the path DataHub's frontend serves it at
 

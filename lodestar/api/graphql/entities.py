@@ -282,6 +282,35 @@ def _field_data_type(field_value: dict[str, Any]) -> str | None:
     return "STRUCT" if name == "RECORD" else name if name in _FIELD_TYPES else None
 
 
+def schema_field(f: dict[str, Any], field_urn: str) -> dict[str, Any]:
+    """A SchemaField value as GraphQL shapes it (`field_urn`: the field as an entity)."""
+    return {**f, "nullable": bool(f.get("nullable")), "recursive": bool(f.get("recursive")),
+            "type": _field_data_type(f), "globalTags": global_tags(field_urn, f.get("globalTags")),
+            "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms")), "schemaFieldEntity": ref(field_urn)}
+
+
+def input_fields(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "inputFields")
+    if value is None:
+        return None
+    fields = []
+    for f in value.get("fields") or []:
+        urn = f.get("schemaFieldUrn") if isinstance(f, dict) else None
+        if isinstance(urn, str):
+            shown = f.get("schemaField")
+            fields.append({"schemaFieldUrn": urn, "schemaField": schema_field(shown, urn) if isinstance(
+                shown, dict) and isinstance(shown.get("fieldPath"), str) else None})
+    return {"fields": fields}
+
+
+def documentation(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "documentation")
+    if value is None:
+        return None
+    return {"documentations": [{"documentation": d["documentation"]} for d in value.get("documentations") or []
+                               if isinstance(d, dict) and isinstance(d.get("documentation"), str)]}
+
+
 def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> dict[str, Any] | None:
     if version:
         if not ctx.may_read(r.urn):
@@ -292,17 +321,39 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
         value, stored_version = ctx.aspect(r.urn, "schemaMetadata"), None
     if not isinstance(value, dict):
         return None
-    fields = []
-    for f in value.get("fields") or []:
-        if not isinstance(f, dict) or not isinstance(f.get("fieldPath"), str):
-            continue
-        field_urn = f"urn:li:schemaField:({r.urn},{f['fieldPath']})"
-        fields.append({**f, "nullable": bool(f.get("nullable")), "recursive": bool(f.get("recursive")),
-                       "type": _field_data_type(f), "globalTags": global_tags(field_urn, f.get("globalTags")),
-                       "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms"))})
+
+    def created_at() -> int | None:
+        row = ctx.api.gms.store.get(r.urn, "schemaMetadata", int(version) if version else None)
+        return row.modified_ms if row is not None and row.exists else None
+    fields = [schema_field(f, f"urn:li:schemaField:({r.urn},{f['fieldPath']})") for f in value.get("fields") or []
+              if isinstance(f, dict) and isinstance(f.get("fieldPath"), str)]
     return {"name": value.get("schemaName") or "", "platformUrn": value.get("platform") or "",
             "version": value.get("version") or 0, "hash": value.get("hash"),
-            "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version}
+            "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version,
+            "createdAt": created_at}
+
+
+def editable_schema_metadata(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "editableSchemaMetadata")
+    if value is None:
+        return None
+    fields = []
+    for f in value.get("editableSchemaFieldInfo") or []:
+        if isinstance(f, dict) and isinstance(f.get("fieldPath"), str):
+            field_urn = f"urn:li:schemaField:({r.urn},{f['fieldPath']})"
+            fields.append({"fieldPath": f["fieldPath"], "description": f.get("description"),
+                           "globalTags": global_tags(field_urn, f.get("globalTags")),
+                           "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms"))})
+    return {"editableSchemaFieldInfo": fields}
+
+
+def institutional_memory(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "institutionalMemory")
+    if value is None:
+        return None
+    elements = [e for e in value.get("elements") or [] if isinstance(e, dict) and isinstance(e.get("url"), str)]
+    return {"elements": [{"url": e["url"], "label": e.get("description") or "",
+                          "description": e.get("description") or "", "associatedUrn": r.urn} for e in elements]}
 
 
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
@@ -349,6 +400,9 @@ COMMON: dict[str, Resolver] = {
     "platform": platform,
     "dataPlatformInstance": data_platform_instance,
     "tags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
+    "globalTags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
+    "institutionalMemory": institutional_memory,
+    "deprecation": lambda r, ctx: ctx.aspect(r.urn, "deprecation"),
     "glossaryTerms": lambda r, ctx: glossary_terms(r.urn, ctx.aspect(r.urn, "glossaryTerms")),
     "ownership": lambda r, ctx: ownership(r.urn, ctx.aspect(r.urn, "ownership")),
     "domain": domain,
@@ -364,6 +418,9 @@ COMMON: dict[str, Resolver] = {
 BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("Dataset", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "editableDatasetProperties"),
     ("Dataset", "schemaMetadata"): schema_metadata,
+    ("Dataset", "description"): lambda r, ctx: (ctx.aspect(r.urn, "datasetProperties") or {}).get("description"),
+    ("Dataset", "editableSchemaMetadata"): editable_schema_metadata,
+    ("Container", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "editableContainerProperties"),
     ("Chart", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
     ("Chart", "chartId"): lambda r, ctx: ctx.key(r.urn).get("chartId"),
     ("Dashboard", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
@@ -375,12 +432,16 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataJob", "jobId"): lambda r, ctx: ctx.key(r.urn).get("jobId"),
     ("DataJob", "inputOutput"): _input_output,
     ("CorpUser", "username"): lambda r, ctx: ctx.key(r.urn).get("username"),
+    ("CorpUser", "editableInfo"): lambda r, ctx: ctx.aspect(r.urn, "corpUserEditableInfo"),
+    ("CorpUser", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "corpUserEditableInfo"),
     ("Domain", "id"): lambda r, ctx: ctx.key(r.urn).get("id"),
     ("Tag", "description"): lambda r, ctx: (ctx.aspect(r.urn, "tagProperties") or {}).get("description"),
     ("GlossaryTerm", "hierarchicalName"): lambda r, ctx: key_name(ctx, r),
     ("DataPlatform", "displayName"): lambda r, ctx: (ctx.aspect(r.urn, "dataPlatformInfo") or {}).get("displayName"),
     ("SchemaFieldEntity", "fieldPath"): lambda r, ctx: ctx.key(r.urn).get("fieldPath"),
     ("SchemaFieldEntity", "parent"): lambda r, ctx: ref(ctx.key(r.urn).get("parent")),
+    ("SchemaFieldEntity", "documentation"): documentation,
+    ("Chart", "inputFields"): input_fields,
     ("DataProcessInstance", "name"): lambda r, ctx: (
         ctx.aspect(r.urn, "dataProcessInstanceProperties") or {}).get("name"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),

@@ -13,7 +13,11 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
+import lodestar.api.graphql.domains as domains
+import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.lineage as lineage
+import lodestar.api.graphql.relationships as relationships
+import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
 from ingest.proposal import Proposal
 from lodestar.api.graphql.entities import (
@@ -164,6 +168,14 @@ def scroll_across_entities(ctx: Context, given: Mapping[str, Any]) -> dict[str, 
             "searchResults": _hits(page), "facets": _facets(ctx, page.facets, _max_values(given))}
 
 
+def container_entities(ctx: Context, r: EntityRef, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """`Container.entities(input)`: a search of the entities whose container aspect names it."""
+    given = given or {}
+    filters = [*(given.get("filters") or []), {"field": "container", "values": [r.urn]}]
+    return search_across_entities(ctx, {"query": given.get("query") or "*", "start": given.get("start"),
+                                        "count": given.get("count"), "filters": filters})
+
+
 def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage.Node], str]:
     urn = given.get("urn")
     if not urn:
@@ -179,8 +191,9 @@ def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage
     if flags.get("fetchExtraFields"):
         raise GraphQLError("searchFlags.fetchExtraFields is not supported by Lodestar")
     criteria = (flags.get("groupingSpec") or {}).get("groupingCriteria") or []
-    for c in criteria:
-        if c.get("groupingEntityType") != "SCHEMA_FIELD" or c.get("baseEntityType") not in (None, "SCHEMA_FIELD"):
+    for c in criteria:  # DataHub's SDK names SCHEMA_FIELD twice; DataHub's own form says DATASET
+        grouped = c.get("groupingEntityType") == "SCHEMA_FIELD" and c.get("baseEntityType") in (None, "SCHEMA_FIELD")
+        if not grouped and (c.get("groupingEntityType"), c.get("baseEntityType")) != ("DATASET", "SCHEMA_FIELD"):
             raise GraphQLError("searchFlags.groupingSpec: only the grouping of SCHEMA_FIELD into its dataset is"
                                " supported")
     index = ctx.api.read_models.search
@@ -291,6 +304,9 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "entity": lambda ctx, args: entity(ctx, args["urn"]),
     "entities": lambda ctx, args: entities(ctx, args["urns"]),
     "createTag": lambda ctx, args: create_tag(ctx, args["input"]),
+    **tokens.ROOT,
+    **edits.ROOT,
+    **domains.root(search_across_entities),
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
@@ -310,6 +326,10 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
             raise GraphQLError(f"{info.parent_type.name}.{info.field_name} is not served by Lodestar")
         return fn(info.context, args)
     if isinstance(source, EntityRef):
+        if (info.parent_type.name, info.field_name) == ("Container", "entities"):
+            return container_entities(info.context, source, args.get("input"))
+        if info.field_name == "relationships":
+            return relationships.relationships(source, info.context, args["input"])
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
     value = source.get(info.field_name) if isinstance(source, Mapping) else getattr(source, info.field_name, None)
     return value() if callable(value) else value
