@@ -123,6 +123,8 @@ OPENAPI_PATHS: dict[str, Any] = {
                                       OBJECT),
                       "400": response("Not a GraphQL request")}}},
 }
+# the same endpoint at the path DataHub's frontend serves it at
+OPENAPI_PATHS["/api/v2/graphql"] = OPENAPI_PATHS["/api/graphql"]
 
 
 def add_routes(app: web.Application) -> None:
