@@ -63,7 +63,7 @@ def needed(entity_type: str, change_type: str, aspect: str | None = None) -> fro
     return REMOVE if change_type == "DELETE" else WRITE
 
 
-AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # INVITE and RESET tokens authenticate no one
+AUTHENTICATING_KINDS = (None, "PERSONAL", "GENERATED", "SESSION")  # INVITE and RESET tokens authenticate no one
 
 
 def authenticates(info: dict) -> bool:
