@@ -133,9 +133,11 @@ async def set_password(request: web.Request) -> web.Response:
     return web.json_response({"principal": principal, "passwordSet": True})
 
 
-def _op(summary: str, responses: dict[str, str], body: bool = True) -> dict[str, Any]:
+def _op(summary: str, responses: dict[str, str], body: bool = True, public: bool = True) -> dict[str, Any]:
     op: dict[str, Any] = {"summary": summary,
                           "responses": {code: {"description": text} for code, text in responses.items()}}
+    if public:  # no token needed
+        op["security"] = []
     if body:
         op["requestBody"] = {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}}
     return op
@@ -155,7 +157,8 @@ OPENAPI_PATHS: dict[str, Any] = {
         {"200": "Set", "400": "Not a JSON object, or a bad password", "401": "Invalid reset token"})},
     "/v1/access/principals/{name}/password": {"put": _op(
         "Set a principal's password {password} (needs ADMIN on the instance)",
-        {"200": "Set", "400": "Too short or too long", "403": "No ADMIN privilege", "404": "No such principal"})},
+        {"200": "Set", "400": "Too short or too long", "403": "No ADMIN privilege", "404": "No such principal"},
+        public=False)},
 }
 
 
