@@ -103,10 +103,27 @@ class PrivateKafka:
                     "LODESTAR_KAFKA_START_TIMEOUT": "400"}
 
     def run(self, command: str) -> None:
-        done = subprocess.run([str(SERVERS), command, "kafka"], env=self.env, capture_output=True, text=True,
-                              timeout=600)
+        done = self.run_quietly(command)
         if done.returncode != 0:
             raise RuntimeError(f"servers.sh {command} kafka: {done.stdout}{done.stderr}")
+
+    def run_quietly(self, command: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(SERVERS), command, "kafka"], env=self.env, capture_output=True, text=True,
+                              timeout=600)
+
+
+def start_kafka(work: Path, attempts: int = 3) -> PrivateKafka:
+    """A private broker started, on new free ports after a start that failed (a port taken
+    meanwhile by another process)."""
+    for attempt in range(1, attempts + 1):
+        kafka = PrivateKafka(work / f"kafka-{attempt}")
+        try:
+            kafka.run("start")
+            return kafka
+        except RuntimeError as err:
+            print(f"the private broker did not start (attempt {attempt}): {str(err).splitlines()[-1]}", flush=True)
+            kafka.run_quietly("stop")
+    raise RuntimeError(f"the private broker did not start in {attempts} attempts")
 
 
 class Lodestar:
@@ -221,11 +238,11 @@ def main(argv: list[str] | None = None) -> int:
     files = args.files or default_files(suite)
     python = ensure_venv(Path(args.venv))
     work = Path(tempfile.mkdtemp(prefix="datahub-smoke-"))
-    kafka = PrivateKafka(work / "kafka") if args.private_kafka else None
+    kafka: PrivateKafka | None = None
     lodestar = None
     try:
-        if kafka is not None:
-            kafka.run("start")
+        if args.private_kafka:
+            kafka = start_kafka(work)
         bootstrap = f"127.0.0.1:{kafka.port}" if kafka is not None else None
         lodestar = Lodestar(work / "data", bootstrap)
         print(f"Lodestar on {lodestar.url} (data: {work / 'data'}); running {len(files)} test file(s)", flush=True)

@@ -20,6 +20,7 @@ from gms.schema_registry import SchemaRegistry, store_reader
 from gms.store import AspectStore
 from gms.store.sqlite import SqliteAspectStore
 from gms.validation import DEFAULT_MAX_ASPECT_BYTES, ProposalValidator, ValidProposal
+from gms.version_sets import follow_ups
 from gms.write_path import Result, WritePath
 from ingest import topics
 from ingest.emitters import ACTOR_HEADER
@@ -119,6 +120,9 @@ class Gms:
         stored state is read (validation, authorization): see WritePath.apply."""
         results = self.writes.apply(proposals, actor, request_headers,
                                     self._authorizer(actor, privileges) if authorize else None, all_or_none)
+        for follow_up in follow_ups(proposals, [r.status for r in results], self.store):  # version sets
+            if follow_up:
+                self.writes.apply(follow_up, actor)
         crash_point("after-commit")
         self.relay.publish_pending()
         count_results(results)

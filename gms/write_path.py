@@ -36,6 +36,7 @@ from gms.patch_stamps import fill_stamps
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
 from gms.structured_properties import DEFINITION, check_assignments, check_definition_change
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
+from gms.version_sets import VERSION, mark_latest
 from ingest import topics
 from ingest.proposal import Proposal, ProposalError
 from schemas.events import EventCodec
@@ -283,6 +284,8 @@ class _Application:
             check_assignments(json.loads(value_json), self._live_value)
         elif item.aspect.name == DEFINITION:
             check_definition_change(self.urn, json.loads(value_json), self._live_value)
+        elif item.aspect.name == VERSION:
+            value_json = canonical_json(mark_latest(self.urn, json.loads(value_json), self._live_value))
         if live is not None and live.value_json == value_json:
             self.batch.refresh(self.urn, live.aspect, live.version, self._refreshed(live.system_metadata))
             return Result("noop", live.version)

@@ -71,7 +71,7 @@ def target(entity_type: str, urn: str, aspects: Iterable[str | None]) -> str:
     return INSTANCE if controls(entity_type, aspects) else urn
 
 
-AUTHENTICATING_KINDS = (None, "PERSONAL", "SESSION")  # INVITE and RESET tokens authenticate no one
+AUTHENTICATING_KINDS = (None, "PERSONAL", "GENERATED", "SESSION")  # INVITE and RESET tokens authenticate no one
 
 
 def authenticates(info: dict) -> bool:

@@ -5,7 +5,8 @@ the way DataHub's frontend shows them (native users, personal access tokens, inv
 - A password is set by an admin (or at first start for the `datahub` admin); only its salted
   scrypt hash is stored, as `accessCredentialsInfo` of `urn:li:accessCredentials:<name>`.
 - A sign-in gives a SESSION token; a principal makes PERSONAL tokens for itself (an admin, for
-  anyone); both are ordinary tokens (`urn:li:accessToken:<SHA-256>`), revocable like any.
+  anyone), or GENERATED ones (DataHub's getAccessToken: never listed); all are ordinary tokens
+  (`urn:li:accessToken:<SHA-256>`), revocable like any.
 - An INVITE token (made by an admin) lets one person sign up once, a RESET token one user set a
   new password once; neither authenticates anyone.
 - Removing a user revokes its tokens and deletes its grants, password and entity.
@@ -127,14 +128,15 @@ class Accounts:
             self._apply(info["principal"], [self._revoked(token_id, info)], authorize=False)
 
     def create_token(self, actor: str, principal: str, name: str | None, description: str | None,
-                     ttl_ms: int | None) -> dict[str, Any]:
-        """A PERSONAL token for `principal`, made by `actor` (itself, or an admin for anyone):
-        {"token" (shown once), "id", "principal", ...}."""
+                     ttl_ms: int | None, kind: str = "PERSONAL") -> dict[str, Any]:
+        """A PERSONAL token (or GENERATED: DataHub's getAccessToken's, not listed) for
+        `principal`, made by `actor` (itself, or an admin for anyone): {"token" (shown once),
+        "id", "principal", ...}."""
         if principal != actor:
             self._require_admin(actor, "create tokens for other principals")
         if not self.exists(principal):
             raise AccountError(f"principal {principal} not found", 404)
-        return self._issue(actor, principal, "PERSONAL", name, description, ttl_ms, authorize=False)
+        return self._issue(actor, principal, kind, name, description, ttl_ms, authorize=False)
 
     def revoke_token(self, actor: str, token_id: str) -> None:
         """Revokes a token: its principal or maker may, an admin may revoke any."""

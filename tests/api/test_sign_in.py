@@ -286,6 +286,11 @@ def test_get_access_token_makes_a_token_for_the_caller_only(server: LiveServer):
     token = made["data"]["getAccessToken"]["accessToken"]
     assert requests.get(f"{server.url}/v1/access/grants", headers={"Authorization": f"Bearer {token}"},
                         timeout=30).json()["principal"] == ada
+    listed = _graphql(session, server, CREATE, input=_token_input(ada, "listed"))["data"]["createAccessToken"]
+    await_(lambda: _graphql(session, server, LIST, input={})["data"]["listAccessTokens"]["tokens"],
+           what="the listed token")
+    assert [t["id"] for t in _graphql(session, server, LIST, input={})["data"]["listAccessTokens"]["tokens"]] == [
+        listed["metadata"]["id"]]  # getAccessToken's token is not listed, as DataHub's are not
     boss = _principal(server, "boss", grants=("ADMIN",))
     refused = _graphql(session, server, GET_TOKEN, input={"type": "PERSONAL", "actorUrn": boss, "duration": "ONE_HOUR"})
     assert refused["data"]["getAccessToken"] is None and "caller only" in refused["errors"][0]["message"]
