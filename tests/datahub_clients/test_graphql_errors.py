@@ -43,7 +43,7 @@ def search(filters: str = "", extra: str = "") -> str:
 @pytest.mark.parametrize(("query", "named"), [
     ('{ searchAcrossEntities(input: {query: "*"}) { total bogusField } }', "bogusField"),
     ('{ assertion(urn: "urn:li:assertion:a") { urn } }', "assertion"),
-    (f'mutation {{ removeTag(input: {{tagUrn: "urn:li:tag:a", resourceUrn: "{ORDERS}"}}) }}', "removeTag"),
+    ('mutation { deleteAssertion(urn: "urn:li:assertion:a") }', "deleteAssertion"),
     (f'{{ dataset(urn: "{ORDERS}") {{ urn operations {{ actor }} }} }}', "operations"),
     ('{ searchAcrossEntities(input: {query: "*", types: [MLMODEL_DEPLOYMENT]}) { total } }', "MLMODEL_DEPLOYMENT"),
     (search('{field: "hasDescription", values: ["true"]}'), "'hasDescription'"),

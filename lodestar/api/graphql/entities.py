@@ -305,6 +305,54 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
             "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version}
 
 
+# entity type -> the aspect of its edited properties (documentation written over the ingested one)
+EDITABLE_PROPERTIES = {
+    "dataset": "editableDatasetProperties", "container": "editableContainerProperties",
+    "chart": "editableChartProperties", "dashboard": "editableDashboardProperties",
+    "dataFlow": "editableDataFlowProperties", "dataJob": "editableDataJobProperties",
+    "mlModel": "editableMlModelProperties", "mlModelGroup": "editableMlModelGroupProperties",
+    "mlFeature": "editableMlFeatureProperties", "mlFeatureTable": "editableMlFeatureTableProperties",
+    "mlPrimaryKey": "editableMlPrimaryKeyProperties",
+}
+
+
+def _editable_properties(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    aspect_name = EDITABLE_PROPERTIES.get(r.entity_type)
+    return ctx.aspect(r.urn, aspect_name) if aspect_name else None
+
+
+def editable_schema_metadata(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "editableSchemaMetadata")
+    if value is None:
+        return None
+    infos = []
+    for info in value.get("editableSchemaFieldInfo") or []:
+        if not isinstance(info, dict) or not isinstance(info.get("fieldPath"), str):
+            continue
+        field_urn = f"urn:li:schemaField:({r.urn},{info['fieldPath']})"
+        infos.append({"fieldPath": info["fieldPath"], "description": info.get("description"),
+                      "globalTags": global_tags(field_urn, info.get("globalTags")),
+                      "glossaryTerms": glossary_terms(field_urn, info.get("glossaryTerms"))})
+    return {"editableSchemaFieldInfo": infos}
+
+
+def institutional_memory(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "institutionalMemory")
+    if value is None:
+        return None
+    elements = []
+    for element in value.get("elements") or []:
+        if not isinstance(element, dict) or not isinstance(element.get("url"), str):
+            continue
+        created = element.get("createStamp") if isinstance(element.get("createStamp"), dict) else None
+        actor = (created or {}).get("actor")
+        elements.append({"url": element["url"], "label": element.get("description") or "",
+                         "description": element.get("description") or "", "created": created,
+                         "author": EntityRef(actor) if isinstance(actor, str) and entity_type_of(actor) == "corpuser"
+                         else None, "associatedUrn": r.urn})
+    return {"elements": elements}
+
+
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "status")
     return {"removed": bool(value.get("removed"))} if value is not None else None
@@ -349,6 +397,9 @@ COMMON: dict[str, Resolver] = {
     "platform": platform,
     "dataPlatformInstance": data_platform_instance,
     "tags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
+    "globalTags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
+    "editableProperties": _editable_properties,
+    "institutionalMemory": institutional_memory,
     "glossaryTerms": lambda r, ctx: glossary_terms(r.urn, ctx.aspect(r.urn, "glossaryTerms")),
     "ownership": lambda r, ctx: ownership(r.urn, ctx.aspect(r.urn, "ownership")),
     "domain": domain,
@@ -362,7 +413,8 @@ COMMON: dict[str, Resolver] = {
 
 # fields particular to one GraphQL object type
 BY_TYPE: dict[tuple[str, str], Resolver] = {
-    ("Dataset", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "editableDatasetProperties"),
+    ("Dataset", "description"): lambda r, ctx: (ctx.aspect(r.urn, "datasetProperties") or {}).get("description"),
+    ("Dataset", "editableSchemaMetadata"): editable_schema_metadata,
     ("Dataset", "schemaMetadata"): schema_metadata,
     ("Chart", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
     ("Chart", "chartId"): lambda r, ctx: ctx.key(r.urn).get("chartId"),

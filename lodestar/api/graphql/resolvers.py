@@ -3,7 +3,6 @@ by URN and `createTag`, and the field resolver every other field goes through.""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -13,6 +12,7 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
+import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
@@ -32,7 +32,6 @@ from lodestar.api.graphql.search import Page, Search, Searcher, query_text
 from lodestar.api.limits import MAX_COUNT, MAX_START
 from mcl_processor.search.cdap import RESOURCE, Expr, any_of
 
-WRITE_TIMEOUT = 60.0  # seconds a mutation waits for its proposals to be applied
 URN_FACETS = {"platform": "dataPlatform", "tags": "tag", "glossaryTerms": "glossaryTerm", "domains": "domain",
               "container": "container"}  # facets of URNs the index keeps as their ids
 FACET_NAMES = {"entityType": "_entityType"}
@@ -262,21 +261,26 @@ def create_tag(ctx: Context, given: Mapping[str, Any]) -> str:
     properties = {"name": given["name"]}
     if given.get("description") is not None:
         properties["description"] = given["description"]
-    _write(ctx, Proposal("tag", urn, "CREATE_ENTITY", "tagProperties", properties), urn)
+    try:
+        edits.write(ctx, Proposal("tag", urn, "CREATE_ENTITY", "tagProperties", properties))
+    except GraphQLError as err:
+        if (err.extensions or {}).get("error") == "entity_exists":
+            raise GraphQLError(f"tag {urn} already exists", extensions=err.extensions) from None
+        raise
     owner = {"owner": principal_urn(ctx.principal), "type": "TECHNICAL_OWNER"}
-    _write(ctx, Proposal("tag", urn, "UPSERT", "ownership", {"owners": [owner]}), urn)
+    edits.write(ctx, Proposal("tag", urn, "UPSERT", "ownership", {"owners": [owner]}))
     return urn
 
 
-def _write(ctx: Context, proposal: Proposal, urn: str) -> None:
-    """Applies one proposal through GMS as the caller (the writer thread, its authorization)."""
-    future = asyncio.run_coroutine_threadsafe(ctx.api.apply([proposal], ctx.principal, {}), ctx.loop)
-    [result] = future.result(WRITE_TIMEOUT)
-    failure = result.failure
-    if failure is not None:
-        message = (f"tag {urn} already exists" if failure.code == "entity_exists"
-                   else f"{failure.code}: {failure.message}")
-        raise GraphQLError(message, extensions={"code": failure.http_status, "error": failure.code})
+def container_entities(r: EntityRef, ctx: Context, input: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The entities whose `container` aspect names this container, searched as searchAcrossEntities."""
+    given = dict(input or {})
+    given["filters"] = [*(given.get("filters") or []), {"field": "container", "values": [r.urn]}]
+    return search_across_entities(ctx, {**given, "query": given.get("query") or "*"})
+
+
+# entity fields answered by a search
+SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {("Container", "entities"): container_entities}
 
 
 def _typed(entity_type: str) -> Callable[[Context, Mapping[str, Any]], EntityRef | None]:
@@ -293,6 +297,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "entities": lambda ctx, args: entities(ctx, args["urns"]),
     "createTag": lambda ctx, args: create_tag(ctx, args["input"]),
     **tokens.ROOT,
+    **edits.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
@@ -312,6 +317,8 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
             raise GraphQLError(f"{info.parent_type.name}.{info.field_name} is not served by Lodestar")
         return fn(info.context, args)
     if isinstance(source, EntityRef):
+        if (searched := SEARCHES.get((info.parent_type.name, info.field_name))) is not None:
+            return searched(source, info.context, **args)
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
     value = source.get(info.field_name) if isinstance(source, Mapping) else getattr(source, info.field_name, None)
     return value() if callable(value) else value

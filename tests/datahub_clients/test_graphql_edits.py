@@ -1,0 +1,170 @@
+"""The edit mutations of the GraphQL API (addTag, removeTag, addTerm, removeTerm,
+updateDescription, addOwner, addLink, removeLink) write the aspects DataHub's SDK reads back, on
+an entity and on one field of a dataset's schema, and the entity fields that show those aspects
+(globalTags, editableSchemaMetadata, editableProperties, institutionalMemory) answer them."""
+
+from __future__ import annotations
+
+import pytest
+from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata.schema_classes import (
+    ContainerClass,
+    ContainerPropertiesClass,
+    CorpUserInfoClass,
+    DatasetPropertiesClass,
+    EditableContainerPropertiesClass,
+    EditableDatasetPropertiesClass,
+    EditableSchemaMetadataClass,
+    GlobalTagsClass,
+    GlossaryTermInfoClass,
+    GlossaryTermsClass,
+    InstitutionalMemoryClass,
+    OwnershipClass,
+    TagPropertiesClass,
+)
+
+from tests.support.access_fixtures import principal_with_grants
+from tests.support.builders import dataset_urn
+from tests.support.graphql import emit, graph, live_server, post_graphql, wait_indexed
+
+WAREHOUSE = "urn:li:container:warehouse"
+SHIPMENTS = dataset_urn("logistics.shipments")
+RETURNS = dataset_urn("logistics.returns")
+FRAGILE = "urn:li:tag:fragile"
+TRACKING = "urn:li:glossaryTerm:TrackingNumber"
+CLERK = "urn:li:corpuser:clerk"
+FIELD = "[version=2.0].[type=string].carrier/code"  # a field path with a slash in it
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    with live_server(tmp_path_factory.mktemp("graphql-edits") / "data") as live:
+        emit(live, [MetadataChangeProposalWrapper(entityUrn=urn, aspect=aspect) for urn, aspect in [
+            (WAREHOUSE, ContainerPropertiesClass(name="warehouse")),
+            (SHIPMENTS, DatasetPropertiesClass(name="shipments", description="parcels sent")),
+            (SHIPMENTS, ContainerClass(WAREHOUSE)),
+            (RETURNS, DatasetPropertiesClass(name="returns")),
+            (RETURNS, ContainerClass(WAREHOUSE)),
+            (FRAGILE, TagPropertiesClass(name="fragile", description="handle with care")),
+            (TRACKING, GlossaryTermInfoClass(definition="a parcel's number", termSource="INTERNAL")),
+            (CLERK, CorpUserInfoClass(active=True, displayName="Clerk")),
+        ]])
+        yield live
+
+
+def mutate(server, name: str, given: dict, token: str | None = None) -> dict:
+    input_type = {"addTag": "TagAssociationInput", "removeTag": "TagAssociationInput",
+                  "addTerm": "TermAssociationInput", "removeTerm": "TermAssociationInput",
+                  "updateDescription": "DescriptionUpdateInput", "addOwner": "AddOwnerInput",
+                  "addLink": "AddLinkInput", "removeLink": "RemoveLinkInput"}[name]
+    body = {"query": f"mutation m($input: {input_type}!) {{ {name}(input: $input) }}", "variables": {"input": given}}
+    answer = post_graphql(server, body, **({"token": token} if token else {}))
+    assert answer.status_code == 200, answer.text
+    return answer.json()
+
+
+def ask(server, query: str) -> dict:
+    answer = post_graphql(server, {"query": query})
+    assert answer.status_code == 200 and "errors" not in answer.json(), answer.text
+    return answer.json()["data"]
+
+
+def aspect(server, urn: str, cls):
+    client = graph(server)
+    try:
+        return client.get_aspect(urn, cls)
+    finally:
+        client.close()
+
+
+def test_tags_and_terms_of_an_entity(server):
+    query = f'{{ dataset(urn: "{SHIPMENTS}") {{ description globalTags {{ tags {{ tag {{ urn description }} }} }}' \
+            ' glossaryTerms { terms { term { urn } } } } }'
+    assert ask(server, query)["dataset"] == {"description": "parcels sent", "globalTags": None, "glossaryTerms": None}
+    assert mutate(server, "addTag", {"tagUrn": FRAGILE, "resourceUrn": SHIPMENTS}) == {"data": {"addTag": True}}
+    assert mutate(server, "addTag", {"tagUrn": FRAGILE, "resourceUrn": SHIPMENTS})["data"]["addTag"] is True
+    assert mutate(server, "addTerm", {"termUrn": TRACKING, "resourceUrn": SHIPMENTS})["data"]["addTerm"] is True
+    assert [t.tag for t in aspect(server, SHIPMENTS, GlobalTagsClass).tags] == [FRAGILE]  # once, not twice
+    terms = aspect(server, SHIPMENTS, GlossaryTermsClass)
+    assert [t.urn for t in terms.terms] == [TRACKING] and terms.auditStamp.actor.startswith("urn:li:corpuser:")
+    found = ask(server, query)["dataset"]
+    assert found["globalTags"] == {"tags": [{"tag": {"urn": FRAGILE, "description": "handle with care"}}]}
+    assert found["glossaryTerms"] == {"terms": [{"term": {"urn": TRACKING}}]}
+    assert mutate(server, "removeTag", {"tagUrn": FRAGILE, "resourceUrn": SHIPMENTS})["data"]["removeTag"] is True
+    assert mutate(server, "removeTerm", {"termUrn": TRACKING, "resourceUrn": SHIPMENTS})["data"]["removeTerm"] is True
+    found = ask(server, query)["dataset"]
+    assert found["globalTags"] == {"tags": []} and found["glossaryTerms"] == {"terms": []}
+
+
+def test_edits_of_a_schema_field(server):
+    where = {"resourceUrn": SHIPMENTS, "subResource": FIELD, "subResourceType": "DATASET_FIELD"}
+    assert mutate(server, "addTag", {**where, "tagUrn": FRAGILE})["data"]["addTag"] is True
+    assert mutate(server, "addTerm", {**where, "termUrn": TRACKING})["data"]["addTerm"] is True
+    assert mutate(server, "updateDescription", {**where, "description": "who carries it"})["data"][
+        "updateDescription"] is True
+    [info] = aspect(server, SHIPMENTS, EditableSchemaMetadataClass).editableSchemaFieldInfo
+    assert info.fieldPath == FIELD and info.description == "who carries it"
+    assert [t.tag for t in info.globalTags.tags] == [FRAGILE]
+    assert [t.urn for t in info.glossaryTerms.terms] == [TRACKING]
+    assert mutate(server, "removeTag", {**where, "tagUrn": FRAGILE})["data"]["removeTag"] is True
+    found = ask(server, f'{{ dataset(urn: "{SHIPMENTS}") {{ editableSchemaMetadata {{ editableSchemaFieldInfo {{'
+                        ' fieldPath description globalTags { tags { tag { urn } } }'
+                        ' glossaryTerms { terms { term { urn } } } } } } }')
+    assert found["dataset"]["editableSchemaMetadata"] == {"editableSchemaFieldInfo": [{
+        "fieldPath": FIELD, "description": "who carries it", "globalTags": {"tags": []},
+        "glossaryTerms": {"terms": [{"term": {"urn": TRACKING}}]}}]}
+
+
+def test_description_owner_and_links_of_a_container(server):
+    assert mutate(server, "updateDescription", {"resourceUrn": WAREHOUSE, "description": "where parcels wait"})[
+        "data"]["updateDescription"] is True
+    assert mutate(server, "addOwner", {"resourceUrn": WAREHOUSE, "ownerUrn": CLERK, "ownerEntityType": "CORP_USER",
+                                       "ownershipTypeUrn": "urn:li:ownershipType:__system__business_owner"})[
+        "data"]["addOwner"] is True
+    for url in ("https://wiki.example/warehouse", "https://wiki.example/old"):
+        assert mutate(server, "addLink", {"resourceUrn": WAREHOUSE, "linkUrl": url, "label": "wiki"})[
+            "data"]["addLink"] is True
+    assert mutate(server, "removeLink", {"resourceUrn": WAREHOUSE, "linkUrl": "https://wiki.example/old"})[
+        "data"]["removeLink"] is True
+    assert aspect(server, WAREHOUSE, EditableContainerPropertiesClass).description == "where parcels wait"
+    [owner] = aspect(server, WAREHOUSE, OwnershipClass).owners
+    assert (owner.owner, owner.type) == (CLERK, "BUSINESS_OWNER")
+    assert [e.url for e in aspect(server, WAREHOUSE, InstitutionalMemoryClass).elements] == [
+        "https://wiki.example/warehouse"]
+    wait_indexed(server)
+    found = ask(server, f'{{ container(urn: "{WAREHOUSE}") {{ editableProperties {{ description }}'
+                        ' institutionalMemory { elements { url label author { urn } } }'
+                        ' ownership { owners { owner { ... on CorpUser { urn } } } }'
+                        ' entities(input: {count: 5}) { total searchResults { entity { urn } } } } }')["container"]
+    assert found["editableProperties"] == {"description": "where parcels wait"}
+    [link] = found["institutionalMemory"]["elements"]
+    assert link["url"] == "https://wiki.example/warehouse" and link["label"] == "wiki"
+    assert link["author"]["urn"].startswith("urn:li:corpuser:")
+    assert found["ownership"] == {"owners": [{"owner": {"urn": CLERK}}]}
+    assert found["entities"]["total"] == 2
+    assert sorted(r["entity"]["urn"] for r in found["entities"]["searchResults"]) == sorted([SHIPMENTS, RETURNS])
+
+
+def test_a_dataset_description_is_its_edited_properties(server):
+    assert mutate(server, "updateDescription", {"resourceUrn": RETURNS, "description": "parcels back"})[
+        "data"]["updateDescription"] is True
+    assert aspect(server, RETURNS, EditableDatasetPropertiesClass).description == "parcels back"
+
+
+@pytest.mark.parametrize(("given", "says"), [
+    ({"tagUrn": "urn:li:tag:missing", "resourceUrn": RETURNS}, "tagUrn: urn:li:tag:missing does not exist"),
+    ({"tagUrn": FRAGILE, "resourceUrn": dataset_urn("logistics.missing")}, "does not exist"),
+    ({"tagUrn": TRACKING, "resourceUrn": RETURNS}, "is not a tag URN"),
+    ({"tagUrn": FRAGILE, "resourceUrn": RETURNS, "subResource": FIELD}, "subResourceType DATASET_FIELD"),
+])
+def test_a_bad_edit_is_refused_and_writes_nothing(server, given, says):
+    answer = mutate(server, "addTag", given)
+    assert answer["data"]["addTag"] is None and says in answer["errors"][0]["message"]
+    assert aspect(server, RETURNS, GlobalTagsClass) is None
+
+
+def test_an_edit_needs_the_right_to_write(server):
+    token = principal_with_grants(server, "returns-reader", [(RETURNS, ["READ"]), (FRAGILE, ["READ"])])
+    answer = mutate(server, "addTag", {"tagUrn": FRAGILE, "resourceUrn": RETURNS}, token=token)
+    assert answer["data"]["addTag"] is None and answer["errors"][0]["extensions"]["code"] == 403
+    assert aspect(server, RETURNS, GlobalTagsClass) is None
