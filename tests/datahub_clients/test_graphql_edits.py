@@ -1,7 +1,8 @@
 """The edit mutations of the GraphQL API (addTag, removeTag, addTerm, removeTerm,
 updateDescription, addOwner, addLink, removeLink) write the aspects DataHub's SDK reads back, on
 an entity and on one field of a dataset's schema, and the entity fields that show those aspects
-(globalTags, editableSchemaMetadata, editableProperties, institutionalMemory) answer them."""
+(globalTags, editableSchemaMetadata, editableProperties, institutionalMemory) answer them; so do
+updateDeprecation, createDomain, setDomain and unsetDomain, and listDomains lists the domains."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from datahub.metadata.schema_classes import (
     ContainerPropertiesClass,
     CorpUserInfoClass,
     DatasetPropertiesClass,
+    DeprecationClass,
+    DomainPropertiesClass,
+    DomainsClass,
     EditableContainerPropertiesClass,
     EditableDatasetPropertiesClass,
     EditableSchemaMetadataClass,
@@ -56,7 +60,8 @@ def mutate(server, name: str, given: dict, token: str | None = None) -> dict:
     input_type = {"addTag": "TagAssociationInput", "removeTag": "TagAssociationInput",
                   "addTerm": "TermAssociationInput", "removeTerm": "TermAssociationInput",
                   "updateDescription": "DescriptionUpdateInput", "addOwner": "AddOwnerInput",
-                  "addLink": "AddLinkInput", "removeLink": "RemoveLinkInput"}[name]
+                  "addLink": "AddLinkInput", "removeLink": "RemoveLinkInput",
+                  "updateDeprecation": "UpdateDeprecationInput", "createDomain": "CreateDomainInput"}[name]
     body = {"query": f"mutation m($input: {input_type}!) {{ {name}(input: $input) }}", "variables": {"input": given}}
     answer = post_graphql(server, body, **({"token": token} if token else {}))
     assert answer.status_code == 200, answer.text
@@ -143,6 +148,44 @@ def test_description_owner_and_links_of_a_container(server):
     assert found["ownership"] == {"owners": [{"owner": {"urn": CLERK}}]}
     assert found["entities"]["total"] == 2
     assert sorted(r["entity"]["urn"] for r in found["entities"]["searchResults"]) == sorted([SHIPMENTS, RETURNS])
+
+
+def test_deprecation_says_who_and_until_when(server):
+    query = f'{{ dataset(urn: "{RETURNS}") {{ deprecation {{ deprecated decommissionTime note actor }} }} }}'
+    assert ask(server, query)["dataset"]["deprecation"] is None
+    given = {"urn": RETURNS, "deprecated": True, "note": "use shipments", "decommissionTime": 1_900_000_000_000}
+    assert mutate(server, "updateDeprecation", given)["data"]["updateDeprecation"] is True
+    written = aspect(server, RETURNS, DeprecationClass)
+    assert (written.deprecated, written.note, written.decommissionTime) == (True, "use shipments", 1_900_000_000_000)
+    assert ask(server, query)["dataset"]["deprecation"] == {
+        "deprecated": True, "decommissionTime": 1_900_000_000_000, "note": "use shipments", "actor": written.actor}
+    assert mutate(server, "updateDeprecation", {"urn": RETURNS, "deprecated": False})["data"]["updateDeprecation"]
+    assert ask(server, query)["dataset"]["deprecation"] == {
+        "deprecated": False, "decommissionTime": None, "note": "", "actor": written.actor}
+
+
+def test_domains_are_made_listed_and_set(server):
+    listed = '{ listDomains(input: {start: 0, count: 50}) { total domains { urn properties { name description } } } }'
+    before = ask(server, listed)["listDomains"]["total"]
+    made = mutate(server, "createDomain", {"id": "logistics", "name": "Logistics", "description": "moving parcels"})
+    assert made == {"data": {"createDomain": "urn:li:domain:logistics"}}
+    assert aspect(server, "urn:li:domain:logistics", DomainPropertiesClass).name == "Logistics"
+    again = mutate(server, "createDomain", {"id": "logistics", "name": "Other"})
+    assert again["data"]["createDomain"] is None and "exists" in again["errors"][0]["message"]
+    wait_indexed(server)
+    found = ask(server, listed)["listDomains"]
+    assert found["total"] == before + 1
+    assert {"urn": "urn:li:domain:logistics", "properties": {"name": "Logistics", "description": "moving parcels"}} \
+        in found["domains"]
+    set_domain = 'mutation s($e: String!, $d: String!) { setDomain(entityUrn: $e, domainUrn: $d) }'
+    answer = post_graphql(server, {"query": set_domain, "variables": {"e": SHIPMENTS, "d": "urn:li:domain:logistics"}})
+    assert answer.json() == {"data": {"setDomain": True}}
+    assert aspect(server, SHIPMENTS, DomainsClass).domains == ["urn:li:domain:logistics"]
+    assert ask(server, f'{{ dataset(urn: "{SHIPMENTS}") {{ domain {{ domain {{ urn }} }} }} }}')["dataset"] == {
+        "domain": {"domain": {"urn": "urn:li:domain:logistics"}}}
+    unset = post_graphql(server, {"query": f'mutation {{ unsetDomain(entityUrn: "{SHIPMENTS}") }}'})
+    assert unset.json() == {"data": {"unsetDomain": True}}
+    assert aspect(server, SHIPMENTS, DomainsClass).domains == []
 
 
 def test_a_dataset_description_is_its_edited_properties(server):

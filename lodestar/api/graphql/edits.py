@@ -1,7 +1,8 @@
 """Edits of an entity as DataHub's GraphQL mutations (edits.graphql): tags, glossary terms,
-owners, links and descriptions, on an entity or on one field of a dataset's schema.
+owners, links and descriptions, on an entity or on one field of a dataset's schema; deprecation;
+domains (made, and an entity put in one).
 
-Each edit is one keyed JSON Patch of one aspect (gms/patch.py keys the arrays of globalTags,
+Each edit of a list is one keyed JSON Patch of one aspect (gms/patch.py keys the arrays of globalTags,
 glossaryTerms, ownership, institutionalMemory and editableSchemaMetadata), applied through GMS
 as the caller, so GMS's authorization, validation and change log apply as to any write; adding
 what is there or removing what is not changes nothing. The entity edited and the tag, term or
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -144,6 +146,37 @@ def remove_link(ctx: Context, given: Mapping[str, Any]) -> bool:
     return _patch(ctx, urn, "institutionalMemory", [{"op": "remove", "path": _pointer("elements", given["linkUrl"])}])
 
 
+def update_deprecation(ctx: Context, given: Mapping[str, Any]) -> bool:
+    """Marks an entity deprecated or not, the caller as who said so (the whole aspect is written)."""
+    urn = _existing(ctx, given.get("urn"), "urn")
+    value: dict[str, Any] = {"deprecated": given["deprecated"], "note": given.get("note") or "",
+                             "actor": principal_urn(ctx.principal)}
+    if given.get("decommissionTime") is not None:
+        value["decommissionTime"] = given["decommissionTime"]
+    write(ctx, Proposal(entity_type_of(urn), urn, "UPSERT", "deprecation", value))
+    return True
+
+
+def create_domain(ctx: Context, given: Mapping[str, Any]) -> str:
+    """A new domain (urn:li:domain:<id>, a random id when none is given); fails when it exists."""
+    urn = f"urn:li:domain:{given.get('id') or uuid.uuid4()}"
+    value = {"name": given["name"], "created": _stamp(ctx)}
+    if given.get("description") is not None:
+        value["description"] = given["description"]
+    if given.get("parentDomain"):
+        value["parentDomain"] = _existing(ctx, given["parentDomain"], "parentDomain", ("domain",))
+    write(ctx, Proposal("domain", urn, "CREATE_ENTITY", "domainProperties", value))
+    return urn
+
+
+def set_domain(ctx: Context, entity_urn: Any, domain_urn: Any) -> bool:
+    """Puts an entity in one domain (none when domain_urn is None)."""
+    urn = _existing(ctx, entity_urn, "entityUrn")
+    domains = [] if domain_urn is None else [_existing(ctx, domain_urn, "domainUrn", ("domain",))]
+    write(ctx, Proposal(entity_type_of(urn), urn, "UPSERT", "domains", {"domains": domains}))
+    return True
+
+
 ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "addTag": lambda ctx, args: _label(ctx, args["input"], True, "tagUrn", "tag"),
     "removeTag": lambda ctx, args: _label(ctx, args["input"], False, "tagUrn", "tag"),
@@ -153,4 +186,8 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "addOwner": lambda ctx, args: add_owner(ctx, args["input"]),
     "addLink": lambda ctx, args: add_link(ctx, args["input"]),
     "removeLink": lambda ctx, args: remove_link(ctx, args["input"]),
+    "updateDeprecation": lambda ctx, args: update_deprecation(ctx, args["input"]),
+    "createDomain": lambda ctx, args: create_domain(ctx, args["input"]),
+    "setDomain": lambda ctx, args: set_domain(ctx, args["entityUrn"], args["domainUrn"]),
+    "unsetDomain": lambda ctx, args: set_domain(ctx, args["entityUrn"], None),
 }

@@ -400,6 +400,7 @@ COMMON: dict[str, Resolver] = {
     "globalTags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
     "editableProperties": _editable_properties,
     "institutionalMemory": institutional_memory,
+    "deprecation": lambda r, ctx: ctx.aspect(r.urn, "deprecation"),
     "glossaryTerms": lambda r, ctx: glossary_terms(r.urn, ctx.aspect(r.urn, "glossaryTerms")),
     "ownership": lambda r, ctx: ownership(r.urn, ctx.aspect(r.urn, "ownership")),
     "domain": domain,

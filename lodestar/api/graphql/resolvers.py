@@ -279,6 +279,14 @@ def container_entities(r: EntityRef, ctx: Context, input: Mapping[str, Any] | No
     return search_across_entities(ctx, {**given, "query": given.get("query") or "*"})
 
 
+def list_domains(ctx: Context, given: Mapping[str, Any]) -> dict[str, Any]:
+    found = search_across_entities(ctx, {"query": given.get("query") or "*", "start": given.get("start"),
+                                         "count": given.get("count"), "types": ["DOMAIN"],
+                                         "searchFlags": {"skipAggregates": True}})
+    return {"start": found["start"], "count": found["count"], "total": found["total"],
+            "domains": [hit["entity"] for hit in found["searchResults"]]}
+
+
 # entity fields answered by a search
 SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {("Container", "entities"): container_entities}
 
@@ -298,6 +306,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "createTag": lambda ctx, args: create_tag(ctx, args["input"]),
     **tokens.ROOT,
     **edits.ROOT,
+    "listDomains": lambda ctx, args: list_domains(ctx, args["input"]),
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
