@@ -35,9 +35,12 @@ from datahub.metadata.schema_classes import (
     GlossaryTermsClass,
     MLFeaturePropertiesClass,
     MLFeatureTablePropertiesClass,
+    MLHyperParamClass,
+    MLMetricClass,
     MLModelGroupPropertiesClass,
     MLModelPropertiesClass,
     MLPrimaryKeyPropertiesClass,
+    MLTrainingRunPropertiesClass,
     OtherSchemaClass,
     OwnerClass,
     OwnershipClass,
@@ -120,7 +123,11 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
                                               displayName="Hive")],
        "dataProduct": [DataProductPropertiesClass(name="Orders")],
        "schemaField": [],
-       "dataProcessInstance": [DataProcessInstancePropertiesClass(name="run1", created=STAMP)],
+       "dataProcessInstance": [DataProcessInstancePropertiesClass(name="run1", created=STAMP),
+                               SubTypesClass(typeNames=["TRAINING"]), ContainerClass(URNS["container"]),
+                               MLTrainingRunPropertiesClass(id="fit-7", outputUrls=["s3://models/7"],
+                                                            trainingMetrics=[MLMetricClass(name="auc", value="0.8")],
+                                                            hyperParams=[MLHyperParamClass(name="depth", value="6")])],
        "mlModel": [MLModelPropertiesClass(name="churn", description="m")],
        "mlModelGroup": [MLModelGroupPropertiesClass(description="g")],
        "mlFeature": [MLFeaturePropertiesClass(description="f")],
@@ -214,3 +221,10 @@ def test_values_follow_the_aspects(server):
     assert ask(server, URNS["tag"])["properties"]["colorHex"] == "#ff0000"
     assert ask(server, URNS["mlFeature"])["featureNamespace"] == "users"
     assert ask(server, URNS["container"])["platform"]["urn"] == URNS["dataPlatform"]
+    run = ask(server, URNS["dataProcessInstance"])
+    assert run["properties"]["name"] == "run1" and run["properties"]["created"]["time"] == 1
+    assert run["subTypes"] == {"typeNames": ["TRAINING"]} and run["container"]["urn"] == URNS["container"]
+    assert run["mlTrainingRunProperties"] == {
+        "id": "fit-7", "outputUrls": ["s3://models/7"],
+        "trainingMetrics": [{"name": "auc", "description": None, "value": "0.8", "createdAt": None}],
+        "hyperParams": [{"name": "depth", "description": None, "value": "6", "createdAt": None}]}

@@ -189,6 +189,7 @@ _PROPERTIES: dict[str, tuple[str, dict[str, str]]] = {  # entity type -> (aspect
     "mlFeature": ("mlFeatureProperties", {}),
     "mlFeatureTable": ("mlFeatureTableProperties", {}),
     "mlPrimaryKey": ("mlPrimaryKeyProperties", {}),
+    "dataProcessInstance": ("dataProcessInstanceProperties", {}),
 }
 _NAMED_BY_KEY = {"dataset": "name", "tag": "name", "glossaryTerm": "name", "glossaryNode": "name",
                  "corpGroup": "name", "mlModel": "name", "mlModelGroup": "name", "mlFeature": "name",
@@ -436,6 +437,7 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("SchemaFieldEntity", "parent"): lambda r, ctx: ref(ctx.key(r.urn).get("parent")),
     ("DataProcessInstance", "name"): lambda r, ctx: (
         ctx.aspect(r.urn, "dataProcessInstanceProperties") or {}).get("name"),
+    ("DataProcessInstance", "mlTrainingRunProperties"): lambda r, ctx: ctx.aspect(r.urn, "mlTrainingRunProperties"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
 }
