@@ -25,6 +25,8 @@ from datahub.metadata.schema_classes import (
     DataProcessInstancePropertiesClass,
     DataProductPropertiesClass,
     DatasetPropertiesClass,
+    DocumentationAssociationClass,
+    DocumentationClass,
     DomainPropertiesClass,
     DomainsClass,
     EditableDatasetPropertiesClass,
@@ -33,6 +35,9 @@ from datahub.metadata.schema_classes import (
     GlossaryTermAssociationClass,
     GlossaryTermInfoClass,
     GlossaryTermsClass,
+    InputFieldClass,
+    InputFieldsClass,
+    MetadataAttributionClass,
     MLFeaturePropertiesClass,
     MLFeatureTablePropertiesClass,
     MLHyperParamClass,
@@ -109,7 +114,11 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "dataJob": [DataJobInfoClass(name="load", type="COMMAND"), DataJobInputOutputClass(
            inputDatasets=[DATASET], outputDatasets=[DATASET], inputDatajobs=[])],
        "dataFlow": [DataFlowInfoClass(name="etl", project="p")],
-       "chart": [ChartInfoClass(title="c1", description="c", lastModified=ChangeAuditStampsClass())],
+       "chart": [ChartInfoClass(title="c1", description="c", lastModified=ChangeAuditStampsClass()),
+                 InputFieldsClass(fields=[InputFieldClass(schemaFieldUrn=make_schema_field_urn(DATASET, "id"),
+                                                          schemaField=SchemaFieldClass(
+                                                              fieldPath="id", nativeDataType="varchar",
+                                                              type=SchemaFieldDataTypeClass(StringTypeClass())))])],
        "dashboard": [DashboardInfoClass(title="d1", description="d", lastModified=ChangeAuditStampsClass())],
        "container": [ContainerPropertiesClass(name="db", env="PROD"),
                      DataPlatformInstanceClass(platform=URNS["dataPlatform"])],
@@ -122,7 +131,9 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "dataPlatform": [DataPlatformInfoClass(name="hive", type="FILE_SYSTEM", datasetNameDelimiter=".",
                                               displayName="Hive")],
        "dataProduct": [DataProductPropertiesClass(name="Orders")],
-       "schemaField": [],
+       "schemaField": [DocumentationClass(documentations=[DocumentationAssociationClass(
+           documentation="the order's key", attribution=MetadataAttributionClass(
+               time=2, actor="urn:li:corpuser:admin", source="urn:li:dataHubAction:docs", sourceDetail={"k": "v"}))])],
        "dataProcessInstance": [DataProcessInstancePropertiesClass(name="run1", created=STAMP),
                                SubTypesClass(typeNames=["TRAINING"]), ContainerClass(URNS["container"]),
                                MLTrainingRunPropertiesClass(id="fit-7", outputUrls=["s3://models/7"],
@@ -213,7 +224,15 @@ def test_values_follow_the_aspects(server):
     job = ask(server, URNS["dataJob"])
     assert job["dataFlow"]["urn"] == URNS["dataFlow"] and job["jobId"] == "load"
     assert [d["urn"] for d in job["inputOutput"]["outputDatasets"]] == [DATASET]
-    assert ask(server, URNS["chart"])["properties"]["name"] == "c1"
+    chart = ask(server, URNS["chart"])
+    assert chart["properties"]["name"] == "c1"
+    [used] = chart["inputFields"]["fields"]
+    assert used["schemaFieldUrn"] == URNS["schemaField"] and used["schemaField"]["type"] == "STRING"
+    assert used["schemaField"]["schemaFieldEntity"]["urn"] == URNS["schemaField"]
+    assert ask(server, URNS["schemaField"])["documentation"]["documentations"] == [
+        {"documentation": "the order's key", "attribution": {
+            "time": 2, "actor": "urn:li:corpuser:admin", "source": "urn:li:dataHubAction:docs",
+            "sourceDetail": [{"key": "k", "value": "v"}]}}]
     assert ask(server, URNS["glossaryTerm"])["properties"]["description"] == "money"
     assert ask(server, URNS["glossaryNode"])["properties"] == {"name": "Finance", "description": "finance terms"}
     field = ask(server, URNS["schemaField"])

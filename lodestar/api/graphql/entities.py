@@ -283,6 +283,47 @@ def _field_data_type(field_value: dict[str, Any]) -> str | None:
     return "STRUCT" if name == "RECORD" else name if name in _FIELD_TYPES else None
 
 
+def schema_field(field_urn: str, value: dict[str, Any]) -> dict[str, Any]:
+    """A SchemaField record (of schemaMetadata or inputFields) as GraphQL shows it."""
+    return {**value, "nullable": bool(value.get("nullable")), "recursive": bool(value.get("recursive")),
+            "type": _field_data_type(value), "globalTags": global_tags(field_urn, value.get("globalTags")),
+            "glossaryTerms": glossary_terms(field_urn, value.get("glossaryTerms")),
+            "schemaFieldEntity": EntityRef(field_urn)}
+
+
+def input_fields(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    """The schema fields a chart or dashboard is built from (its inputFields aspect)."""
+    value = ctx.aspect(r.urn, "inputFields")
+    if value is None:
+        return None
+    fields = []
+    for f in value.get("fields") or []:
+        urn = f.get("schemaFieldUrn") if isinstance(f, dict) else None
+        if not isinstance(urn, str):
+            continue
+        inner = f.get("schemaField")
+        fields.append({"schemaFieldUrn": urn,
+                       "schemaField": schema_field(urn, inner) if isinstance(inner, dict) else None})
+    return {"fields": fields}
+
+
+def _documentation(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "documentation")
+    if value is None:
+        return None
+    pieces = []
+    for piece in value.get("documentations") or []:
+        if not isinstance(piece, dict) or not isinstance(piece.get("documentation"), str):
+            continue
+        attribution = piece.get("attribution")
+        if isinstance(attribution, dict):
+            details = attribution.get("sourceDetail")
+            attribution = {**attribution, "sourceDetail": [{"key": k, "value": v} for k, v in details.items()]
+                           if isinstance(details, dict) else None}
+        pieces.append({"documentation": piece["documentation"], "attribution": attribution})
+    return {"documentations": pieces}
+
+
 def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> dict[str, Any] | None:
     if version:
         if not ctx.may_read(r.urn):
@@ -297,10 +338,7 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
     for f in value.get("fields") or []:
         if not isinstance(f, dict) or not isinstance(f.get("fieldPath"), str):
             continue
-        field_urn = f"urn:li:schemaField:({r.urn},{f['fieldPath']})"
-        fields.append({**f, "nullable": bool(f.get("nullable")), "recursive": bool(f.get("recursive")),
-                       "type": _field_data_type(f), "globalTags": global_tags(field_urn, f.get("globalTags")),
-                       "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms"))})
+        fields.append(schema_field(f"urn:li:schemaField:({r.urn},{f['fieldPath']})", f))
     return {"name": value.get("schemaName") or "", "platformUrn": value.get("platform") or "",
             "version": value.get("version") or 0, "hash": value.get("hash"),
             "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version}
@@ -435,6 +473,9 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataPlatform", "displayName"): lambda r, ctx: (ctx.aspect(r.urn, "dataPlatformInfo") or {}).get("displayName"),
     ("SchemaFieldEntity", "fieldPath"): lambda r, ctx: ctx.key(r.urn).get("fieldPath"),
     ("SchemaFieldEntity", "parent"): lambda r, ctx: ref(ctx.key(r.urn).get("parent")),
+    ("SchemaFieldEntity", "documentation"): _documentation,
+    ("Chart", "inputFields"): input_fields,
+    ("Dashboard", "inputFields"): input_fields,
     ("DataProcessInstance", "name"): lambda r, ctx: (
         ctx.aspect(r.urn, "dataProcessInstanceProperties") or {}).get("name"),
     ("DataProcessInstance", "mlTrainingRunProperties"): lambda r, ctx: ctx.aspect(r.urn, "mlTrainingRunProperties"),
