@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from datahub.emitter.mce_builder import make_data_job_urn, make_schema_field_urn
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata import schema_classes as models  # its Test* classes, kept from pytest's collection
 from datahub.metadata.schema_classes import (
     AuditStampClass,
     ChangeAuditStampsClass,
@@ -98,6 +99,7 @@ URNS = {
     "mlFeature": "urn:li:mlFeature:(users,age)",
     "mlFeatureTable": "urn:li:mlFeatureTable:(urn:li:dataPlatform:feast,users)",
     "mlPrimaryKey": "urn:li:mlPrimaryKey:(users,user_id)",
+    "test": "urn:li:test:has-owner",
 }
 COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           GlossaryTermsClass(terms=[GlossaryTermAssociationClass(URNS["glossaryTerm"])], auditStamp=STAMP),
@@ -106,6 +108,8 @@ COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           DomainsClass(domains=[URNS["domain"]]), StatusClass(removed=False)]
 OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", customProperties={"k": "v"}),
                    EditableDatasetPropertiesClass(description="edited"), ContainerClass(URNS["container"]),
+                   models.TestResultsClass(failing=[], passing=[
+                       models.TestResultClass(URNS["test"], models.TestResultTypeClass.SUCCESS)]),
                    SubTypesClass(typeNames=["Table"]), DataPlatformInstanceClass(platform=URNS["dataPlatform"]),
                    SchemaMetadataClass(schemaName="orders", platform=URNS["dataPlatform"], version=0, hash="h",
                                        platformSchema=OtherSchemaClass(rawSchema=""), fields=[SchemaFieldClass(
@@ -143,7 +147,9 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "mlModelGroup": [MLModelGroupPropertiesClass(description="g")],
        "mlFeature": [MLFeaturePropertiesClass(description="f")],
        "mlFeatureTable": [MLFeatureTablePropertiesClass(description="t")],
-       "mlPrimaryKey": [MLPrimaryKeyPropertiesClass(sources=[], description="k")]}
+       "mlPrimaryKey": [MLPrimaryKeyPropertiesClass(sources=[], description="k")],
+       "test": [models.TestInfoClass(name="Has an owner", category="Governance", definition=models.TestDefinitionClass(
+           models.TestDefinitionTypeClass.JSON, json='{"rules": []}'))]}
 
 
 @pytest.fixture(scope="module")
@@ -216,6 +222,11 @@ def test_every_served_type_is_covered():
 def test_values_follow_the_aspects(server):
     dataset = ask(server, URNS["dataset"])
     assert dataset["editableProperties"]["description"] == "edited"
+    assert dataset["testResults"]["failing"] == []
+    [passed] = dataset["testResults"]["passing"]
+    assert passed["type"] == "SUCCESS" and passed["test"]["urn"] == URNS["test"]
+    assert (passed["test"]["name"], passed["test"]["category"]) == ("Has an owner", "Governance")
+    assert ask(server, URNS["test"])["definition"] == {"json": '{"rules": []}'}
     assert dataset["schemaMetadata"]["fields"][0]["globalTags"]["tags"] == [
         {"associatedUrn": URNS["schemaField"], "context": None}]
     assert dataset["schemaMetadata"]["aspectVersion"] is None  # the latest, not a given version

@@ -39,7 +39,8 @@ from lodestar.api.openapi import OBJECT, response
 log = logging.getLogger(__name__)
 MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has some 2,000)
 MAX_DEPTH = 32  # nested selection sets of one operation or fragment
-SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql")  # the others extend Query and Mutation
+# the files after the first extend its Query and Mutation
+SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql")
 
 
 @cache

@@ -43,6 +43,7 @@ ENTITY_TYPES: dict[str, tuple[str, str]] = {
     "mlFeature": ("MLFEATURE", "MLFeature"),
     "mlFeatureTable": ("MLFEATURE_TABLE", "MLFeatureTable"),
     "mlPrimaryKey": ("MLPRIMARY_KEY", "MLPrimaryKey"),
+    "test": ("TEST", "Test"),
 }
 BY_ENUM = {enum: name for name, (enum, _) in ENTITY_TYPES.items()}
 NOT_SEARCHABLE_ENUMS = frozenset({"DATA_PLATFORM_INSTANCE"})  # in the enum (a field's type), not an Entity
@@ -195,7 +196,7 @@ _NAMED_BY_KEY = {"dataset": "name", "tag": "name", "glossaryTerm": "name", "glos
                  "corpGroup": "name", "mlModel": "name", "mlModelGroup": "name", "mlFeature": "name",
                  "mlFeatureTable": "name", "mlPrimaryKey": "name", "dataPlatform": "platformName",
                  "domain": "id", "corpuser": "username", "dataFlow": "flowId", "dataJob": "jobId",
-                 "dataProduct": "id", "container": "guid"}
+                 "dataProduct": "id", "container": "guid", "test": "id"}
 
 
 def key_name(ctx: Context, r: EntityRef) -> str:
@@ -392,6 +393,23 @@ def institutional_memory(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     return {"elements": elements}
 
 
+def test_results(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    """The metadata tests an entity passes and fails (its testResults aspect)."""
+    value = ctx.aspect(r.urn, "testResults")
+    if value is None:
+        return None
+
+    def results(name: str) -> list[dict[str, Any]]:
+        return [{"test": EntityRef(x["test"]), "type": x.get("type")} for x in value.get(name) or []
+                if isinstance(x, dict) and isinstance(x.get("test"), str) and entity_type_of(x["test"]) == "test"]
+    return {"passing": results("passing"), "failing": results("failing")}
+
+
+def _test_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    definition = (ctx.aspect(r.urn, "testInfo") or {}).get("definition")
+    return {"json": definition.get("json")} if isinstance(definition, dict) else None
+
+
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "status")
     return {"removed": bool(value.get("removed"))} if value is not None else None
@@ -479,6 +497,11 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataProcessInstance", "name"): lambda r, ctx: (
         ctx.aspect(r.urn, "dataProcessInstanceProperties") or {}).get("name"),
     ("DataProcessInstance", "mlTrainingRunProperties"): lambda r, ctx: ctx.aspect(r.urn, "mlTrainingRunProperties"),
+    ("Dataset", "testResults"): test_results,
+    ("Test", "name"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("name") or key_name(ctx, r),
+    ("Test", "category"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("category"),
+    ("Test", "description"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("description"),
+    ("Test", "definition"): _test_definition,
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
 }

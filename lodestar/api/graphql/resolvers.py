@@ -14,6 +14,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.lineage as lineage
+import lodestar.api.graphql.managed as managed
 import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
 from ingest.proposal import Proposal
@@ -279,12 +280,13 @@ def container_entities(r: EntityRef, ctx: Context, input: Mapping[str, Any] | No
     return search_across_entities(ctx, {**given, "query": given.get("query") or "*"})
 
 
-def list_domains(ctx: Context, given: Mapping[str, Any]) -> dict[str, Any]:
+def list_of(ctx: Context, given: Mapping[str, Any], entity_type: str, listed: str) -> dict[str, Any]:
+    """One page of the entities of a type (listDomains, listTests): {start, count, total, <listed>}."""
     found = search_across_entities(ctx, {"query": given.get("query") or "*", "start": given.get("start"),
-                                         "count": given.get("count"), "types": ["DOMAIN"],
+                                         "count": given.get("count"), "types": [entity_type],
                                          "searchFlags": {"skipAggregates": True}})
     return {"start": found["start"], "count": found["count"], "total": found["total"],
-            "domains": [hit["entity"] for hit in found["searchResults"]]}
+            listed: [hit["entity"] for hit in found["searchResults"]]}
 
 
 # entity fields answered by a search
@@ -306,14 +308,16 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "createTag": lambda ctx, args: create_tag(ctx, args["input"]),
     **tokens.ROOT,
     **edits.ROOT,
-    "listDomains": lambda ctx, args: list_domains(ctx, args["input"]),
+    "listDomains": lambda ctx, args: list_of(ctx, args["input"], "DOMAIN", "domains"),
+    "listTests": lambda ctx, args: list_of(ctx, args["input"], "TEST", "tests"),
+    **managed.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
         "glossaryTerm": "glossaryTerm", "glossaryNode": "glossaryNode", "domain": "domain",
         "dataPlatform": "dataPlatform", "dataProduct": "dataProduct", "mlModel": "mlModel",
         "mlModelGroup": "mlModelGroup", "mlFeature": "mlFeature", "mlFeatureTable": "mlFeatureTable",
-        "mlPrimaryKey": "mlPrimaryKey"}.items()},
+        "mlPrimaryKey": "mlPrimaryKey", "test": "test"}.items()},
 }
 
 
