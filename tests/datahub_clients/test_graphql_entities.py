@@ -100,6 +100,7 @@ URNS = {
     "mlFeatureTable": "urn:li:mlFeatureTable:(urn:li:dataPlatform:feast,users)",
     "mlPrimaryKey": "urn:li:mlPrimaryKey:(users,user_id)",
     "test": "urn:li:test:has-owner",
+    "dataHubView": "urn:li:dataHubView:pii-tables",
 }
 COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           GlossaryTermsClass(terms=[GlossaryTermAssociationClass(URNS["glossaryTerm"])], auditStamp=STAMP),
@@ -149,7 +150,11 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "mlFeatureTable": [MLFeatureTablePropertiesClass(description="t")],
        "mlPrimaryKey": [MLPrimaryKeyPropertiesClass(sources=[], description="k")],
        "test": [models.TestInfoClass(name="Has an owner", category="Governance", definition=models.TestDefinitionClass(
-           models.TestDefinitionTypeClass.JSON, json='{"rules": []}'))]}
+           models.TestDefinitionTypeClass.JSON, json='{"rules": []}'))],
+       "dataHubView": [models.DataHubViewInfoClass(
+           name="PII tables", type="GLOBAL", created=STAMP, lastModified=STAMP,
+           definition=models.DataHubViewDefinitionClass(entityTypes=["dataset"], filter=models.FilterClass(or_=[
+               models.ConjunctiveCriterionClass(and_=[models.CriterionClass(field="tags", values=[URNS["tag"]])])])))]}
 
 
 @pytest.fixture(scope="module")
@@ -227,6 +232,10 @@ def test_values_follow_the_aspects(server):
     assert passed["type"] == "SUCCESS" and passed["test"]["urn"] == URNS["test"]
     assert (passed["test"]["name"], passed["test"]["category"]) == ("Has an owner", "Governance")
     assert ask(server, URNS["test"])["definition"] == {"json": '{"rules": []}'}
+    view = ask(server, URNS["dataHubView"])
+    assert (view["name"], view["viewType"]) == ("PII tables", "GLOBAL")
+    assert view["definition"] == {"entityTypes": ["DATASET"], "filter": {"operator": "AND", "filters": [
+        {"field": "tags", "condition": "EQUAL", "values": [URNS["tag"]], "negated": False}]}}
     assert dataset["schemaMetadata"]["fields"][0]["globalTags"]["tags"] == [
         {"associatedUrn": URNS["schemaField"], "context": None}]
     assert dataset["schemaMetadata"]["aspectVersion"] is None  # the latest, not a given version

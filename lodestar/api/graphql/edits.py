@@ -42,6 +42,7 @@ def write(ctx: Context, proposal: Proposal) -> None:
     a refusal is a GraphQLError with GMS's code and status."""
     future = asyncio.run_coroutine_threadsafe(ctx.api.apply([proposal], ctx.principal, {}), ctx.loop)
     [result] = future.result(WRITE_TIMEOUT)
+    ctx.forget(proposal.entity_urn)
     failure = result.failure
     if failure is not None:
         raise GraphQLError(f"{failure.code}: {failure.message}",

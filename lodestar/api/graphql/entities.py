@@ -44,6 +44,7 @@ ENTITY_TYPES: dict[str, tuple[str, str]] = {
     "mlFeatureTable": ("MLFEATURE_TABLE", "MLFeatureTable"),
     "mlPrimaryKey": ("MLPRIMARY_KEY", "MLPrimaryKey"),
     "test": ("TEST", "Test"),
+    "dataHubView": ("DATAHUB_VIEW", "DataHubView"),
 }
 BY_ENUM = {enum: name for name, (enum, _) in ENTITY_TYPES.items()}
 NOT_SEARCHABLE_ENUMS = frozenset({"DATA_PLATFORM_INSTANCE"})  # in the enum (a field's type), not an Entity
@@ -117,6 +118,11 @@ class Context:
             with self._lock:
                 self._aspects[urn] = found
         return found
+
+    def forget(self, urn: str) -> None:
+        """Drops the aspects read of an entity (it was just written): the next read is fresh."""
+        with self._lock:
+            self._aspects.pop(urn, None)
 
     def aspect(self, urn: str, name: str) -> Any:
         value = self.aspects(urn).get(name)
@@ -410,6 +416,20 @@ def _test_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     return {"json": definition.get("json")} if isinstance(definition, dict) else None
 
 
+def _view_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    """A view's stored definition as GraphQL shows it: one conjunction is AND, else OR of single conditions."""
+    definition = (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("definition")
+    if not isinstance(definition, dict):
+        return None
+    ors = [c.get("and") or [] for c in (definition.get("filter") or {}).get("or") or [] if isinstance(c, dict)]
+    conditions = [c for conjunction in ors for c in conjunction if isinstance(c, dict)]
+    return {"entityTypes": [enum_of(t) for t in definition.get("entityTypes") or [] if t in ENTITY_TYPES],
+            "filter": {"operator": "AND" if len(ors) <= 1 else "OR", "filters": [
+                {"field": c.get("field"), "condition": c.get("condition"), "negated": c.get("negated"),
+                 "values": c.get("values") or ([c["value"]] if c.get("value") is not None else [])}
+                for c in conditions]}}
+
+
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "status")
     return {"removed": bool(value.get("removed"))} if value is not None else None
@@ -502,6 +522,10 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("Test", "category"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("category"),
     ("Test", "description"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("description"),
     ("Test", "definition"): _test_definition,
+    ("DataHubView", "viewType"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("type"),
+    ("DataHubView", "name"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("name"),
+    ("DataHubView", "description"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("description"),
+    ("DataHubView", "definition"): _view_definition,
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
 }

@@ -281,7 +281,7 @@ def container_entities(r: EntityRef, ctx: Context, input: Mapping[str, Any] | No
 
 
 def list_of(ctx: Context, given: Mapping[str, Any], entity_type: str, listed: str) -> dict[str, Any]:
-    """One page of the entities of a type (listDomains, listTests): {start, count, total, <listed>}."""
+    """One page of the entities of a type (listDomains, listTests, ...): {start, count, total, <listed>}."""
     found = search_across_entities(ctx, {"query": given.get("query") or "*", "start": given.get("start"),
                                          "count": given.get("count"), "types": [entity_type],
                                          "searchFlags": {"skipAggregates": True}})
@@ -310,6 +310,10 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **edits.ROOT,
     "listDomains": lambda ctx, args: list_of(ctx, args["input"], "DOMAIN", "domains"),
     "listTests": lambda ctx, args: list_of(ctx, args["input"], "TEST", "tests"),
+    "listGlobalViews": lambda ctx, args: managed.list_views(ctx, args["input"], "GLOBAL", False,
+                                                            search_across_entities),
+    "listMyViews": lambda ctx, args: managed.list_views(ctx, args["input"], args["input"].get("viewType"), True,
+                                                        search_across_entities),
     **managed.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
