@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has some 2,000)
 MAX_DEPTH = 32  # nested selection sets of one operation or fragment
 # the files after the first extend its Query and Mutation
-SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql")
+SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql", "products.graphql")
 
 
 @cache

@@ -49,7 +49,7 @@ def write(ctx: Context, proposal: Proposal) -> None:
                            extensions={"code": failure.http_status, "error": failure.code})
 
 
-def _pointer(*segments: str) -> str:
+def pointer(*segments: str) -> str:
     return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)
 
 
@@ -57,7 +57,7 @@ def _stamp(ctx: Context) -> dict[str, Any]:
     return {"time": int(time.time() * 1000), "actor": principal_urn(ctx.principal)}
 
 
-def _existing(ctx: Context, urn: Any, what: str, kinds: tuple[str, ...] | None = None) -> str:
+def existing(ctx: Context, urn: Any, what: str, kinds: tuple[str, ...] | None = None) -> str:
     if not isinstance(urn, str) or not urn.startswith("urn:li:"):
         raise GraphQLError(f"{what}: {urn!r} is not a URN", extensions={"code": 400})
     if kinds is not None and entity_type_of(urn) not in kinds:
@@ -71,7 +71,7 @@ def _existing(ctx: Context, urn: Any, what: str, kinds: tuple[str, ...] | None =
 
 def _target(ctx: Context, given: Mapping[str, Any]) -> tuple[str, str | None]:
     """The entity edited and, for a schema field, its field path."""
-    urn = _existing(ctx, given.get("resourceUrn"), "resourceUrn")
+    urn = existing(ctx, given.get("resourceUrn"), "resourceUrn")
     sub_type, sub = given.get("subResourceType"), given.get("subResource")
     if sub_type is None and sub is None:
         return urn, None
@@ -95,14 +95,14 @@ def _label(ctx: Context, given: Mapping[str, Any], add: bool, label_field: str, 
     urn, field_path = _target(ctx, given)
     label = given.get(label_field)
     if add:
-        _existing(ctx, label, label_field, (kind,))
+        existing(ctx, label, label_field, (kind,))
     aspect, array, key = ("globalTags", "tags", "tag") if kind == "tag" else ("glossaryTerms", "terms", "urn")
     where: tuple[str, ...] = () if field_path is None else ("editableSchemaFieldInfo", field_path, aspect)
-    path = _pointer(*where, array, str(label))
+    path = pointer(*where, array, str(label))
     ops: list[dict[str, Any]] = [{"op": "add", "path": path, "value": {key: label}} if add
                                  else {"op": "remove", "path": path}]
     if kind == "glossaryTerm":  # glossaryTerms records who changed it last
-        ops.append({"op": "add", "path": _pointer(*where, "auditStamp"), "value": _stamp(ctx)})
+        ops.append({"op": "add", "path": pointer(*where, "auditStamp"), "value": _stamp(ctx)})
     return _patch(ctx, urn, aspect if field_path is None else "editableSchemaMetadata", ops)
 
 
@@ -110,7 +110,7 @@ def update_description(ctx: Context, given: Mapping[str, Any]) -> bool:
     urn, field_path = _target(ctx, given)
     text = given.get("description")
     if field_path is not None:
-        path = _pointer("editableSchemaFieldInfo", field_path, "description")
+        path = pointer("editableSchemaFieldInfo", field_path, "description")
         return _patch(ctx, urn, "editableSchemaMetadata", [{"op": "add", "path": path, "value": text}])
     kind = entity_type_of(urn)
     found = (EDITABLE_PROPERTIES[kind], "description") if kind in EDITABLE_PROPERTIES else DESCRIPTIONS.get(kind)
@@ -118,12 +118,12 @@ def update_description(ctx: Context, given: Mapping[str, Any]) -> bool:
         raise GraphQLError(f"resourceUrn: the description of a {entity_type_of(urn)} is not edited here",
                            extensions={"code": 400})
     aspect, field = found
-    return _patch(ctx, urn, aspect, [{"op": "add", "path": _pointer(field), "value": text}])
+    return _patch(ctx, urn, aspect, [{"op": "add", "path": pointer(field), "value": text}])
 
 
 def add_owner(ctx: Context, given: Mapping[str, Any]) -> bool:
-    urn = _existing(ctx, given.get("resourceUrn"), "resourceUrn")
-    owner = _existing(ctx, given.get("ownerUrn"), "ownerUrn", (OWNER_TYPES[given["ownerEntityType"]],))
+    urn = existing(ctx, given.get("resourceUrn"), "resourceUrn")
+    owner = existing(ctx, given.get("ownerUrn"), "ownerUrn", (OWNER_TYPES[given["ownerEntityType"]],))
     type_urn = given.get("ownershipTypeUrn")
     kind = given.get("type")
     if kind is None:
@@ -132,24 +132,24 @@ def add_owner(ctx: Context, given: Mapping[str, Any]) -> bool:
     entry: dict[str, Any] = {"owner": owner, "type": kind}
     if type_urn:
         entry["typeUrn"] = type_urn
-    return _patch(ctx, urn, "ownership", [{"op": "add", "path": _pointer("owners", owner, kind), "value": entry}])
+    return _patch(ctx, urn, "ownership", [{"op": "add", "path": pointer("owners", owner, kind), "value": entry}])
 
 
 def add_link(ctx: Context, given: Mapping[str, Any]) -> bool:
-    urn = _existing(ctx, given.get("resourceUrn"), "resourceUrn")
+    urn = existing(ctx, given.get("resourceUrn"), "resourceUrn")
     link = {"url": given["linkUrl"], "description": given["label"], "createStamp": _stamp(ctx)}
     return _patch(ctx, urn, "institutionalMemory",
-                  [{"op": "add", "path": _pointer("elements", given["linkUrl"]), "value": link}])
+                  [{"op": "add", "path": pointer("elements", given["linkUrl"]), "value": link}])
 
 
 def remove_link(ctx: Context, given: Mapping[str, Any]) -> bool:
-    urn = _existing(ctx, given.get("resourceUrn"), "resourceUrn")
-    return _patch(ctx, urn, "institutionalMemory", [{"op": "remove", "path": _pointer("elements", given["linkUrl"])}])
+    urn = existing(ctx, given.get("resourceUrn"), "resourceUrn")
+    return _patch(ctx, urn, "institutionalMemory", [{"op": "remove", "path": pointer("elements", given["linkUrl"])}])
 
 
 def update_deprecation(ctx: Context, given: Mapping[str, Any]) -> bool:
     """Marks an entity deprecated or not, the caller as who said so (the whole aspect is written)."""
-    urn = _existing(ctx, given.get("urn"), "urn")
+    urn = existing(ctx, given.get("urn"), "urn")
     value: dict[str, Any] = {"deprecated": given["deprecated"], "note": given.get("note") or "",
                              "actor": principal_urn(ctx.principal)}
     if given.get("decommissionTime") is not None:
@@ -165,15 +165,15 @@ def create_domain(ctx: Context, given: Mapping[str, Any]) -> str:
     if given.get("description") is not None:
         value["description"] = given["description"]
     if given.get("parentDomain"):
-        value["parentDomain"] = _existing(ctx, given["parentDomain"], "parentDomain", ("domain",))
+        value["parentDomain"] = existing(ctx, given["parentDomain"], "parentDomain", ("domain",))
     write(ctx, Proposal("domain", urn, "CREATE_ENTITY", "domainProperties", value))
     return urn
 
 
 def set_domain(ctx: Context, entity_urn: Any, domain_urn: Any) -> bool:
     """Puts an entity in one domain (none when domain_urn is None)."""
-    urn = _existing(ctx, entity_urn, "entityUrn")
-    domains = [] if domain_urn is None else [_existing(ctx, domain_urn, "domainUrn", ("domain",))]
+    urn = existing(ctx, entity_urn, "entityUrn")
+    domains = [] if domain_urn is None else [existing(ctx, domain_urn, "domainUrn", ("domain",))]
     write(ctx, Proposal(entity_type_of(urn), urn, "UPSERT", "domains", {"domains": domains}))
     return True
 

@@ -15,6 +15,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
+import lodestar.api.graphql.products as products
 import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
 from ingest.proposal import Proposal
@@ -315,6 +316,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "listMyViews": lambda ctx, args: managed.list_views(ctx, args["input"], args["input"].get("viewType"), True,
                                                         search_across_entities),
     **managed.ROOT,
+    **products.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
