@@ -7,7 +7,8 @@ is 400 with a JSON error. A document that does not parse or validate (a field, t
 argument the schema lacks) or asks for what Lodestar cannot answer (a filter field, a sort, a
 flag) gets a 200 whose `errors` name it, as GraphQL servers answer; a document is parsed up to
 MAX_TOKENS tokens and MAX_DEPTH nested selections. Reads see only what the caller may read, as
-/v1/search and /v1/lineage do; `createTag` writes through GMS as the caller. Execution runs in
+/v1/search and /v1/lineage do; mutations (createTag, edits.py, managed.py, products.py) write
+through GMS as the caller. Execution runs in
 a worker thread, so the event loop stays free while the read models answer."""
 
 from __future__ import annotations
@@ -123,7 +124,8 @@ async def graphql(request: web.Request) -> web.Response:
 OPENAPI_PATHS: dict[str, Any] = {
     "/api/graphql": {"post": {
         "summary": "DataHub's GraphQL API as its SDK and CLI use it: searchAcrossEntities, scrollAcrossEntities,"
-                   " search, searchAcrossLineage, scrollAcrossLineage, entities by URN, createTag",
+                   " search, searchAcrossLineage, scrollAcrossLineage, entities by URN, createTag and the edits,"
+                   " views, metadata tests and data products of docs/datahub-clients.md",
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["query"], "properties": {
                 "query": {"type": "string"}, "variables": {"type": "object"},
@@ -136,7 +138,7 @@ OPENAPI_PATHS: dict[str, Any] = {
 
 def add_routes(app: web.Application) -> None:
     # A query for the write guards (lag, event-log ping): reads must go on while indexing lags.
-    # Its one mutation, createTag, writes through GMS, whose own errors answer for it.
+    # Its mutations write through GMS, whose own errors answer for them.
     app.router.add_post("/api/graphql", query_route(graphql))
     app.router.add_post("/api/v2/graphql", query_route(graphql))  # the path DataHub's frontend serves it at
 
