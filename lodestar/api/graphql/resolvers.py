@@ -38,6 +38,7 @@ URN_FACETS = {"platform": "dataPlatform", "tags": "tag", "glossaryTerms": "gloss
               "container": "container"}  # facets of URNs the index keeps as their ids
 FACET_NAMES = {"entityType": "_entityType"}
 HIDDEN_FACETS = frozenset({"keys"})  # Lodestar's own: the keys of properties maps
+GROUPED_INTO = frozenset({"SCHEMA_FIELD", "DATASET"})  # groupingSpec's names for "schema fields as their datasets"
 
 
 def forbidden(urn: str) -> GraphQLError:
@@ -181,10 +182,10 @@ def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage
     if flags.get("fetchExtraFields"):
         raise GraphQLError("searchFlags.fetchExtraFields is not supported by Lodestar")
     criteria = (flags.get("groupingSpec") or {}).get("groupingCriteria") or []
-    for c in criteria:
-        if c.get("groupingEntityType") != "SCHEMA_FIELD" or c.get("baseEntityType") not in (None, "SCHEMA_FIELD"):
+    for c in criteria:  # the SDK names the grouping SCHEMA_FIELD -> SCHEMA_FIELD, DataHub's UI SCHEMA_FIELD -> DATASET
+        if c.get("groupingEntityType") not in GROUPED_INTO or c.get("baseEntityType") not in (None, "SCHEMA_FIELD"):
             raise GraphQLError("searchFlags.groupingSpec: only the grouping of SCHEMA_FIELD into its dataset is"
-                               " supported")
+                               " supported (groupingEntityType SCHEMA_FIELD or DATASET)")
     index = ctx.api.read_models.search
     found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations, lineage=True),
                        flags.get("includeSoftDeleted"))
