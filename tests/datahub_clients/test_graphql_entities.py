@@ -72,7 +72,7 @@ from graphql import (
 from lodestar.api.graphql import schema
 from lodestar.api.graphql.entities import ENTITY_TYPES
 from tests.support.builders import dataset_urn
-from tests.support.graphql import emit, live_server, post_graphql
+from tests.support.graphql import emit, graph, live_server, post_graphql
 from tests.support.server import LiveServer
 
 STAMP = AuditStampClass(time=1, actor="urn:li:corpuser:admin")
@@ -101,6 +101,7 @@ URNS = {
     "mlPrimaryKey": "urn:li:mlPrimaryKey:(users,user_id)",
     "test": "urn:li:test:has-owner",
     "dataHubView": "urn:li:dataHubView:pii-tables",
+    "structuredProperty": "urn:li:structuredProperty:io.shop.retention",
 }
 COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           GlossaryTermsClass(terms=[GlossaryTermAssociationClass(URNS["glossaryTerm"])], auditStamp=STAMP),
@@ -154,7 +155,10 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "dataHubView": [models.DataHubViewInfoClass(
            name="PII tables", type="GLOBAL", created=STAMP, lastModified=STAMP,
            definition=models.DataHubViewDefinitionClass(entityTypes=["dataset"], filter=models.FilterClass(or_=[
-               models.ConjunctiveCriterionClass(and_=[models.CriterionClass(field="tags", values=[URNS["tag"]])])])))]}
+               models.ConjunctiveCriterionClass(and_=[models.CriterionClass(field="tags", values=[URNS["tag"]])])])))],
+       "structuredProperty": [models.StructuredPropertyDefinitionClass(
+           qualifiedName="io.shop.retention", valueType="urn:li:dataType:datahub.number", entityTypes=[
+               "urn:li:entityType:datahub.dataset"], displayName="Retention", cardinality="SINGLE")]}
 
 
 @pytest.fixture(scope="module")
@@ -232,6 +236,9 @@ def test_values_follow_the_aspects(server):
     assert passed["type"] == "SUCCESS" and passed["test"]["urn"] == URNS["test"]
     assert (passed["test"]["name"], passed["test"]["category"]) == ("Has an owner", "Governance")
     assert ask(server, URNS["test"])["definition"] == {"json": '{"rules": []}'}
+    assert ask(server, URNS["structuredProperty"])["definition"] == {
+        "qualifiedName": "io.shop.retention", "displayName": "Retention", "description": None,
+        "cardinality": "SINGLE", "immutable": False}
     view = ask(server, URNS["dataHubView"])
     assert (view["name"], view["viewType"]) == ("PII tables", "GLOBAL")
     assert view["definition"] == {"entityTypes": ["DATASET"], "filter": {"operator": "AND", "filters": [
@@ -267,3 +274,12 @@ def test_values_follow_the_aspects(server):
         "id": "fit-7", "outputUrls": ["s3://models/7"],
         "trainingMetrics": [{"name": "auc", "description": None, "value": "0.8", "createdAt": None}],
         "hyperParams": [{"name": "depth", "description": None, "value": "6", "createdAt": None}]}
+
+
+def test_structured_properties_are_listed_by_type(server):
+    client = graph(server)
+    try:
+        found = list(client.get_urns_by_filter(entity_types=["structuredProperty"]))
+    finally:
+        client.close()
+    assert found == [URNS["structuredProperty"]]

@@ -45,6 +45,7 @@ ENTITY_TYPES: dict[str, tuple[str, str]] = {
     "mlPrimaryKey": ("MLPRIMARY_KEY", "MLPrimaryKey"),
     "test": ("TEST", "Test"),
     "dataHubView": ("DATAHUB_VIEW", "DataHubView"),
+    "structuredProperty": ("STRUCTURED_PROPERTY", "StructuredPropertyEntity"),
 }
 BY_ENUM = {enum: name for name, (enum, _) in ENTITY_TYPES.items()}
 NOT_SEARCHABLE_ENUMS = frozenset({"DATA_PLATFORM_INSTANCE"})  # in the enum (a field's type), not an Entity
@@ -430,6 +431,11 @@ def _view_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
                 for c in conditions]}}
 
 
+def _property_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "propertyDefinition")
+    return None if value is None else {**value, "immutable": bool(value.get("immutable"))}
+
+
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "status")
     return {"removed": bool(value.get("removed"))} if value is not None else None
@@ -526,6 +532,7 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataHubView", "name"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("name"),
     ("DataHubView", "description"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("description"),
     ("DataHubView", "definition"): _view_definition,
+    ("StructuredPropertyEntity", "definition"): _property_definition,
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
 }
