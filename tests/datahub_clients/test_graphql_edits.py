@@ -2,7 +2,8 @@
 updateDescription, addOwner, addLink, removeLink) write the aspects DataHub's SDK reads back, on
 an entity and on one field of a dataset's schema, and the entity fields that show those aspects
 (globalTags, editableSchemaMetadata, editableProperties, institutionalMemory) answer them; so do
-updateDeprecation, createDomain, setDomain and unsetDomain, and listDomains lists the domains."""
+updateDeprecation, createDomain, setDomain, unsetDomain and updateCorpGroupProperties, and
+listDomains and listGroups list the domains and groups."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from datahub.emitter.mcp import MetadataChangeProposalWrapper
 from datahub.metadata.schema_classes import (
     ContainerClass,
     ContainerPropertiesClass,
+    CorpGroupEditableInfoClass,
+    CorpGroupInfoClass,
     CorpUserInfoClass,
     DatasetPropertiesClass,
     DeprecationClass,
@@ -37,6 +40,7 @@ RETURNS = dataset_urn("logistics.returns")
 FRAGILE = "urn:li:tag:fragile"
 TRACKING = "urn:li:glossaryTerm:TrackingNumber"
 CLERK = "urn:li:corpuser:clerk"
+PACKERS, DRIVERS = "urn:li:corpGroup:packers", "urn:li:corpGroup:drivers"
 FIELD = "[version=2.0].[type=string].carrier/code"  # a field path with a slash in it
 
 
@@ -52,6 +56,8 @@ def server(tmp_path_factory):
             (FRAGILE, TagPropertiesClass(name="fragile", description="handle with care")),
             (TRACKING, GlossaryTermInfoClass(definition="a parcel's number", termSource="INTERNAL")),
             (CLERK, CorpUserInfoClass(active=True, displayName="Clerk")),
+            (PACKERS, CorpGroupInfoClass(admins=[], members=[], groups=[], displayName="Packers")),
+            (DRIVERS, CorpGroupInfoClass(admins=[], members=[], groups=[], displayName="Drivers")),
         ]])
         yield live
 
@@ -186,6 +192,22 @@ def test_domains_are_made_listed_and_set(server):
     unset = post_graphql(server, {"query": f'mutation {{ unsetDomain(entityUrn: "{SHIPMENTS}") }}'})
     assert unset.json() == {"data": {"unsetDomain": True}}
     assert aspect(server, SHIPMENTS, DomainsClass).domains == []
+
+
+def test_groups_are_edited_and_listed(server):
+    update = "mutation u($urn: String!, $input: CorpGroupUpdateInput!) { updateCorpGroupProperties(urn: $urn," \
+             " input: $input) { urn editableProperties { description slack email } } }"
+    answer = post_graphql(server, {"query": update, "variables": {"urn": PACKERS, "input": {
+        "slack": "#packing", "email": "packers@example.com"}}}).json()
+    assert answer == {"data": {"updateCorpGroupProperties": {"urn": PACKERS, "editableProperties": {
+        "description": None, "slack": "#packing", "email": "packers@example.com"}}}}
+    assert mutate(server, "updateDescription", {"resourceUrn": PACKERS, "description": "they pack"})[
+        "data"]["updateDescription"] is True
+    written = aspect(server, PACKERS, CorpGroupEditableInfoClass)
+    assert (written.description, written.slack, written.email) == ("they pack", "#packing", "packers@example.com")
+    listed = ask(server, '{ listGroups(input: {start: 0, count: 1}) { start count total groups { urn } } }')
+    assert listed["listGroups"]["total"] == 2 and listed["listGroups"]["count"] == 1
+    assert listed["listGroups"]["groups"][0]["urn"] in (PACKERS, DRIVERS)
 
 
 def test_a_dataset_description_is_its_edited_properties(server):

@@ -114,6 +114,7 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
                        models.TestResultClass(URNS["test"], models.TestResultTypeClass.SUCCESS)]),
                    SubTypesClass(typeNames=["Table"]), DataPlatformInstanceClass(platform=URNS["dataPlatform"]),
                    SchemaMetadataClass(schemaName="orders", platform=URNS["dataPlatform"], version=0, hash="h",
+                                       created=AuditStampClass(time=5, actor="urn:li:corpuser:admin"),
                                        platformSchema=OtherSchemaClass(rawSchema=""), fields=[SchemaFieldClass(
                                            fieldPath="id", type=SchemaFieldDataTypeClass(StringTypeClass()),
                                            nativeDataType="varchar", globalTags=COMMON[0])])],
@@ -246,6 +247,7 @@ def test_values_follow_the_aspects(server):
     assert dataset["schemaMetadata"]["fields"][0]["globalTags"]["tags"] == [
         {"associatedUrn": URNS["schemaField"], "context": None}]
     assert dataset["schemaMetadata"]["aspectVersion"] is None  # the latest, not a given version
+    assert dataset["schemaMetadata"]["createdAt"] == 5
     assert dataset["dataPlatformInstance"]["platform"]["properties"] == {
         "type": "FILE_SYSTEM", "displayName": "Hive", "datasetNameDelimiter": ".", "logoUrl": None}
     job = ask(server, URNS["dataJob"])

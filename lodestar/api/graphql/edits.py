@@ -20,7 +20,7 @@ from graphql import GraphQLError
 
 from gms.access import principal_urn
 from ingest.proposal import Proposal
-from lodestar.api.graphql.entities import EDITABLE_PROPERTIES, Context, entity_type_of
+from lodestar.api.graphql.entities import EDITABLE_PROPERTIES, Context, EntityRef, entity_type_of
 
 WRITE_TIMEOUT = 60.0  # seconds a mutation waits for its proposal to be applied
 SCHEMA_FIELD = "DATASET_FIELD"  # the one sub-resource type: a field of a dataset's schema
@@ -31,7 +31,6 @@ DESCRIPTIONS: dict[str, tuple[str, str]] = {
     "tag": ("tagProperties", "description"),
     "domain": ("domainProperties", "description"),
     "dataProduct": ("dataProductProperties", "description"),
-    "corpGroup": ("corpGroupEditableInfo", "description"),
 }
 OWNER_TYPES = {"CORP_USER": "corpuser", "CORP_GROUP": "corpGroup"}
 SYSTEM_OWNERSHIP_TYPE = "urn:li:ownershipType:__system__"  # + a lower-case OwnershipType
@@ -178,6 +177,16 @@ def set_domain(ctx: Context, entity_urn: Any, domain_urn: Any) -> bool:
     return True
 
 
+def update_group(ctx: Context, urn: str, given: Mapping[str, Any]) -> EntityRef:
+    """Sets what is given of a group's edited description, Slack channel, email and picture."""
+    existing(ctx, urn, "urn", ("corpGroup",))
+    ops = [{"op": "add", "path": pointer(name), "value": given[name]}
+           for name in ("description", "slack", "email", "pictureLink") if given.get(name) is not None]
+    if ops:
+        write(ctx, Proposal("corpGroup", urn, "PATCH", "corpGroupEditableInfo", ops))
+    return EntityRef(urn)
+
+
 ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "addTag": lambda ctx, args: _label(ctx, args["input"], True, "tagUrn", "tag"),
     "removeTag": lambda ctx, args: _label(ctx, args["input"], False, "tagUrn", "tag"),
@@ -191,4 +200,5 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "createDomain": lambda ctx, args: create_domain(ctx, args["input"]),
     "setDomain": lambda ctx, args: set_domain(ctx, args["entityUrn"], args["domainUrn"]),
     "unsetDomain": lambda ctx, args: set_domain(ctx, args["entityUrn"], None),
+    "updateCorpGroupProperties": lambda ctx, args: update_group(ctx, args["urn"], args["input"]),
 }

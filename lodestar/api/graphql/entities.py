@@ -349,7 +349,8 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
         fields.append(schema_field(f"urn:li:schemaField:({r.urn},{f['fieldPath']})", f))
     return {"name": value.get("schemaName") or "", "platformUrn": value.get("platform") or "",
             "version": value.get("version") or 0, "hash": value.get("hash"),
-            "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version}
+            "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version,
+            "createdAt": (value.get("created") or {}).get("time")}
 
 
 # entity type -> the aspect of its edited properties (documentation written over the ingested one)
@@ -359,7 +360,7 @@ EDITABLE_PROPERTIES = {
     "dataFlow": "editableDataFlowProperties", "dataJob": "editableDataJobProperties",
     "mlModel": "editableMlModelProperties", "mlModelGroup": "editableMlModelGroupProperties",
     "mlFeature": "editableMlFeatureProperties", "mlFeatureTable": "editableMlFeatureTableProperties",
-    "mlPrimaryKey": "editableMlPrimaryKeyProperties",
+    "mlPrimaryKey": "editableMlPrimaryKeyProperties", "corpGroup": "corpGroupEditableInfo",
 }
 
 

@@ -312,6 +312,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **edits.ROOT,
     "listDomains": lambda ctx, args: list_of(ctx, args["input"], "DOMAIN", "domains"),
     "listTests": lambda ctx, args: list_of(ctx, args["input"], "TEST", "tests"),
+    "listGroups": lambda ctx, args: list_of(ctx, args["input"], "CORP_GROUP", "groups"),
     "listGlobalViews": lambda ctx, args: managed.list_views(ctx, args["input"], "GLOBAL", False,
                                                             search_across_entities),
     "listMyViews": lambda ctx, args: managed.list_views(ctx, args["input"], args["input"].get("viewType"), True,
