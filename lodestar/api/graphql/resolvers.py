@@ -12,6 +12,7 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
+import lodestar.api.graphql.browse as browse
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
@@ -305,6 +306,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "search": lambda ctx, args: search_across_entities(ctx, args["input"], [args["input"]["type"]]),
     "searchAcrossLineage": lambda ctx, args: search_across_lineage(ctx, args["input"]),
     "scrollAcrossLineage": lambda ctx, args: scroll_across_lineage(ctx, args["input"]),
+    "browse": lambda ctx, args: browse.browse(ctx, args["input"], search_across_entities),
     "entity": lambda ctx, args: entity(ctx, args["urn"]),
     "entities": lambda ctx, args: entities(ctx, args["urns"]),
     "createTag": lambda ctx, args: create_tag(ctx, args["input"]),
