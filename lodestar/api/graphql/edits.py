@@ -1,10 +1,10 @@
 """Edits of an entity as DataHub's GraphQL mutations (edits.graphql): tags, glossary terms,
 owners, links and descriptions, on an entity or on one field of a dataset's schema; deprecation;
-domains (made, and an entity put in one).
+domains (made, and an entity put in one); a group's edited properties.
 
-Each edit of a list is one keyed JSON Patch of one aspect (gms/patch.py keys the arrays of globalTags,
-glossaryTerms, ownership, institutionalMemory and editableSchemaMetadata), applied through GMS
-as the caller, so GMS's authorization, validation and change log apply as to any write; adding
+Each edit of a list is one keyed JSON Patch of one aspect (gms/patch.py keys the arrays of
+globalTags, glossaryTerms, ownership, institutionalMemory and editableSchemaMetadata), applied
+through GMS as the caller, so GMS's authorization, validation and change log apply as to any write; adding
 what is there or removing what is not changes nothing. The entity edited and the tag, term or
 owner named must exist (a 404 error naming it otherwise)."""
 
@@ -52,7 +52,8 @@ def pointer(*segments: str) -> str:
     return "".join("/" + s.replace("~", "~0").replace("/", "~1") for s in segments)
 
 
-def _stamp(ctx: Context) -> dict[str, Any]:
+def stamp(ctx: Context) -> dict[str, Any]:
+    """An audit stamp: now, by the caller."""
     return {"time": int(time.time() * 1000), "actor": principal_urn(ctx.principal)}
 
 
@@ -101,7 +102,7 @@ def _label(ctx: Context, given: Mapping[str, Any], add: bool, label_field: str, 
     ops: list[dict[str, Any]] = [{"op": "add", "path": path, "value": {key: label}} if add
                                  else {"op": "remove", "path": path}]
     if kind == "glossaryTerm":  # glossaryTerms records who changed it last
-        ops.append({"op": "add", "path": pointer(*where, "auditStamp"), "value": _stamp(ctx)})
+        ops.append({"op": "add", "path": pointer(*where, "auditStamp"), "value": stamp(ctx)})
     return _patch(ctx, urn, aspect if field_path is None else "editableSchemaMetadata", ops)
 
 
@@ -136,7 +137,7 @@ def add_owner(ctx: Context, given: Mapping[str, Any]) -> bool:
 
 def add_link(ctx: Context, given: Mapping[str, Any]) -> bool:
     urn = existing(ctx, given.get("resourceUrn"), "resourceUrn")
-    link = {"url": given["linkUrl"], "description": given["label"], "createStamp": _stamp(ctx)}
+    link = {"url": given["linkUrl"], "description": given["label"], "createStamp": stamp(ctx)}
     return _patch(ctx, urn, "institutionalMemory",
                   [{"op": "add", "path": pointer("elements", given["linkUrl"]), "value": link}])
 
@@ -160,7 +161,7 @@ def update_deprecation(ctx: Context, given: Mapping[str, Any]) -> bool:
 def create_domain(ctx: Context, given: Mapping[str, Any]) -> str:
     """A new domain (urn:li:domain:<id>, a random id when none is given); fails when it exists."""
     urn = f"urn:li:domain:{given.get('id') or uuid.uuid4()}"
-    value = {"name": given["name"], "created": _stamp(ctx)}
+    value = {"name": given["name"], "created": stamp(ctx)}
     if given.get("description") is not None:
         value["description"] = given["description"]
     if given.get("parentDomain"):

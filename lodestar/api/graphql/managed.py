@@ -10,7 +10,6 @@ here. Lodestar stores views; its searches do not apply them (`viewUrn` is refuse
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -19,7 +18,7 @@ from graphql import GraphQLError
 
 from gms.access import principal_urn
 from ingest.proposal import Proposal
-from lodestar.api.graphql.edits import write
+from lodestar.api.graphql.edits import stamp, write
 from lodestar.api.graphql.entities import Context, EntityRef, lodestar_type
 
 DEFINITION_TYPE = "JSON"  # the one kind of test definition
@@ -81,9 +80,9 @@ def _view_urn(ctx: Context, urn: str) -> dict[str, Any]:
 def create_view(ctx: Context, given: Mapping[str, Any]) -> EntityRef:
     """A new view with a random id, made by the caller."""
     urn = f"urn:li:dataHubView:{uuid.uuid4()}"
-    stamp = {"time": int(time.time() * 1000), "actor": principal_urn(ctx.principal)}
+    now = stamp(ctx)
     value = {"name": given["name"], "type": given["viewType"], "definition": _view_definition(given["definition"]),
-             "created": stamp, "lastModified": stamp}
+             "created": now, "lastModified": now}
     if given.get("description") is not None:
         value["description"] = given["description"]
     write(ctx, Proposal("dataHubView", urn, "CREATE_ENTITY", "dataHubViewInfo", value))
@@ -98,7 +97,7 @@ def update_view(ctx: Context, urn: str, given: Mapping[str, Any]) -> EntityRef:
             value[name] = given[name]
     if given.get("definition") is not None:
         value["definition"] = _view_definition(given["definition"])
-    value["lastModified"] = {"time": int(time.time() * 1000), "actor": principal_urn(ctx.principal)}
+    value["lastModified"] = stamp(ctx)
     write(ctx, Proposal("dataHubView", urn, "UPSERT", "dataHubViewInfo", value))
     return EntityRef(urn)
 
