@@ -129,7 +129,8 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "dashboard": [DashboardInfoClass(title="d1", description="d", lastModified=ChangeAuditStampsClass())],
        "container": [ContainerPropertiesClass(name="db", env="PROD"),
                      DataPlatformInstanceClass(platform=URNS["dataPlatform"])],
-       "corpuser": [CorpUserInfoClass(active=True, displayName="Jane", email="j@example.com")],
+       "corpuser": [CorpUserInfoClass(active=True, displayName="Jane", email="j@example.com"),
+                    models.CorpUserEditableInfoClass(pictureLink="https://example.com/jane.png", skills=["sql"])],
        "corpGroup": [CorpGroupInfoClass(admins=[], members=[], groups=[], displayName="Analysts")],
        "tag": [TagPropertiesClass(name="PII", colorHex="#ff0000")],
        "glossaryTerm": [GlossaryTermInfoClass(definition="money", termSource="INTERNAL", name="Revenue")],
@@ -263,6 +264,9 @@ def test_values_follow_the_aspects(server):
             "time": 2, "actor": "urn:li:corpuser:admin", "source": "urn:li:dataHubAction:docs",
             "sourceDetail": [{"key": "k", "value": "v"}]}}]
     assert ask(server, URNS["glossaryTerm"])["properties"]["description"] == "money"
+    user = ask(server, URNS["corpuser"])
+    assert user["editableInfo"]["pictureLink"] == "https://example.com/jane.png"
+    assert user["editableProperties"] == user["editableInfo"] and user["editableInfo"]["skills"] == ["sql"]
     assert ask(server, URNS["glossaryNode"])["properties"] == {"name": "Finance", "description": "finance terms"}
     field = ask(server, URNS["schemaField"])
     assert field["fieldPath"] == "id" and field["parent"]["urn"] == DATASET

@@ -512,6 +512,8 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataJob", "jobId"): lambda r, ctx: ctx.key(r.urn).get("jobId"),
     ("DataJob", "inputOutput"): _input_output,
     ("CorpUser", "username"): lambda r, ctx: ctx.key(r.urn).get("username"),
+    ("CorpUser", "editableInfo"): lambda r, ctx: ctx.aspect(r.urn, "corpUserEditableInfo"),
+    ("CorpUser", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "corpUserEditableInfo"),
     ("Domain", "id"): lambda r, ctx: ctx.key(r.urn).get("id"),
     ("Tag", "description"): lambda r, ctx: (ctx.aspect(r.urn, "tagProperties") or {}).get("description"),
     ("GlossaryTerm", "hierarchicalName"): lambda r, ctx: key_name(ctx, r),
