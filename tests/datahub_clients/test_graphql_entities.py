@@ -102,6 +102,8 @@ URNS = {
     "test": "urn:li:test:has-owner",
     "dataHubView": "urn:li:dataHubView:pii-tables",
     "structuredProperty": "urn:li:structuredProperty:io.shop.retention",
+    "incident": "urn:li:incident:late-load",
+    "assertion": "urn:li:assertion:orders-fresh",
 }
 COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           GlossaryTermsClass(terms=[GlossaryTermAssociationClass(URNS["glossaryTerm"])], auditStamp=STAMP),
@@ -154,6 +156,11 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "mlPrimaryKey": [MLPrimaryKeyPropertiesClass(sources=[], description="k")],
        "test": [models.TestInfoClass(name="Has an owner", category="Governance", definition=models.TestDefinitionClass(
            models.TestDefinitionTypeClass.JSON, json='{"rules": []}'))],
+       "incident": [models.IncidentInfoClass(
+           type="FRESHNESS", entities=[DATASET], created=STAMP, title="late",
+           status=models.IncidentStatusClass(state="ACTIVE", lastUpdated=STAMP),
+           source=models.IncidentSourceClass(type="ASSERTION_FAILURE", sourceUrn="urn:li:assertion:orders-fresh"))],
+       "assertion": [models.AssertionInfoClass(type="FRESHNESS")],
        "dataHubView": [models.DataHubViewInfoClass(
            name="PII tables", type="GLOBAL", created=STAMP, lastModified=STAMP,
            definition=models.DataHubViewDefinitionClass(entityTypes=["dataset"], filter=models.FilterClass(or_=[
@@ -241,6 +248,11 @@ def test_values_follow_the_aspects(server):
     assert ask(server, URNS["structuredProperty"])["definition"] == {
         "qualifiedName": "io.shop.retention", "displayName": "Retention", "description": None,
         "cardinality": "SINGLE", "immutable": False}
+    incident = ask(server, URNS["incident"])
+    assert (incident["incidentType"], incident["title"], incident["status"]["state"]) == ("FRESHNESS", "late", "ACTIVE")
+    assert incident["entity"]["urn"] == DATASET and incident["source"]["type"] == "ASSERTION_FAILURE"
+    assert incident["source"]["source"] == {"__typename": "Assertion", "urn": URNS["assertion"]}
+    assert ask(server, URNS["assertion"])["info"] == {"type": "FRESHNESS"}
     view = ask(server, URNS["dataHubView"])
     assert (view["name"], view["viewType"]) == ("PII tables", "GLOBAL")
     assert view["definition"] == {"entityTypes": ["DATASET"], "filter": {"operator": "AND", "filters": [

@@ -41,7 +41,8 @@ log = logging.getLogger(__name__)
 MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has some 2,000)
 MAX_DEPTH = 32  # nested selection sets of one operation or fragment
 # the files after the first extend its Query and Mutation
-SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql", "products.graphql")
+SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql", "products.graphql",
+                "incidents.graphql")
 
 
 @cache
@@ -49,7 +50,7 @@ def schema() -> GraphQLSchema:
     lenient_scalars()
     package = resources.files(__package__)
     built = build_schema("\n".join(package.joinpath(name).read_text() for name in SCHEMA_FILES))
-    for name in ("Entity", "OwnerType"):
+    for name in ("Entity", "OwnerType", "IncidentSourceEntity"):
         built.get_type(name).resolve_type = lambda value, info, abstract: graphql_type_of(value)  # type: ignore
     return built
 

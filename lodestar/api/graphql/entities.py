@@ -46,6 +46,8 @@ ENTITY_TYPES: dict[str, tuple[str, str]] = {
     "test": ("TEST", "Test"),
     "dataHubView": ("DATAHUB_VIEW", "DataHubView"),
     "structuredProperty": ("STRUCTURED_PROPERTY", "StructuredPropertyEntity"),
+    "incident": ("INCIDENT", "Incident"),
+    "assertion": ("ASSERTION", "Assertion"),
 }
 BY_ENUM = {enum: name for name, (enum, _) in ENTITY_TYPES.items()}
 NOT_SEARCHABLE_ENUMS = frozenset({"DATA_PLATFORM_INSTANCE"})  # in the enum (a field's type), not an Entity
@@ -536,6 +538,7 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataHubView", "description"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("description"),
     ("DataHubView", "definition"): _view_definition,
     ("StructuredPropertyEntity", "definition"): _property_definition,
+    ("Assertion", "info"): lambda r, ctx: ctx.aspect(r.urn, "assertionInfo"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
 }

@@ -14,6 +14,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 
 import lodestar.api.graphql.browse as browse
 import lodestar.api.graphql.edits as edits
+import lodestar.api.graphql.incidents as incidents
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
 import lodestar.api.graphql.products as products
@@ -293,7 +294,10 @@ def list_of(ctx: Context, given: Mapping[str, Any], entity_type: str, listed: st
 
 
 # entity fields answered by a search
-SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {("Container", "entities"): container_entities}
+SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {
+    ("Container", "entities"): container_entities,
+    ("Dataset", "incidents"): lambda r, ctx, **args: incidents.incidents_of(r, ctx, search_across_entities, **args),
+}
 
 
 def _typed(entity_type: str) -> Callable[[Context, Mapping[str, Any]], EntityRef | None]:
@@ -321,6 +325,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
                                                         search_across_entities),
     **managed.ROOT,
     **products.ROOT,
+    **incidents.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
@@ -340,6 +345,8 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
             raise GraphQLError(f"{info.parent_type.name}.{info.field_name} is not served by Lodestar")
         return fn(info.context, args)
     if isinstance(source, EntityRef):
+        if info.parent_type.name == "Incident" and info.field_name not in ("urn", "type"):
+            return incidents.incident_field(source, info.context, info.field_name)
         if (searched := SEARCHES.get((info.parent_type.name, info.field_name))) is not None:
             return searched(source, info.context, **args)
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
