@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from datahub.emitter.mce_builder import make_data_job_urn, make_schema_field_urn
 from datahub.emitter.mcp import MetadataChangeProposalWrapper
+from datahub.metadata import schema_classes as models  # its Test* classes, kept from pytest's collection
 from datahub.metadata.schema_classes import (
     AuditStampClass,
     ChangeAuditStampsClass,
@@ -25,6 +26,8 @@ from datahub.metadata.schema_classes import (
     DataProcessInstancePropertiesClass,
     DataProductPropertiesClass,
     DatasetPropertiesClass,
+    DocumentationAssociationClass,
+    DocumentationClass,
     DomainPropertiesClass,
     DomainsClass,
     EditableDatasetPropertiesClass,
@@ -33,11 +36,17 @@ from datahub.metadata.schema_classes import (
     GlossaryTermAssociationClass,
     GlossaryTermInfoClass,
     GlossaryTermsClass,
+    InputFieldClass,
+    InputFieldsClass,
+    MetadataAttributionClass,
     MLFeaturePropertiesClass,
     MLFeatureTablePropertiesClass,
+    MLHyperParamClass,
+    MLMetricClass,
     MLModelGroupPropertiesClass,
     MLModelPropertiesClass,
     MLPrimaryKeyPropertiesClass,
+    MLTrainingRunPropertiesClass,
     OtherSchemaClass,
     OwnerClass,
     OwnershipClass,
@@ -63,7 +72,7 @@ from graphql import (
 from lodestar.api.graphql import schema
 from lodestar.api.graphql.entities import ENTITY_TYPES
 from tests.support.builders import dataset_urn
-from tests.support.graphql import emit, live_server, post_graphql
+from tests.support.graphql import emit, graph, live_server, post_graphql
 from tests.support.server import LiveServer
 
 STAMP = AuditStampClass(time=1, actor="urn:li:corpuser:admin")
@@ -90,6 +99,11 @@ URNS = {
     "mlFeature": "urn:li:mlFeature:(users,age)",
     "mlFeatureTable": "urn:li:mlFeatureTable:(urn:li:dataPlatform:feast,users)",
     "mlPrimaryKey": "urn:li:mlPrimaryKey:(users,user_id)",
+    "test": "urn:li:test:has-owner",
+    "dataHubView": "urn:li:dataHubView:pii-tables",
+    "structuredProperty": "urn:li:structuredProperty:io.shop.retention",
+    "incident": "urn:li:incident:late-load",
+    "assertion": "urn:li:assertion:orders-fresh",
 }
 COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           GlossaryTermsClass(terms=[GlossaryTermAssociationClass(URNS["glossaryTerm"])], auditStamp=STAMP),
@@ -98,19 +112,27 @@ COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           DomainsClass(domains=[URNS["domain"]]), StatusClass(removed=False)]
 OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", customProperties={"k": "v"}),
                    EditableDatasetPropertiesClass(description="edited"), ContainerClass(URNS["container"]),
+                   models.TestResultsClass(failing=[], passing=[
+                       models.TestResultClass(URNS["test"], models.TestResultTypeClass.SUCCESS)]),
                    SubTypesClass(typeNames=["Table"]), DataPlatformInstanceClass(platform=URNS["dataPlatform"]),
                    SchemaMetadataClass(schemaName="orders", platform=URNS["dataPlatform"], version=0, hash="h",
+                                       created=AuditStampClass(time=5, actor="urn:li:corpuser:admin"),
                                        platformSchema=OtherSchemaClass(rawSchema=""), fields=[SchemaFieldClass(
                                            fieldPath="id", type=SchemaFieldDataTypeClass(StringTypeClass()),
                                            nativeDataType="varchar", globalTags=COMMON[0])])],
        "dataJob": [DataJobInfoClass(name="load", type="COMMAND"), DataJobInputOutputClass(
            inputDatasets=[DATASET], outputDatasets=[DATASET], inputDatajobs=[])],
        "dataFlow": [DataFlowInfoClass(name="etl", project="p")],
-       "chart": [ChartInfoClass(title="c1", description="c", lastModified=ChangeAuditStampsClass())],
+       "chart": [ChartInfoClass(title="c1", description="c", lastModified=ChangeAuditStampsClass()),
+                 InputFieldsClass(fields=[InputFieldClass(schemaFieldUrn=make_schema_field_urn(DATASET, "id"),
+                                                          schemaField=SchemaFieldClass(
+                                                              fieldPath="id", nativeDataType="varchar",
+                                                              type=SchemaFieldDataTypeClass(StringTypeClass())))])],
        "dashboard": [DashboardInfoClass(title="d1", description="d", lastModified=ChangeAuditStampsClass())],
        "container": [ContainerPropertiesClass(name="db", env="PROD"),
                      DataPlatformInstanceClass(platform=URNS["dataPlatform"])],
-       "corpuser": [CorpUserInfoClass(active=True, displayName="Jane", email="j@example.com")],
+       "corpuser": [CorpUserInfoClass(active=True, displayName="Jane", email="j@example.com"),
+                    models.CorpUserEditableInfoClass(pictureLink="https://example.com/jane.png", skills=["sql"])],
        "corpGroup": [CorpGroupInfoClass(admins=[], members=[], groups=[], displayName="Analysts")],
        "tag": [TagPropertiesClass(name="PII", colorHex="#ff0000")],
        "glossaryTerm": [GlossaryTermInfoClass(definition="money", termSource="INTERNAL", name="Revenue")],
@@ -119,13 +141,33 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
        "dataPlatform": [DataPlatformInfoClass(name="hive", type="FILE_SYSTEM", datasetNameDelimiter=".",
                                               displayName="Hive")],
        "dataProduct": [DataProductPropertiesClass(name="Orders")],
-       "schemaField": [],
-       "dataProcessInstance": [DataProcessInstancePropertiesClass(name="run1", created=STAMP)],
+       "schemaField": [DocumentationClass(documentations=[DocumentationAssociationClass(
+           documentation="the order's key", attribution=MetadataAttributionClass(
+               time=2, actor="urn:li:corpuser:admin", source="urn:li:dataHubAction:docs", sourceDetail={"k": "v"}))])],
+       "dataProcessInstance": [DataProcessInstancePropertiesClass(name="run1", created=STAMP),
+                               SubTypesClass(typeNames=["TRAINING"]), ContainerClass(URNS["container"]),
+                               MLTrainingRunPropertiesClass(id="fit-7", outputUrls=["s3://models/7"],
+                                                            trainingMetrics=[MLMetricClass(name="auc", value="0.8")],
+                                                            hyperParams=[MLHyperParamClass(name="depth", value="6")])],
        "mlModel": [MLModelPropertiesClass(name="churn", description="m")],
        "mlModelGroup": [MLModelGroupPropertiesClass(description="g")],
        "mlFeature": [MLFeaturePropertiesClass(description="f")],
        "mlFeatureTable": [MLFeatureTablePropertiesClass(description="t")],
-       "mlPrimaryKey": [MLPrimaryKeyPropertiesClass(sources=[], description="k")]}
+       "mlPrimaryKey": [MLPrimaryKeyPropertiesClass(sources=[], description="k")],
+       "test": [models.TestInfoClass(name="Has an owner", category="Governance", definition=models.TestDefinitionClass(
+           models.TestDefinitionTypeClass.JSON, json='{"rules": []}'))],
+       "incident": [models.IncidentInfoClass(
+           type="FRESHNESS", entities=[DATASET], created=STAMP, title="late",
+           status=models.IncidentStatusClass(state="ACTIVE", lastUpdated=STAMP),
+           source=models.IncidentSourceClass(type="ASSERTION_FAILURE", sourceUrn="urn:li:assertion:orders-fresh"))],
+       "assertion": [models.AssertionInfoClass(type="FRESHNESS")],
+       "dataHubView": [models.DataHubViewInfoClass(
+           name="PII tables", type="GLOBAL", created=STAMP, lastModified=STAMP,
+           definition=models.DataHubViewDefinitionClass(entityTypes=["dataset"], filter=models.FilterClass(or_=[
+               models.ConjunctiveCriterionClass(and_=[models.CriterionClass(field="tags", values=[URNS["tag"]])])])))],
+       "structuredProperty": [models.StructuredPropertyDefinitionClass(
+           qualifiedName="io.shop.retention", valueType="urn:li:dataType:datahub.number", entityTypes=[
+               "urn:li:entityType:datahub.dataset"], displayName="Retention", cardinality="SINGLE")]}
 
 
 @pytest.fixture(scope="module")
@@ -198,19 +240,64 @@ def test_every_served_type_is_covered():
 def test_values_follow_the_aspects(server):
     dataset = ask(server, URNS["dataset"])
     assert dataset["editableProperties"]["description"] == "edited"
+    assert dataset["testResults"]["failing"] == []
+    [passed] = dataset["testResults"]["passing"]
+    assert passed["type"] == "SUCCESS" and passed["test"]["urn"] == URNS["test"]
+    assert (passed["test"]["name"], passed["test"]["category"]) == ("Has an owner", "Governance")
+    assert ask(server, URNS["test"])["definition"] == {"json": '{"rules": []}'}
+    assert ask(server, URNS["structuredProperty"])["definition"] == {
+        "qualifiedName": "io.shop.retention", "displayName": "Retention", "description": None,
+        "cardinality": "SINGLE", "immutable": False}
+    incident = ask(server, URNS["incident"])
+    assert (incident["incidentType"], incident["title"], incident["status"]["state"]) == ("FRESHNESS", "late", "ACTIVE")
+    assert incident["entity"]["urn"] == DATASET and incident["source"]["type"] == "ASSERTION_FAILURE"
+    assert incident["source"]["source"] == {"__typename": "Assertion", "urn": URNS["assertion"]}
+    assert ask(server, URNS["assertion"])["info"] == {"type": "FRESHNESS"}
+    view = ask(server, URNS["dataHubView"])
+    assert (view["name"], view["viewType"]) == ("PII tables", "GLOBAL")
+    assert view["definition"] == {"entityTypes": ["DATASET"], "filter": {"operator": "AND", "filters": [
+        {"field": "tags", "condition": "EQUAL", "values": [URNS["tag"]], "negated": False}]}}
     assert dataset["schemaMetadata"]["fields"][0]["globalTags"]["tags"] == [
         {"associatedUrn": URNS["schemaField"], "context": None}]
     assert dataset["schemaMetadata"]["aspectVersion"] is None  # the latest, not a given version
+    assert dataset["schemaMetadata"]["createdAt"] == 5
     assert dataset["dataPlatformInstance"]["platform"]["properties"] == {
         "type": "FILE_SYSTEM", "displayName": "Hive", "datasetNameDelimiter": ".", "logoUrl": None}
     job = ask(server, URNS["dataJob"])
     assert job["dataFlow"]["urn"] == URNS["dataFlow"] and job["jobId"] == "load"
     assert [d["urn"] for d in job["inputOutput"]["outputDatasets"]] == [DATASET]
-    assert ask(server, URNS["chart"])["properties"]["name"] == "c1"
+    chart = ask(server, URNS["chart"])
+    assert chart["properties"]["name"] == "c1"
+    [used] = chart["inputFields"]["fields"]
+    assert used["schemaFieldUrn"] == URNS["schemaField"] and used["schemaField"]["type"] == "STRING"
+    assert used["schemaField"]["schemaFieldEntity"]["urn"] == URNS["schemaField"]
+    assert ask(server, URNS["schemaField"])["documentation"]["documentations"] == [
+        {"documentation": "the order's key", "attribution": {
+            "time": 2, "actor": "urn:li:corpuser:admin", "source": "urn:li:dataHubAction:docs",
+            "sourceDetail": [{"key": "k", "value": "v"}]}}]
     assert ask(server, URNS["glossaryTerm"])["properties"]["description"] == "money"
+    user = ask(server, URNS["corpuser"])
+    assert user["editableInfo"]["pictureLink"] == "https://example.com/jane.png"
+    assert user["editableProperties"] == user["editableInfo"] and user["editableInfo"]["skills"] == ["sql"]
     assert ask(server, URNS["glossaryNode"])["properties"] == {"name": "Finance", "description": "finance terms"}
     field = ask(server, URNS["schemaField"])
     assert field["fieldPath"] == "id" and field["parent"]["urn"] == DATASET
     assert ask(server, URNS["tag"])["properties"]["colorHex"] == "#ff0000"
     assert ask(server, URNS["mlFeature"])["featureNamespace"] == "users"
     assert ask(server, URNS["container"])["platform"]["urn"] == URNS["dataPlatform"]
+    run = ask(server, URNS["dataProcessInstance"])
+    assert run["properties"]["name"] == "run1" and run["properties"]["created"]["time"] == 1
+    assert run["subTypes"] == {"typeNames": ["TRAINING"]} and run["container"]["urn"] == URNS["container"]
+    assert run["mlTrainingRunProperties"] == {
+        "id": "fit-7", "outputUrls": ["s3://models/7"],
+        "trainingMetrics": [{"name": "auc", "description": None, "value": "0.8", "createdAt": None}],
+        "hyperParams": [{"name": "depth", "description": None, "value": "6", "createdAt": None}]}
+
+
+def test_structured_properties_are_listed_by_type(server):
+    client = graph(server)
+    try:
+        found = list(client.get_urns_by_filter(entity_types=["structuredProperty"]))
+    finally:
+        client.close()
+    assert found == [URNS["structuredProperty"]]

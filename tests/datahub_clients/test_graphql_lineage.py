@@ -152,6 +152,18 @@ def test_sdk_v2_column_lineage(server):
                                           ((C, "account_id"), (B, "id"), (A, "id"))}
 
 
+def test_fields_grouped_into_datasets_as_datahub_names_it(server):
+    grouping = {"groupingSpec": {"groupingCriteria": [{"baseEntityType": "SCHEMA_FIELD",
+                                                       "groupingEntityType": "DATASET"}]}}
+    field = lineage(server, urn=make_schema_field_urn(C, "account_id"), direction="UPSTREAM", searchFlags=grouping)
+    assert [(r["entity"]["urn"], r["degree"]) for r in field["searchResults"]] == [(B, 1), (A, 2)]
+    datasets = lineage(server, urn=A, direction="DOWNSTREAM", searchFlags=grouping)  # no fields to group
+    assert datasets["searchResults"] == lineage(server, urn=A, direction="DOWNSTREAM")["searchResults"]
+    other = {"groupingSpec": {"groupingCriteria": [{"baseEntityType": "DATASET", "groupingEntityType": "DATASET"}]}}
+    with pytest.raises(Exception, match="only the grouping of SCHEMA_FIELD into its dataset"):
+        lineage(server, urn=A, direction="DOWNSTREAM", searchFlags=other)
+
+
 def test_datahub_lineage_cli(server, tmp_path):
     done = datahub_cli(server, tmp_path, "lineage", "--urn", A, "--direction", "downstream", "--format", "json")
     assert done.returncode == 0, done.stdout + done.stderr

@@ -9,7 +9,8 @@ flag) gets a 200 whose `errors` name it, as GraphQL servers answer; a document i
 MAX_TOKENS tokens, and refused before it runs when it nests selections too deep, asks for too
 many fields or may cost too much (cost.py: fragments inlined, aliases counted, lists weighted by
 the results they ask for; its limits are settings). Reads see only what the caller may read, as
-/v1/search and /v1/lineage do; `createTag` writes through GMS as the caller. Execution runs in
+/v1/search and /v1/lineage do; mutations (createTag, edits.py, managed.py,
+products.py, incidents.py) write through GMS as the caller. Execution runs in
 a worker thread, so the event loop stays free while the read models answer."""
 
 from __future__ import annotations
@@ -43,8 +44,9 @@ MAX_TOKENS = 20_000  # tokens of one document (the CLI's search document has som
 MAX_DEPTH = QueryLimits.max_depth  # nested selections of one operation, its fragments inlined
 DEFAULT_LIMITS = QueryLimits()
 LIMITS_KEY = web.AppKey("graphql_limits", QueryLimits)
-# the others extend schema.graphql
-SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "domains.graphql")
+# the files after the first extend its Query and Mutation
+SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql", "products.graphql",
+                "incidents.graphql")
 
 
 @cache
@@ -52,7 +54,7 @@ def schema() -> GraphQLSchema:
     lenient_scalars()
     package = resources.files(__package__)
     built = build_schema("\n".join(package.joinpath(name).read_text() for name in SCHEMA_FILES))
-    for name in ("Entity", "OwnerType"):
+    for name in ("Entity", "OwnerType", "IncidentSourceEntity"):
         built.get_type(name).resolve_type = lambda value, info, abstract: graphql_type_of(value)  # type: ignore
     return built
 
@@ -114,7 +116,8 @@ async def graphql(request: web.Request) -> web.Response:
 OPENAPI_PATHS: dict[str, Any] = {
     "/api/graphql": {"post": {
         "summary": "DataHub's GraphQL API as its SDK and CLI use it: searchAcrossEntities, scrollAcrossEntities,"
-                   " search, searchAcrossLineage, scrollAcrossLineage, entities by URN, createTag",
+                   " search, searchAcrossLineage, scrollAcrossLineage, entities by URN, createTag and the edits,"
+                   " views, metadata tests and data products of docs/datahub-clients.md",
         "requestBody": {"required": True, "content": {"application/json": {"schema": {
             "type": "object", "required": ["query"], "properties": {
                 "query": {"type": "string"}, "variables": {"type": "object"},
@@ -129,7 +132,7 @@ OPENAPI_PATHS["/api/v2/graphql"] = OPENAPI_PATHS["/api/graphql"]
 
 def add_routes(app: web.Application) -> None:
     # A query for the write guards (lag, event-log ping): reads must go on while indexing lags.
-    # Its one mutation, createTag, writes through GMS, whose own errors answer for it.
+    # Its mutations write through GMS, whose own errors answer for them.
     app[LIMITS_KEY] = QueryLimits.from_env()
     app.router.add_post("/api/graphql", query_route(graphql))
     app.router.add_post("/api/v2/graphql", query_route(graphql))  # the path DataHub's frontend serves it at

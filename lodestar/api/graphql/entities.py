@@ -43,6 +43,11 @@ ENTITY_TYPES: dict[str, tuple[str, str]] = {
     "mlFeature": ("MLFEATURE", "MLFeature"),
     "mlFeatureTable": ("MLFEATURE_TABLE", "MLFeatureTable"),
     "mlPrimaryKey": ("MLPRIMARY_KEY", "MLPrimaryKey"),
+    "test": ("TEST", "Test"),
+    "dataHubView": ("DATAHUB_VIEW", "DataHubView"),
+    "structuredProperty": ("STRUCTURED_PROPERTY", "StructuredPropertyEntity"),
+    "incident": ("INCIDENT", "Incident"),
+    "assertion": ("ASSERTION", "Assertion"),
 }
 BY_ENUM = {enum: name for name, (enum, _) in ENTITY_TYPES.items()}
 NOT_SEARCHABLE_ENUMS = frozenset({"DATA_PLATFORM_INSTANCE"})  # in the enum (a field's type), not an Entity
@@ -117,6 +122,11 @@ class Context:
                 self._aspects[urn] = found
         return found
 
+    def forget(self, urn: str) -> None:
+        """Drops the aspects read of an entity (it was just written): the next read is fresh."""
+        with self._lock:
+            self._aspects.pop(urn, None)
+
     def aspect(self, urn: str, name: str) -> Any:
         value = self.aspects(urn).get(name)
         return value if isinstance(value, dict) else None
@@ -189,12 +199,13 @@ _PROPERTIES: dict[str, tuple[str, dict[str, str]]] = {  # entity type -> (aspect
     "mlFeature": ("mlFeatureProperties", {}),
     "mlFeatureTable": ("mlFeatureTableProperties", {}),
     "mlPrimaryKey": ("mlPrimaryKeyProperties", {}),
+    "dataProcessInstance": ("dataProcessInstanceProperties", {}),
 }
 _NAMED_BY_KEY = {"dataset": "name", "tag": "name", "glossaryTerm": "name", "glossaryNode": "name",
                  "corpGroup": "name", "mlModel": "name", "mlModelGroup": "name", "mlFeature": "name",
                  "mlFeatureTable": "name", "mlPrimaryKey": "name", "dataPlatform": "platformName",
                  "domain": "id", "corpuser": "username", "dataFlow": "flowId", "dataJob": "jobId",
-                 "dataProduct": "id", "container": "guid"}
+                 "dataProduct": "id", "container": "guid", "test": "id"}
 
 
 def key_name(ctx: Context, r: EntityRef) -> str:
@@ -282,33 +293,45 @@ def _field_data_type(field_value: dict[str, Any]) -> str | None:
     return "STRUCT" if name == "RECORD" else name if name in _FIELD_TYPES else None
 
 
-def schema_field(f: dict[str, Any], field_urn: str) -> dict[str, Any]:
-    """A SchemaField value as GraphQL shapes it (`field_urn`: the field as an entity)."""
-    return {**f, "nullable": bool(f.get("nullable")), "recursive": bool(f.get("recursive")),
-            "type": _field_data_type(f), "globalTags": global_tags(field_urn, f.get("globalTags")),
-            "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms")), "schemaFieldEntity": ref(field_urn)}
+def schema_field(field_urn: str, value: dict[str, Any]) -> dict[str, Any]:
+    """A SchemaField record (of schemaMetadata or inputFields) as GraphQL shows it."""
+    return {**value, "nullable": bool(value.get("nullable")), "recursive": bool(value.get("recursive")),
+            "type": _field_data_type(value), "globalTags": global_tags(field_urn, value.get("globalTags")),
+            "glossaryTerms": glossary_terms(field_urn, value.get("glossaryTerms")),
+            "schemaFieldEntity": EntityRef(field_urn)}
 
 
 def input_fields(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    """The schema fields a chart or dashboard is built from (its inputFields aspect)."""
     value = ctx.aspect(r.urn, "inputFields")
     if value is None:
         return None
     fields = []
     for f in value.get("fields") or []:
         urn = f.get("schemaFieldUrn") if isinstance(f, dict) else None
-        if isinstance(urn, str):
-            shown = f.get("schemaField")
-            fields.append({"schemaFieldUrn": urn, "schemaField": schema_field(shown, urn) if isinstance(
-                shown, dict) and isinstance(shown.get("fieldPath"), str) else None})
+        if not isinstance(urn, str):
+            continue
+        inner = f.get("schemaField")
+        fields.append({"schemaFieldUrn": urn,
+                       "schemaField": schema_field(urn, inner) if isinstance(inner, dict) else None})
     return {"fields": fields}
 
 
-def documentation(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+def _documentation(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "documentation")
     if value is None:
         return None
-    return {"documentations": [{"documentation": d["documentation"]} for d in value.get("documentations") or []
-                               if isinstance(d, dict) and isinstance(d.get("documentation"), str)]}
+    pieces = []
+    for piece in value.get("documentations") or []:
+        if not isinstance(piece, dict) or not isinstance(piece.get("documentation"), str):
+            continue
+        attribution = piece.get("attribution")
+        if isinstance(attribution, dict):
+            details = attribution.get("sourceDetail")
+            attribution = {**attribution, "sourceDetail": [{"key": k, "value": v} for k, v in details.items()]
+                           if isinstance(details, dict) else None}
+        pieces.append({"documentation": piece["documentation"], "attribution": attribution})
+    return {"documentations": pieces}
 
 
 def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> dict[str, Any] | None:
@@ -321,39 +344,99 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
         value, stored_version = ctx.aspect(r.urn, "schemaMetadata"), None
     if not isinstance(value, dict):
         return None
-
-    def created_at() -> int | None:
-        row = ctx.api.gms.store.get(r.urn, "schemaMetadata", int(version) if version else None)
-        return row.modified_ms if row is not None and row.exists else None
-    fields = [schema_field(f, f"urn:li:schemaField:({r.urn},{f['fieldPath']})") for f in value.get("fields") or []
-              if isinstance(f, dict) and isinstance(f.get("fieldPath"), str)]
+    fields = []
+    for f in value.get("fields") or []:
+        if not isinstance(f, dict) or not isinstance(f.get("fieldPath"), str):
+            continue
+        fields.append(schema_field(f"urn:li:schemaField:({r.urn},{f['fieldPath']})", f))
     return {"name": value.get("schemaName") or "", "platformUrn": value.get("platform") or "",
             "version": value.get("version") or 0, "hash": value.get("hash"),
             "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version,
-            "createdAt": created_at}
+            "createdAt": (value.get("created") or {}).get("time")}
+
+
+# entity type -> the aspect of its edited properties (documentation written over the ingested one)
+EDITABLE_PROPERTIES = {
+    "dataset": "editableDatasetProperties", "container": "editableContainerProperties",
+    "chart": "editableChartProperties", "dashboard": "editableDashboardProperties",
+    "dataFlow": "editableDataFlowProperties", "dataJob": "editableDataJobProperties",
+    "mlModel": "editableMlModelProperties", "mlModelGroup": "editableMlModelGroupProperties",
+    "mlFeature": "editableMlFeatureProperties", "mlFeatureTable": "editableMlFeatureTableProperties",
+    "mlPrimaryKey": "editableMlPrimaryKeyProperties", "corpGroup": "corpGroupEditableInfo",
+}
+
+
+def _editable_properties(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    aspect_name = EDITABLE_PROPERTIES.get(r.entity_type)
+    return ctx.aspect(r.urn, aspect_name) if aspect_name else None
 
 
 def editable_schema_metadata(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "editableSchemaMetadata")
     if value is None:
         return None
-    fields = []
-    for f in value.get("editableSchemaFieldInfo") or []:
-        if isinstance(f, dict) and isinstance(f.get("fieldPath"), str):
-            field_urn = f"urn:li:schemaField:({r.urn},{f['fieldPath']})"
-            fields.append({"fieldPath": f["fieldPath"], "description": f.get("description"),
-                           "globalTags": global_tags(field_urn, f.get("globalTags")),
-                           "glossaryTerms": glossary_terms(field_urn, f.get("glossaryTerms"))})
-    return {"editableSchemaFieldInfo": fields}
+    infos = []
+    for info in value.get("editableSchemaFieldInfo") or []:
+        if not isinstance(info, dict) or not isinstance(info.get("fieldPath"), str):
+            continue
+        field_urn = f"urn:li:schemaField:({r.urn},{info['fieldPath']})"
+        infos.append({"fieldPath": info["fieldPath"], "description": info.get("description"),
+                      "globalTags": global_tags(field_urn, info.get("globalTags")),
+                      "glossaryTerms": glossary_terms(field_urn, info.get("glossaryTerms"))})
+    return {"editableSchemaFieldInfo": infos}
 
 
 def institutional_memory(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
     value = ctx.aspect(r.urn, "institutionalMemory")
     if value is None:
         return None
-    elements = [e for e in value.get("elements") or [] if isinstance(e, dict) and isinstance(e.get("url"), str)]
-    return {"elements": [{"url": e["url"], "label": e.get("description") or "",
-                          "description": e.get("description") or "", "associatedUrn": r.urn} for e in elements]}
+    elements = []
+    for element in value.get("elements") or []:
+        if not isinstance(element, dict) or not isinstance(element.get("url"), str):
+            continue
+        created = element.get("createStamp") if isinstance(element.get("createStamp"), dict) else None
+        actor = (created or {}).get("actor")
+        elements.append({"url": element["url"], "label": element.get("description") or "",
+                         "description": element.get("description") or "", "created": created,
+                         "author": EntityRef(actor) if isinstance(actor, str) and entity_type_of(actor) == "corpuser"
+                         else None, "associatedUrn": r.urn})
+    return {"elements": elements}
+
+
+def test_results(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    """The metadata tests an entity passes and fails (its testResults aspect)."""
+    value = ctx.aspect(r.urn, "testResults")
+    if value is None:
+        return None
+
+    def results(name: str) -> list[dict[str, Any]]:
+        return [{"test": EntityRef(x["test"]), "type": x.get("type")} for x in value.get(name) or []
+                if isinstance(x, dict) and isinstance(x.get("test"), str) and entity_type_of(x["test"]) == "test"]
+    return {"passing": results("passing"), "failing": results("failing")}
+
+
+def _test_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    definition = (ctx.aspect(r.urn, "testInfo") or {}).get("definition")
+    return {"json": definition.get("json")} if isinstance(definition, dict) else None
+
+
+def _view_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    """A view's stored definition as GraphQL shows it: one conjunction is AND, else OR of single conditions."""
+    definition = (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("definition")
+    if not isinstance(definition, dict):
+        return None
+    ors = [c.get("and") or [] for c in (definition.get("filter") or {}).get("or") or [] if isinstance(c, dict)]
+    conditions = [c for conjunction in ors for c in conjunction if isinstance(c, dict)]
+    return {"entityTypes": [enum_of(t) for t in definition.get("entityTypes") or [] if t in ENTITY_TYPES],
+            "filter": {"operator": "AND" if len(ors) <= 1 else "OR", "filters": [
+                {"field": c.get("field"), "condition": c.get("condition"), "negated": c.get("negated"),
+                 "values": c.get("values") or ([c["value"]] if c.get("value") is not None else [])}
+                for c in conditions]}}
+
+
+def _property_definition(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
+    value = ctx.aspect(r.urn, "propertyDefinition")
+    return None if value is None else {**value, "immutable": bool(value.get("immutable"))}
 
 
 def _status(r: EntityRef, ctx: Context) -> dict[str, Any] | None:
@@ -401,6 +484,7 @@ COMMON: dict[str, Resolver] = {
     "dataPlatformInstance": data_platform_instance,
     "tags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
     "globalTags": lambda r, ctx: global_tags(r.urn, ctx.aspect(r.urn, "globalTags")),
+    "editableProperties": _editable_properties,
     "institutionalMemory": institutional_memory,
     "deprecation": lambda r, ctx: ctx.aspect(r.urn, "deprecation"),
     "glossaryTerms": lambda r, ctx: glossary_terms(r.urn, ctx.aspect(r.urn, "glossaryTerms")),
@@ -416,11 +500,9 @@ COMMON: dict[str, Resolver] = {
 
 # fields particular to one GraphQL object type
 BY_TYPE: dict[tuple[str, str], Resolver] = {
-    ("Dataset", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "editableDatasetProperties"),
-    ("Dataset", "schemaMetadata"): schema_metadata,
     ("Dataset", "description"): lambda r, ctx: (ctx.aspect(r.urn, "datasetProperties") or {}).get("description"),
     ("Dataset", "editableSchemaMetadata"): editable_schema_metadata,
-    ("Container", "editableProperties"): lambda r, ctx: ctx.aspect(r.urn, "editableContainerProperties"),
+    ("Dataset", "schemaMetadata"): schema_metadata,
     ("Chart", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
     ("Chart", "chartId"): lambda r, ctx: ctx.key(r.urn).get("chartId"),
     ("Dashboard", "tool"): lambda r, ctx: ctx.key(r.urn).get("dashboardTool"),
@@ -440,10 +522,23 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataPlatform", "displayName"): lambda r, ctx: (ctx.aspect(r.urn, "dataPlatformInfo") or {}).get("displayName"),
     ("SchemaFieldEntity", "fieldPath"): lambda r, ctx: ctx.key(r.urn).get("fieldPath"),
     ("SchemaFieldEntity", "parent"): lambda r, ctx: ref(ctx.key(r.urn).get("parent")),
-    ("SchemaFieldEntity", "documentation"): documentation,
+    ("SchemaFieldEntity", "documentation"): _documentation,
     ("Chart", "inputFields"): input_fields,
+    ("Dashboard", "inputFields"): input_fields,
     ("DataProcessInstance", "name"): lambda r, ctx: (
         ctx.aspect(r.urn, "dataProcessInstanceProperties") or {}).get("name"),
+    ("DataProcessInstance", "mlTrainingRunProperties"): lambda r, ctx: ctx.aspect(r.urn, "mlTrainingRunProperties"),
+    ("Dataset", "testResults"): test_results,
+    ("Test", "name"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("name") or key_name(ctx, r),
+    ("Test", "category"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("category"),
+    ("Test", "description"): lambda r, ctx: (ctx.aspect(r.urn, "testInfo") or {}).get("description"),
+    ("Test", "definition"): _test_definition,
+    ("DataHubView", "viewType"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("type"),
+    ("DataHubView", "name"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("name"),
+    ("DataHubView", "description"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("description"),
+    ("DataHubView", "definition"): _view_definition,
+    ("StructuredPropertyEntity", "definition"): _property_definition,
+    ("Assertion", "info"): lambda r, ctx: ctx.aspect(r.urn, "assertionInfo"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
 }

@@ -3,7 +3,6 @@ by URN and `createTag`, and the field resolver every other field goes through.""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
@@ -13,9 +12,12 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
-import lodestar.api.graphql.domains as domains
+import lodestar.api.graphql.browse as browse
 import lodestar.api.graphql.edits as edits
+import lodestar.api.graphql.incidents as incidents
 import lodestar.api.graphql.lineage as lineage
+import lodestar.api.graphql.managed as managed
+import lodestar.api.graphql.products as products
 import lodestar.api.graphql.relationships as relationships
 import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
@@ -35,11 +37,11 @@ from lodestar.api.graphql.search import Page, Search, Searcher, query_text
 from lodestar.api.limits import MAX_COUNT, MAX_START
 from mcl_processor.search.cdap import RESOURCE, Expr, any_of
 
-WRITE_TIMEOUT = 60.0  # seconds a mutation waits for its proposals to be applied
 URN_FACETS = {"platform": "dataPlatform", "tags": "tag", "glossaryTerms": "glossaryTerm", "domains": "domain",
               "container": "container"}  # facets of URNs the index keeps as their ids
 FACET_NAMES = {"entityType": "_entityType"}
 HIDDEN_FACETS = frozenset({"keys"})  # Lodestar's own: the keys of properties maps
+GROUPED_INTO = frozenset({"SCHEMA_FIELD", "DATASET"})  # groupingSpec's names for "schema fields as their datasets"
 
 
 def forbidden(urn: str) -> GraphQLError:
@@ -168,14 +170,6 @@ def scroll_across_entities(ctx: Context, given: Mapping[str, Any]) -> dict[str, 
             "searchResults": _hits(page), "facets": _facets(ctx, page.facets, _max_values(given))}
 
 
-def container_entities(ctx: Context, r: EntityRef, given: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """`Container.entities(input)`: a search of the entities whose container aspect names it."""
-    given = given or {}
-    filters = [*(given.get("filters") or []), {"field": "container", "values": [r.urn]}]
-    return search_across_entities(ctx, {"query": given.get("query") or "*", "start": given.get("start"),
-                                        "count": given.get("count"), "filters": filters})
-
-
 def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage.Node], str]:
     urn = given.get("urn")
     if not urn:
@@ -191,11 +185,10 @@ def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage
     if flags.get("fetchExtraFields"):
         raise GraphQLError("searchFlags.fetchExtraFields is not supported by Lodestar")
     criteria = (flags.get("groupingSpec") or {}).get("groupingCriteria") or []
-    for c in criteria:  # DataHub's SDK names SCHEMA_FIELD twice; DataHub's own form says DATASET
-        grouped = c.get("groupingEntityType") == "SCHEMA_FIELD" and c.get("baseEntityType") in (None, "SCHEMA_FIELD")
-        if not grouped and (c.get("groupingEntityType"), c.get("baseEntityType")) != ("DATASET", "SCHEMA_FIELD"):
+    for c in criteria:  # the SDK names the grouping SCHEMA_FIELD -> SCHEMA_FIELD, DataHub's UI SCHEMA_FIELD -> DATASET
+        if c.get("groupingEntityType") not in GROUPED_INTO or c.get("baseEntityType") not in (None, "SCHEMA_FIELD"):
             raise GraphQLError("searchFlags.groupingSpec: only the grouping of SCHEMA_FIELD into its dataset is"
-                               " supported")
+                               " supported (groupingEntityType SCHEMA_FIELD or DATASET)")
     index = ctx.api.read_models.search
     found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations, lineage=True),
                        flags.get("includeSoftDeleted"))
@@ -274,21 +267,38 @@ def create_tag(ctx: Context, given: Mapping[str, Any]) -> str:
     properties = {"name": given["name"]}
     if given.get("description") is not None:
         properties["description"] = given["description"]
-    _write(ctx, Proposal("tag", urn, "CREATE_ENTITY", "tagProperties", properties), urn)
+    try:
+        edits.write(ctx, Proposal("tag", urn, "CREATE_ENTITY", "tagProperties", properties))
+    except GraphQLError as err:
+        if (err.extensions or {}).get("error") == "entity_exists":
+            raise GraphQLError(f"tag {urn} already exists", extensions=err.extensions) from None
+        raise
     owner = {"owner": principal_urn(ctx.principal), "type": "TECHNICAL_OWNER"}
-    _write(ctx, Proposal("tag", urn, "UPSERT", "ownership", {"owners": [owner]}), urn)
+    edits.write(ctx, Proposal("tag", urn, "UPSERT", "ownership", {"owners": [owner]}))
     return urn
 
 
-def _write(ctx: Context, proposal: Proposal, urn: str) -> None:
-    """Applies one proposal through GMS as the caller (the writer thread, its authorization)."""
-    future = asyncio.run_coroutine_threadsafe(ctx.api.apply([proposal], ctx.principal, {}), ctx.loop)
-    [result] = future.result(WRITE_TIMEOUT)
-    failure = result.failure
-    if failure is not None:
-        message = (f"tag {urn} already exists" if failure.code == "entity_exists"
-                   else f"{failure.code}: {failure.message}")
-        raise GraphQLError(message, extensions={"code": failure.http_status, "error": failure.code})
+def container_entities(r: EntityRef, ctx: Context, input: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The entities whose `container` aspect names this container, searched as searchAcrossEntities."""
+    given = dict(input or {})
+    given["filters"] = [*(given.get("filters") or []), {"field": "container", "values": [r.urn]}]
+    return search_across_entities(ctx, {**given, "query": given.get("query") or "*"})
+
+
+def list_of(ctx: Context, given: Mapping[str, Any], entity_type: str, listed: str) -> dict[str, Any]:
+    """One page of the entities of a type (listDomains, listTests, ...): {start, count, total, <listed>}."""
+    found = search_across_entities(ctx, {"query": given.get("query") or "*", "start": given.get("start"),
+                                         "count": given.get("count"), "types": [entity_type],
+                                         "searchFlags": {"skipAggregates": True}})
+    return {"start": found["start"], "count": found["count"], "total": found["total"],
+            listed: [hit["entity"] for hit in found["searchResults"]]}
+
+
+# entity fields answered by a search
+SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {
+    ("Container", "entities"): container_entities,
+    ("Dataset", "incidents"): lambda r, ctx, **args: incidents.incidents_of(r, ctx, search_across_entities, **args),
+}
 
 
 def _typed(entity_type: str) -> Callable[[Context, Mapping[str, Any]], EntityRef | None]:
@@ -301,19 +311,29 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     "search": lambda ctx, args: search_across_entities(ctx, args["input"], [args["input"]["type"]]),
     "searchAcrossLineage": lambda ctx, args: search_across_lineage(ctx, args["input"]),
     "scrollAcrossLineage": lambda ctx, args: scroll_across_lineage(ctx, args["input"]),
+    "browse": lambda ctx, args: browse.browse(ctx, args["input"], search_across_entities),
     "entity": lambda ctx, args: entity(ctx, args["urn"]),
     "entities": lambda ctx, args: entities(ctx, args["urns"]),
     "createTag": lambda ctx, args: create_tag(ctx, args["input"]),
     **tokens.ROOT,
     **edits.ROOT,
-    **domains.root(search_across_entities),
+    "listDomains": lambda ctx, args: list_of(ctx, args["input"], "DOMAIN", "domains"),
+    "listTests": lambda ctx, args: list_of(ctx, args["input"], "TEST", "tests"),
+    "listGroups": lambda ctx, args: list_of(ctx, args["input"], "CORP_GROUP", "groups"),
+    "listGlobalViews": lambda ctx, args: managed.list_views(ctx, args["input"], "GLOBAL", False,
+                                                            search_across_entities),
+    "listMyViews": lambda ctx, args: managed.list_views(ctx, args["input"], args["input"].get("viewType"), True,
+                                                        search_across_entities),
+    **managed.ROOT,
+    **products.ROOT,
+    **incidents.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
         "glossaryTerm": "glossaryTerm", "glossaryNode": "glossaryNode", "domain": "domain",
         "dataPlatform": "dataPlatform", "dataProduct": "dataProduct", "mlModel": "mlModel",
         "mlModelGroup": "mlModelGroup", "mlFeature": "mlFeature", "mlFeatureTable": "mlFeatureTable",
-        "mlPrimaryKey": "mlPrimaryKey"}.items()},
+        "mlPrimaryKey": "mlPrimaryKey", "test": "test"}.items()},
 }
 
 
@@ -326,8 +346,10 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
             raise GraphQLError(f"{info.parent_type.name}.{info.field_name} is not served by Lodestar")
         return fn(info.context, args)
     if isinstance(source, EntityRef):
-        if (info.parent_type.name, info.field_name) == ("Container", "entities"):
-            return container_entities(info.context, source, args.get("input"))
+        if info.parent_type.name == "Incident" and info.field_name not in ("urn", "type"):
+            return incidents.incident_field(source, info.context, info.field_name)
+        if (searched := SEARCHES.get((info.parent_type.name, info.field_name))) is not None:
+            return searched(source, info.context, **args)
         if info.field_name == "relationships":
             return relationships.relationships(source, info.context, args["input"])
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
