@@ -62,7 +62,7 @@ def test_create_list_and_set_domains(server):
     assert graphql(server, set_domain, e=DATASET, d="urn:li:domain:finance")["data"]["setDomain"] is True
     assert aspect(server, DATASET, "domains") == {"domains": ["urn:li:domain:finance"]}
     missing = graphql(server, set_domain, e=DATASET, d="urn:li:domain:nowhere")
-    assert "no domain urn:li:domain:nowhere exists" in missing["errors"][0]["message"]
+    assert "domainUrn: urn:li:domain:nowhere does not exist" in missing["errors"][0]["message"]
     unset = "mutation u($e: String!) { unsetDomain(entityUrn: $e) }"
     assert graphql(server, unset, e=DATASET)["data"]["unsetDomain"] is True
     assert aspect(server, DATASET, "domains") == {"domains": []}

@@ -167,6 +167,8 @@ def create_domain(ctx: Context, given: Mapping[str, Any]) -> str:
     if given.get("parentDomain"):
         value["parentDomain"] = existing(ctx, given["parentDomain"], "parentDomain", ("domain",))
     write(ctx, Proposal("domain", urn, "CREATE_ENTITY", "domainProperties", value))
+    owner = {"owner": principal_urn(ctx.principal), "type": "TECHNICAL_OWNER"}  # its creator owns it
+    write(ctx, Proposal("domain", urn, "UPSERT", "ownership", {"owners": [owner]}))
     return urn
 
 

@@ -352,7 +352,13 @@ def schema_metadata(r: EntityRef, ctx: Context, version: int | None = None) -> d
     return {"name": value.get("schemaName") or "", "platformUrn": value.get("platform") or "",
             "version": value.get("version") or 0, "hash": value.get("hash"),
             "primaryKeys": value.get("primaryKeys"), "fields": fields, "aspectVersion": stored_version,
-            "createdAt": (value.get("created") or {}).get("time")}
+            "createdAt": lambda: (value.get("created") or {}).get("time") or _written_at(ctx, r.urn, version)}
+
+
+def _written_at(ctx: Context, urn: str, version: Any) -> int | None:
+    """When the schemaMetadata version read was written (its own `created` stamp is often 0)."""
+    row = ctx.api.gms.store.get(urn, "schemaMetadata", int(version) if version else None)
+    return row.modified_ms if row is not None and row.exists else None
 
 
 # entity type -> the aspect of its edited properties (documentation written over the ingested one)
