@@ -11,6 +11,7 @@
 #   deploy/servers.sh fetch   [...]                               only download / assemble
 #   deploy/servers.sh reset   [...]                               stop and wipe data (downloads kept)
 #   deploy/servers.sh logs    SERVER [N]                          last N lines of the server's log
+#   deploy/servers.sh --cluster CMD [NODE ...]                    the clusters: deploy/cluster.sh CMD ...
 #
 # With no server named, the command applies to all three. LODESTAR_SERVERS_RUN (default
 # $LODESTAR_SERVERS_HOME/run) names the run dir: each command acts only on the servers of its own,
@@ -232,6 +233,12 @@ fetch_locked() {
 }
 
 main() {
+  local arg
+  local -a rest=()
+  for arg in "$@"; do [[ "$arg" == --cluster ]] || rest+=("$arg"); done
+  if ((${#rest[@]} != $#)); then  # the clusters of deploy/cluster.sh
+    exec "$DEPLOY_DIR/cluster.sh" "${rest[@]}"
+  fi
   (($# >= 1)) || usage
   local cmd="$1"; shift
   case "$cmd" in

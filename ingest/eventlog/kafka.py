@@ -102,12 +102,15 @@ class KafkaEventLog(EventLog):
     """The event log on a Kafka cluster; topic, group and transactional ids carry `prefix`."""
 
     def __init__(self, bootstrap: str, prefix: str = "", partitions: int = 4, replication: int = -1,
-                 session_timeout_ms: int = 45_000, timeout: float = 30.0, connect_timeout: float = 10.0):
-        """`replication` -1 takes the broker's default; `timeout` bounds every Kafka call."""
+                 session_timeout_ms: int = 45_000, timeout: float = 30.0, connect_timeout: float = 10.0,
+                 min_insync_replicas: int | None = None):
+        """`replication` -1 takes the broker's default, `min_insync_replicas` None too (both for the
+        topics it creates); `timeout` bounds every Kafka call."""
         self.bootstrap = bootstrap
         self.prefix = prefix
         self.default_partitions = partitions
         self.replication = replication
+        self.min_insync_replicas = min_insync_replicas
         self.session_timeout_ms = session_timeout_ms
         self.timeout = timeout
         with self._failing(f"connecting (within {connect_timeout:g}s)"):
@@ -182,8 +185,10 @@ class KafkaEventLog(EventLog):
             if topic in self._partition_counts:
                 return self._partition_counts[topic]
             name = self.topic_name(topic)
-            config = SEQUENCES_CONFIG if topic == SEQUENCES else {
+            config = dict(SEQUENCES_CONFIG) if topic == SEQUENCES else {
                 "retention.ms": str(RETENTION_MS.get(topic, DEFAULT_RETENTION_MS))}
+            if self.min_insync_replicas is not None:
+                config["min.insync.replicas"] = str(self.min_insync_replicas)
             new = NewTopic(name, 1 if topic == SEQUENCES else self.default_partitions, self.replication,
                            config=config)
             with self._failing(f"creating topic {name}"):

@@ -249,6 +249,14 @@ class RunReport:
     # after a GMS died before committing its offsets) whose version was already made: applied once
     duplicates_absorbed: int
     verdict: Verdict
+    converged: float = 0.0  # seconds from the last recovery to every MCP applied and indexed (distributed)
+
+    def summary(self, fault: str) -> str:
+        """One line per fault: what was acknowledged, lost, doubled, and how long convergence took."""
+        v = self.verdict
+        return (f"{fault}: {self.mcps} MCPs acknowledged, {v.versions} versions, lost {v.lost + v.missing_mcls},"
+                f" duplicates {v.doubled_mcls + v.doubled_points}, divergences {v.divergences},"
+                f" converged in {self.converged:.1f}s after recovery ({self.seconds:.0f}s in all)")
 
 
 class Driver(threading.Thread):
@@ -401,12 +409,19 @@ def seed_and_rest(work: Work) -> tuple[list[Proposal], list[Proposal]]:
     return first, rest
 
 
-def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> RunReport:
+# A fault on the servers: called with the fault's number while writes go on, it breaks something
+# and returns what it did and how to recover (called later, while writes still go on).
+Fault = Callable[[int], tuple[str, Callable[[], None]]]
+
+
+def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1, fault: Fault | None = None) -> RunReport:
     """The workload appended to the MCP topic (by a producer that is not GMS) for two `lodestar
     gms` and two `lodestar mcl-processor` processes (tests.support.stack.Stack), in
     `kills` + 1 chunks; after a random share of each chunk is applied, a random one of the four
     is SIGKILLed and started again on its data directory (same producer id, so its outbox is
-    published). Then checked like the embedded run, on Cassandra, Kafka and OpenSearch."""
+    published), or, given `fault`, that fault happens (its recovery at the next fault's moment,
+    or once the last chunk is appended). Then checked like the embedded run, on Cassandra, Kafka
+    and OpenSearch."""
     from gms.service import MCP_GROUP
     from mcl_processor.processor import GROUP as MCL_GROUP
     from mcl_processor.processor import TOPICS as MCL_TOPICS
@@ -424,20 +439,36 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> Run
     stack.await_mcps_applied(timeout=max(90.0, len(first) / 50))
     stack.note(f"seed round applied: {len(first)} MCPs")
     chunk = len(rest) // (kills + 1) + 1
-    for k in range(kills + 1):
-        part = rest[k * chunk:(k + 1) * chunk]
-        if not part:
-            break
-        target = stack.mcp_committed() + int(len(part) * rng.uniform(0.2, 0.8))
-        stack.produce(part)
-        if k == kills:
-            break
-        stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied",
-                     timeout=max(90.0, len(part) / 50))
-        victim = rng.choice(sorted(running))
-        running[victim].kill()
-        stack.note(f"kill {k + 1}: {victim}, {stack.mcp_committed()} MCPs committed")
-        running[victim] = names[victim](victim)
+    pending: list[Callable[[], None]] = []  # the recovery of the last fault, until done
+    try:
+        for k in range(kills + 1):
+            part = rest[k * chunk:(k + 1) * chunk]
+            if not part:
+                break
+            # (awaited: a broker may be down)
+            committed = stack.await_(lambda: (stack.mcp_committed(),), "the MCP group's offsets")[0]
+            target = committed + int(len(part) * rng.uniform(0.2, 0.8))
+            stack.produce(part)
+            if k == kills:
+                break
+            stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied",
+                         timeout=max(180.0, len(part) / 20))
+            while pending:
+                pending.pop()()
+            if fault is None:
+                victim = rng.choice(sorted(running))
+                running[victim].kill()
+                stack.note(f"kill {k + 1}: {victim}, {stack.mcp_committed()} MCPs committed")
+                running[victim] = names[victim](victim)
+            else:
+                what, recover = fault(k)
+                pending.append(recover)
+                stack.note(f"fault {k + 1}: {what}")
+    finally:  # a failed run leaves no server down behind it
+        while pending:
+            pending.pop()()
+            stack.note("recovered from the last fault")
+    recovered = time.monotonic()
     stack.await_mcps_applied(timeout=max(300.0, work.mcps / 50))
     stack.note("every MCP applied")
     wanted = expected_versions(work)
@@ -447,7 +478,7 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> Run
     stack.await_healthy(gms)
     stack.await_(lambda: gms.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
                  ["indexed"], "the MCL processors indexing every MCL", timeout=300)
-    seconds = time.monotonic() - started
+    seconds, converged = time.monotonic() - started, time.monotonic() - recovered
     verdict = Verdict()
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(16) as pool:
@@ -461,4 +492,4 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> Run
     verdict.divergences, report = run_check(stack.root / "tool", stack.env)
     if verdict.divergences:
         verdict.examples.append(report)
-    return RunReport(work.mcps, kills, seconds, 0, len(stack.records(topics.FAILED_MCP)), verdict)
+    return RunReport(work.mcps, kills, seconds, 0, len(stack.records(topics.FAILED_MCP)), verdict, converged)

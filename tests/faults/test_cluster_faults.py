@@ -1,0 +1,71 @@
+"""Nodes of the clusters (deploy/cluster.sh: 3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch
+nodes) SIGKILLed while two `lodestar gms` and two `lodestar mcl-processor` apply a workload from
+the MCP topic, then started again: every acknowledged write is applied once, each version has one
+MCL, the read models converge to the store and `lodestar check` finds nothing
+(tests/support/fault_injection.py `run_distributed`; bench/reliability.py --cluster runs the long
+version). Topics have 3 replicas and min.insync.replicas 2, the keyspace 3 replicas (QUORUM
+and SERIAL go on with 2), the indices 1 replica."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from urllib.request import urlopen
+
+import pytest
+
+from ingest import topics
+from tests.support.cluster import Cluster, cluster, cluster_stack  # noqa: F401 (fixtures)
+from tests.support.fault_injection import RunReport, run_distributed
+from tests.support.stack import Stack
+
+pytestmark = [pytest.mark.slow, pytest.mark.fault_injection, pytest.mark.cluster]
+
+ENTITIES = 60  # about 480 MCPs
+
+
+def holds(report: RunReport, fault: str, versions: int = 350) -> None:
+    print(report.summary(fault))
+    assert report.verdict.ok, "\n".join(report.verdict.examples[:10])
+    assert report.verdict.versions > versions
+
+
+def test_kafka_brokers_killed_the_mcl_leader_then_another(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
+    def fault(k: int) -> tuple[str, Callable[[], None]]:
+        topic = topics.MCL_VERSIONED if k == 0 else topics.MCP
+        node = cluster.kafka_leader(cluster_stack.log.topic_name(topic))
+        cluster.kill(node)
+        return f"SIGKILL {node}, leader of {topic}[0]", lambda: cluster.start(node)
+
+    holds(run_distributed(cluster_stack, ENTITIES, kills=2, fault=fault), "Kafka brokers")
+
+
+def test_a_cassandra_node_killed_during_writes(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
+    """QUORUM writes and lightweight transactions go on with 2 of 3 replicas; the node back gets
+    what it missed from the others' hints (and QUORUM reads repair what differs)."""
+    def fault(k: int) -> tuple[str, Callable[[], None]]:
+        node = f"cassandra{k + 2}"
+        cluster.kill(node)
+        return f"SIGKILL {node}", lambda: cluster.start(node)
+
+    holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault), "a Cassandra node")
+
+
+def test_an_opensearch_node_killed_during_indexing(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
+    """The node that is not the elected cluster manager: its primaries' replicas on the other
+    node are promoted (with two nodes, losing the manager stops the cluster: docs/operations.md)."""
+    def fault(k: int) -> tuple[str, Callable[[], None]]:
+        url = cluster.endpoints.opensearch_nodes[0]
+        with urlopen(f"{url}/_cat/cluster_manager?format=json", timeout=30) as answer:  # noqa: S310 (our node)
+            manager = json.load(answer)[0]["node"]
+        node = "opensearch2" if manager == "opensearch1" else "opensearch1"
+        cluster.kill(node)
+        return f"SIGKILL {node} (manager: {manager})", lambda: cluster.start(node)
+
+    holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault), "an OpenSearch node")
+
+
+def test_a_gms_and_an_mcl_processor_killed_on_the_cluster(cluster_stack: Stack) -> None:  # noqa: F811
+    """The other process of each role takes the partitions over (and the dead GMS's outbox lease
+    when it comes back); seed 1 kills gms-a, then mcl-b."""
+    holds(run_distributed(cluster_stack, ENTITIES, kills=2, seed=1), "a gms and an mcl-processor")
