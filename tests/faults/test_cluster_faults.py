@@ -8,20 +8,22 @@ and SERIAL go on with 2), the indices 1 replica."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from urllib.request import urlopen
-
 import pytest
 
-from ingest import topics
-from tests.support.cluster import Cluster, cluster, cluster_stack  # noqa: F401 (fixtures)
+from tests.support.cluster import (  # noqa: F401 (fixtures)
+    Cluster,
+    cassandra_nodes,
+    cluster,
+    cluster_stack,
+    kafka_leaders,
+    opensearch_non_manager,
+)
 from tests.support.fault_injection import RunReport, run_distributed
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault_injection, pytest.mark.cluster]
 
-ENTITIES = 60  # about 480 MCPs
+ENTITIES = 60  # about 550 MCPs
 
 
 def holds(report: RunReport, fault: str, versions: int = 350) -> None:
@@ -31,37 +33,20 @@ def holds(report: RunReport, fault: str, versions: int = 350) -> None:
 
 
 def test_kafka_brokers_killed_the_mcl_leader_then_another(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
-    def fault(k: int) -> tuple[str, Callable[[], None]]:
-        topic = topics.MCL_VERSIONED if k == 0 else topics.MCP
-        node = cluster.kafka_leader(cluster_stack.log.topic_name(topic))
-        cluster.kill(node)
-        return f"SIGKILL {node}, leader of {topic}[0]", lambda: cluster.start(node)
-
+    fault = kafka_leaders(cluster, cluster_stack)
     holds(run_distributed(cluster_stack, ENTITIES, kills=2, fault=fault), "Kafka brokers")
 
 
 def test_a_cassandra_node_killed_during_writes(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
     """QUORUM writes and lightweight transactions go on with 2 of 3 replicas; the node back gets
     what it missed from the others' hints (and QUORUM reads repair what differs)."""
-    def fault(k: int) -> tuple[str, Callable[[], None]]:
-        node = f"cassandra{k + 2}"
-        cluster.kill(node)
-        return f"SIGKILL {node}", lambda: cluster.start(node)
-
+    fault = cassandra_nodes(cluster, cluster_stack)
     holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault), "a Cassandra node")
 
 
 def test_an_opensearch_node_killed_during_indexing(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
-    """The node that is not the elected cluster manager: its primaries' replicas on the other
-    node are promoted (with two nodes, losing the manager stops the cluster: docs/operations.md)."""
-    def fault(k: int) -> tuple[str, Callable[[], None]]:
-        url = cluster.endpoints.opensearch_nodes[0]
-        with urlopen(f"{url}/_cat/cluster_manager?format=json", timeout=30) as answer:  # noqa: S310 (our node)
-            manager = json.load(answer)[0]["node"]
-        node = "opensearch2" if manager == "opensearch1" else "opensearch1"
-        cluster.kill(node)
-        return f"SIGKILL {node} (manager: {manager})", lambda: cluster.start(node)
-
+    """Its primaries' replicas on the other node are promoted."""
+    fault = opensearch_non_manager(cluster, cluster_stack)
     holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault), "an OpenSearch node")
 
 

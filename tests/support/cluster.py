@@ -1,23 +1,30 @@
 """The clusters of `deploy/cluster.sh` (3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch nodes,
 a Spark master with 2 workers) for the tests that kill their nodes. `bin/test` starts them
-with `LODESTAR_CLUSTER=deploy`; a test that needs them fails, saying how to start them, when they
-are not all up (never a skip)."""
+(unless LODESTAR_CLUSTER=external); a test that needs them fails, saying how to start them, when
+they are not all up (never a skip)."""
 
 from __future__ import annotations
 
+import fcntl
+import json
+import os
 import subprocess
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.request import urlopen
 
 import pytest
 from confluent_kafka.admin import AdminClient
 
+from ingest import topics
 from ingest.backends import Endpoints
+from tests.support.fault_injection import Fault
 from tests.support.stack import Stack
 
 SCRIPT = Path(__file__).resolve().parents[2] / "deploy" / "cluster.sh"
-HINT = "start the clusters with `deploy/cluster.sh start` (bin/test does it with LODESTAR_CLUSTER=deploy)"
+HINT = "start the clusters with `deploy/cluster.sh start` (bin/test does it unless LODESTAR_CLUSTER=external)"
 
 
 @dataclass(frozen=True)
@@ -53,13 +60,63 @@ def _script(*args: str, timeout: float = 120) -> str:
     return done.stdout
 
 
-@pytest.fixture(scope="session")
-def cluster() -> Cluster:
+def running_cluster() -> Cluster:
+    """The clusters, once every node is up (AssertionError naming the nodes down otherwise)."""
     status = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True, timeout=120)
-    if status.returncode != 0:
-        pytest.fail(f"the clusters are not all up:\n{status.stdout}{status.stderr}{HINT}", pytrace=False)
-    settings = dict(line.split("=", 1) for line in _script("env").splitlines() if "=" in line)
-    return Cluster(settings)
+    assert status.returncode == 0, f"the clusters are not all up:\n{status.stdout}{status.stderr}{HINT}"
+    return Cluster(dict(line.split("=", 1) for line in _script("env").splitlines() if "=" in line))
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    """The clusters, for this test alone: tests on them (on any pytest-xdist worker) run one at a
+    time, so the nodes one kills are never another's fault."""
+    with (Path(tempfile.gettempdir()) / f"lodestar-cluster-tests-{os.getuid()}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            found = running_cluster()
+        except AssertionError as err:
+            pytest.fail(str(err), pytrace=False)
+        yield found
+
+
+# The faults on the servers (tests.support.fault_injection.Fault), by engine: the k-th kills one
+# node; its recovery starts it again.
+
+def kafka_leaders(cluster: Cluster, stack: Stack) -> Fault:
+    """The broker leading the MCL topic's first partition, then the MCP topic's, ..."""
+    def fault(k: int) -> tuple[str, Callable[[], None]]:
+        topic = topics.MCL_VERSIONED if k % 2 == 0 else topics.MCP
+        node = cluster.kafka_leader(stack.log.topic_name(topic))
+        cluster.kill(node)
+        return f"SIGKILL {node}, leader of {topic}[0]", lambda: cluster.start(node)
+    return fault
+
+
+def cassandra_nodes(cluster: Cluster, stack: Stack) -> Fault:
+    """cassandra2, then cassandra3, cassandra1, ..."""
+    def fault(k: int) -> tuple[str, Callable[[], None]]:
+        node = f"cassandra{(k + 1) % 3 + 1}"
+        cluster.kill(node)
+        return f"SIGKILL {node}", lambda: cluster.start(node)
+    return fault
+
+
+def opensearch_non_manager(cluster: Cluster, stack: Stack) -> Fault:
+    """The OpenSearch node that is not the elected cluster manager (with two nodes, losing the
+    manager stops the cluster: docs/operations.md)."""
+    def fault(k: int) -> tuple[str, Callable[[], None]]:
+        url = cluster.endpoints.opensearch_nodes[0]
+        with urlopen(f"{url}/_cat/cluster_manager?format=json", timeout=30) as answer:  # noqa: S310 (our node)
+            manager = json.load(answer)[0]["node"]
+        node = "opensearch2" if manager == "opensearch1" else "opensearch1"
+        cluster.kill(node)
+        return f"SIGKILL {node} (manager: {manager})", lambda: cluster.start(node)
+    return fault
+
+
+FAULTS: dict[str, Callable[[Cluster, Stack], Fault]] = {
+    "Kafka brokers": kafka_leaders, "a Cassandra node": cassandra_nodes, "an OpenSearch node": opensearch_non_manager}
 
 
 @pytest.fixture
