@@ -31,8 +31,14 @@ spark_launch_node() {
   mkdir -p "$run/logs" "$run/work"
   local log="$run/logs/$node.log"
   rotate_log "$log"
+  # The launcher a worker builds executors' commands with reads the Scala version from the
+  # environment (load-spark-env.sh sets it in a distribution): that of the spark-core jar.
+  local core scala
+  core="$(compgen -G "$home/jars/spark-core_*.jar" | head -n 1)"
+  scala="${core##*/spark-core_}"; scala="${scala%%-*}"
+  [[ -n "$core" && -n "$scala" ]] || die "spark: no spark-core_<scala>-<version>.jar in $home/jars"
   local -a markers; mapfile -t markers < <(server_markers "$node")
-  SPARK_HOME="$home" SPARK_LOCAL_IP="$host" SPARK_WORKER_DIR="$run/work" \
+  SPARK_HOME="$home" SPARK_SCALA_VERSION="$scala" SPARK_LOCAL_IP="$host" SPARK_WORKER_DIR="$run/work" \
     launch "$node" "$log" "$JAVA_BIN" "${markers[@]}" "-Xmx$SPARK_DAEMON_HEAP" \
     -cp "$home/jars/*" "$class" --host "$host" "$@"
 }
