@@ -82,6 +82,8 @@ DEFAULT_RETENTION_MS = 7 * DAY_MS
 SEQUENCES = "LodestarProducerSequences_v1"
 SEQUENCES_CONFIG = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(3600 * 1000)}
 TRANSACTION_TIMEOUT_MS = 60_000
+# What an offsets request gets from a client that lost the group's coordinator (a broker down).
+_COORDINATOR_LOST = (KafkaError._TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE)
 SCAN_BATCH = 10_000  # messages a read takes from the client at once
 STALLED_READ = 5.0  # seconds a read may get neither a message nor the partition's end before its client is replaced
 FIRST_OFFSETS_TIMEOUT = 5.0  # a group's offsets not read within this are asked of a new client
@@ -478,11 +480,12 @@ class KafkaEventLog(EventLog):
             try:
                 return self._committed(name, partition_, min(self.timeout, FIRST_OFFSETS_TIMEOUT))
             except KafkaException as exc:
-                if exc.args[0].code() != KafkaError._TIMED_OUT:
+                if exc.args[0].code() not in _COORDINATOR_LOST:
                     raise
                 # A client that lost its broker while the group had members may never hear from
-                # the group's coordinator again once the broker is back (librdkafka), while a new
-                # client is answered at once: ask again with one.
+                # the group's coordinator again once the broker is back, or keeps asking the broker
+                # that was the coordinator before it died (librdkafka), while a new client is
+                # answered at once: ask again with one.
                 self._drop_offsets_reader(name)
                 return self._committed(name, partition_, self.timeout)
 

@@ -10,9 +10,11 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 from urllib.request import urlopen
 
 import pytest
@@ -30,6 +32,7 @@ HINT = "start the clusters with `deploy/cluster.sh start` (bin/test does it unle
 @dataclass(frozen=True)
 class Cluster:
     settings: dict[str, str]  # `cluster.sh env`: the LODESTAR_* settings of a Lodestar on it
+    hosts: dict[str, str]  # node -> its address (`cluster.sh nodes`)
 
     @property
     def endpoints(self) -> Endpoints:
@@ -47,6 +50,12 @@ class Cluster:
         """Start a node again; returns once it serves."""
         _script("start", node, timeout=600)
 
+    def spark_ui(self, node: str) -> dict[str, Any]:
+        """The JSON of a Spark daemon's web UI (the master's on 18080, a worker's on 18081)."""
+        port = 18080 if node == "spark-master" else 18081
+        with urlopen(f"http://{self.hosts[node]}:{port}/json/", timeout=30) as answer:  # noqa: S310 (our node)
+            return json.load(answer)
+
     def kafka_leader(self, topic: str, partition: int = 0) -> str:
         """The node that leads a partition of a topic."""
         admin = AdminClient({"bootstrap.servers": self.endpoints.kafka_bootstrap})
@@ -60,11 +69,16 @@ def _script(*args: str, timeout: float = 120) -> str:
     return done.stdout
 
 
-def running_cluster() -> Cluster:
-    """The clusters, once every node is up (AssertionError naming the nodes down otherwise)."""
-    status = subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True, timeout=120)
-    assert status.returncode == 0, f"the clusters are not all up:\n{status.stdout}{status.stderr}{HINT}"
-    return Cluster(dict(line.split("=", 1) for line in _script("env").splitlines() if "=" in line))
+def running_cluster(timeout: float = 300) -> Cluster:
+    """The clusters, once every node is up (a node a test killed may still be starting again);
+    AssertionError naming the nodes down after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while (status := subprocess.run([str(SCRIPT), "status"], capture_output=True, text=True,
+                                    timeout=120)).returncode != 0:
+        assert time.monotonic() < deadline, f"the clusters are not all up:\n{status.stdout}{status.stderr}{HINT}"
+        time.sleep(2)  # polling the nodes' state, with a deadline
+    return Cluster(dict(line.split("=", 1) for line in _script("env").splitlines() if "=" in line),
+                   {line.split()[0]: line.split()[2] for line in _script("nodes").splitlines()})
 
 
 @pytest.fixture

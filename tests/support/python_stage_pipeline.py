@@ -18,18 +18,22 @@ from ingest.rest import RestClient
 from tests.support.spark_harness import files
 from tests.support.waiting import await_
 
-SCRIPT = ("def transform(record, emitter, context):\n"
+SCRIPT = ("import time\n\n"
+          "def transform(record, emitter, context):\n"
+          "    time.sleep(PAUSE)\n"
           "    emitter.emit({'name': record['name'].upper(), 'n': record['n']})\n")
+NAMES = ("ann", "bob", "cy", "dee", "eve", "fay", "gil", "hal", "ida", "jo")
 # Only the system's directories: the virtualenv's bin (and any other Python) is not on it.
 BARE_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-def definition(name: str, source: Path, out: Path) -> dict[str, Any]:
-    """File (CSV) -> PythonEvaluator (upper-cases `name`) -> File (JSON)."""
+def definition(name: str, source: Path, out: Path, pause: float = 0.0) -> dict[str, Any]:
+    """File (CSV) -> PythonEvaluator (upper-cases `name`, after `pause` seconds a record) -> File (JSON)."""
+    script = SCRIPT.replace("PAUSE", repr(pause))
     return {"name": name, "stages": [
         {"name": "In", "plugin": {"name": "File", "type": "batchsource", "properties": {
             "referenceName": f"{name}-in", "path": str(source), "format": "csv", "schema": "name string, n int"}}},
-        {"name": "Shout", "plugin": {"name": "PythonEvaluator", "type": "transform", "properties": {"script": SCRIPT}},
+        {"name": "Shout", "plugin": {"name": "PythonEvaluator", "type": "transform", "properties": {"script": script}},
          "fieldMutations": [{"inputFields": [{"name": "name", "type": "string"}], "mutation": "upper",
                              "description": "upper-case the name", "outputField": {"name": "name", "type": "string"}}]},
         {"name": "Out", "plugin": {"name": "File", "type": "batchsink", "properties": {
@@ -48,21 +52,39 @@ class Ran:
     stdout: str
 
 
-def run_unactivated(folder: Path, name: str, server: str, token: str, *extra: str, timeout: float = 900) -> Ran:
-    """Writes the pipeline's input and file in `folder`, runs it with the virtualenv's script while
-    PATH holds no Python of the virtualenv and PYSPARK_PYTHON is unset; its run URN."""
+def start_unactivated(folder: Path, name: str, server: str, token: str, *extra: str, files: int = 1,
+                      rows: int = 3, pause: float = 0.0) -> subprocess.Popen[str]:
+    """Writes the pipeline's input (`rows` rows; `files` > 1: a folder of that many files, read in
+    as many partitions) and file in `folder`, and starts it with the virtualenv's script while
+    PATH holds no Python of the virtualenv and PYSPARK_PYTHON is unset."""
     source, out = folder / f"{name}.csv", folder / f"{name}-out"
-    source.write_text("ann,1\nbob,2\ncy,3\n")
+    lines = [f"{NAMES[i % len(NAMES)]},{i + 1}\n" for i in range(rows)]
+    if files == 1:
+        source.write_text("".join(lines))
+    else:
+        source.mkdir()
+        for f in range(files):
+            (source / f"part-{f}.csv").write_text("".join(lines[f::files]))
     path = folder / f"{name}.json"
-    path.write_text(json.dumps(definition(name, source, out)))
+    path.write_text(json.dumps(definition(name, source, out, pause)))
     env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
     env.update(PATH=BARE_PATH, COLUMNS="400")  # wide: the summary line unwrapped
-    done = subprocess.run([lodestar_script(), "pipeline", "run", str(path), "--server", server, "--token", token,
-                           *extra], capture_output=True, text=True, timeout=timeout, env=env)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-5000:]
-    found = re.search(r"run (urn:li:dataProcessInstance:\w+) .*: SUCCEEDED", done.stdout)
-    assert found, done.stdout
-    return Ran(found.group(1), done.stdout)
+    return subprocess.Popen([lodestar_script(), "pipeline", "run", str(path), "--server", server, "--token", token,
+                             *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finished(process: subprocess.Popen[str], timeout: float = 900) -> Ran:
+    """The run of a pipeline started by start_unactivated, once it succeeded."""
+    stdout, stderr = process.communicate(timeout=timeout)
+    assert process.returncode == 0, stdout[-3000:] + stderr[-5000:]
+    found = re.search(r"run (urn:li:dataProcessInstance:\w+) .*: SUCCEEDED", stdout)
+    assert found, stdout
+    return Ran(found.group(1), stdout)
+
+
+def run_unactivated(folder: Path, name: str, server: str, token: str, *extra: str, timeout: float = 900) -> Ran:
+    """start_unactivated with 3 rows, awaited: its run URN."""
+    return finished(start_unactivated(folder, name, server, token, *extra), timeout)
 
 
 def recorded_lineage(client: RestClient, folder: Path, name: str, run_urn: str) -> dict[str, Any]:

@@ -279,6 +279,17 @@ class Stack:
     def diagnosis(self) -> str:
         """Where things stand, for a failed wait: each consumer group's members, partitions and
         lag; each running process's thread stacks (SIGUSR1) follow in the outputs printed at close."""
+        try:
+            lines = self._groups()
+        except BackendUnavailable as err:  # Kafka itself is what does not answer
+            lines = [f"consumer groups: {err}"]
+        for process in self.processes:
+            if process.running:
+                assert process.proc is not None
+                process.proc.send_signal(signal.SIGUSR1)
+        return "\n".join(lines)
+
+    def _groups(self) -> list[str]:
         lines = []
         for group, topics_ in ((MCP_GROUP, topics.PROPOSAL_TOPICS), (MCL_GROUP, MCL_TOPICS)):
             name = self.log.group_name(group)
@@ -291,11 +302,7 @@ class Stack:
             lines += [f"  {topic}[{p}]: committed {self.log.committed(group, topic, p)}"
                       f" of {self.log.end_offset(topic, p)}"
                       for topic in topics_ for p in range(self.log.partitions(topic))]
-        for process in self.processes:
-            if process.running:
-                assert process.proc is not None
-                process.proc.send_signal(signal.SIGUSR1)
-        return "\n".join(lines)
+        return lines
 
     def await_healthy(self, *processes: Lodestar) -> None:
         for process in processes:
