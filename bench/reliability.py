@@ -22,7 +22,8 @@
    keyspace with 3 replicas, indices with 1), once per fault: Kafka brokers (the MCL topic's
    leader, then the MCP topic's, ...), Cassandra nodes, the OpenSearch node that is not the
    manager, each SIGKILLed `--cluster-kills` times during writes and started again at the next
-   fault; then a gms or an mcl-processor killed instead. A line per fault: MCPs acknowledged,
+   fault; then a gms or an mcl-processor killed instead; a third as many entities more written over
+   REST meanwhile. A line per fault: MCPs acknowledged,
    lost, duplicates, seconds to converge after the last recovery.
 
 Figures only, never asserted. On a machine shared with other work they move between runs.
@@ -74,7 +75,8 @@ def crash_cluster(entities: int, kills: int) -> None:
             stack = Stack(Path(root), cluster.endpoints, replication=3)
             stack.note = lambda _: None  # type: ignore[method-assign]
             try:
-                report = run_distributed(stack, entities, kills, fault=fault(cluster, stack) if fault else None)
+                report = run_distributed(stack, entities, kills, fault=fault(cluster, stack) if fault else None,
+                                         rest_entities=entities // 3)
             finally:
                 stack.close()
         print(report.summary(f"cluster, {kills} x {label}"))
