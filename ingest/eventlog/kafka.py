@@ -435,6 +435,10 @@ class KafkaEventLog(EventLog):
             try:
                 return self._lookups.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
             except KafkaException as exc:
+                if exc.args[0].code() == KafkaError._TIMED_OUT:
+                    # a client that asked a leader which died may go on asking it: the next call
+                    # asks with a new one (dropped, not closed, as below)
+                    self._lookups = self._new_lookups()
                 if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
                     raise
                 if time.monotonic() > renew_at:
