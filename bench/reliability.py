@@ -2,6 +2,7 @@
 
     .venv/bin/python -m bench.reliability [--entities 10900] [--kills 20] [--stack-entities 10900]
         [--stack-kills 20] [--fuzz-examples 200] [--soak-seconds 600] [--soak-warmup 300] [--skip-stack]
+        [--cluster [--cluster-entities 2000] [--cluster-kills 4]]
 
 1. Crash safety, embedded (tests/support/fault_injection.py, run_embedded): about 100,000 MCPs (UPSERT,
    PATCH and DELETE chains, each step conditioned on the version before it; timeseries points)
@@ -16,6 +17,14 @@
    datasets by 4 clients as fast as it takes them (429s waited out as Retry-After says) for
    `--soak-seconds`; the resident memory of all its processes is sampled every 10 s, and its
    slope after `--soak-warmup` seconds gives the verdict (flat: under 2 MiB/min).
+
+5. With --cluster, only this: the distributed run on the clusters of deploy/cluster.sh (topics,
+   keyspace with 3 replicas, indices with 1), once per fault: Kafka brokers (the MCL topic's
+   leader, then the MCP topic's, ...), Cassandra nodes, the OpenSearch node that is not the
+   manager, each SIGKILLed `--cluster-kills` times during writes and started again at the next
+   fault; then a gms or an mcl-processor killed instead; a third as many entities more written over
+   REST meanwhile. A line per fault: MCPs acknowledged,
+   lost, duplicates, seconds to converge after the last recovery.
 
 Figures only, never asserted. On a machine shared with other work they move between runs.
 """
@@ -54,6 +63,25 @@ def crash_distributed(entities: int, kills: int) -> RunReport:
             return run_distributed(stack, entities, kills)
         finally:
             stack.close()
+
+
+def crash_cluster(entities: int, kills: int) -> None:
+    from tests.support.cluster import FAULTS, running_cluster
+    from tests.support.stack import Stack
+
+    cluster = running_cluster()
+    for label, fault in [*FAULTS.items(), ("a gms or an mcl-processor", None)]:
+        with tempfile.TemporaryDirectory(prefix="lodestar-reliability-cluster-") as root:
+            stack = Stack(Path(root), cluster.endpoints, replication=3)
+            stack.note = lambda _: None  # type: ignore[method-assign]
+            try:
+                report = run_distributed(stack, entities, kills, fault=fault(cluster, stack) if fault else None,
+                                         rest_entities=entities // 3)
+            finally:
+                stack.close()
+        print(report.summary(f"cluster, {kills} x {label}"))
+        for example in report.verdict.examples[:5]:
+            print(f"    e.g. {example[:300]}")
 
 
 def fuzz_embedded(examples: int):
@@ -101,8 +129,14 @@ def main() -> None:
     parser.add_argument("--fuzz-examples", type=int, default=200)
     parser.add_argument("--soak-seconds", type=float, default=600)
     parser.add_argument("--soak-warmup", type=float, default=300)
+    parser.add_argument("--cluster", action="store_true", help="only the faults on deploy/cluster.sh's clusters")
+    parser.add_argument("--cluster-entities", type=int, default=2000)
+    parser.add_argument("--cluster-kills", type=int, default=4)
     args = parser.parse_args()
     os.environ.setdefault("LODESTAR_LOG_FORMAT", "json")
+    if args.cluster:
+        crash_cluster(args.cluster_entities, args.cluster_kills)
+        return
 
     _crash_lines("crash safety (embedded)", crash_embedded(args.entities, args.kills))
     if not args.skip_stack:

@@ -11,6 +11,7 @@
 #   deploy/servers.sh fetch   [...]                               only download / assemble
 #   deploy/servers.sh reset   [...]                               stop and wipe data (downloads kept)
 #   deploy/servers.sh logs    SERVER [N]                          last N lines of the server's log
+#   deploy/servers.sh --cluster CMD [NODE ...]                    the clusters: deploy/cluster.sh CMD ...
 #
 # With no server named, the command applies to all three; `postgres` (a database for the
 # integration tests, from the machine's Debian package) only when named. LODESTAR_SERVERS_RUN (default
@@ -238,6 +239,12 @@ fetch_locked() {
 }
 
 main() {
+  local arg
+  local -a rest=()
+  for arg in "$@"; do [[ "$arg" == --cluster ]] || rest+=("$arg"); done
+  if ((${#rest[@]} != $#)); then  # the clusters of deploy/cluster.sh
+    exec "$DEPLOY_DIR/cluster.sh" "${rest[@]}"
+  fi
   (($# >= 1)) || usage
   local cmd="$1"; shift
   case "$cmd" in

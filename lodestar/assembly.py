@@ -68,7 +68,9 @@ def open_event_log(config: Config, data_dir: Path) -> EventLog:
         from ingest.eventlog.kafka import KafkaEventLog
 
         return KafkaEventLog.from_endpoints(config.endpoints, prefix=config.kafka_prefix,
-                                            session_timeout_ms=config.kafka_session_timeout_ms)
+                                            session_timeout_ms=config.kafka_session_timeout_ms,
+                                            replication=config.kafka_replication_factor or -1,
+                                            min_insync_replicas=config.kafka_min_insync_replicas)
     from ingest.eventlog.sqlite import SqliteEventLog
 
     return SqliteEventLog(data_dir / DATABASE)
@@ -82,7 +84,8 @@ def open_store(config: Config, data_dir: Path, process: str) -> AspectStore:
 
         return CassandraAspectStore.connect(config.endpoints, config.cassandra_keyspace,
                                             producer_id=f"{instance_id(data_dir)}-{process}",
-                                            lease_ttl=config.cassandra_lease_ttl)
+                                            lease_ttl=config.cassandra_lease_ttl,
+                                            replication_factor=config.cassandra_replication_factor)
     from gms.store.sqlite import SqliteAspectStore
 
     return SqliteAspectStore(data_dir / DATABASE)  # its MCLs go through the outbox to the configured log
@@ -94,7 +97,9 @@ def open_read_models(config: Config, data_dir: Path, registry: EntityRegistry) -
         from mcl_processor.distributed import DistributedReadModels
 
         return DistributedReadModels.connect(config.endpoints, registry, keyspace=config.cassandra_keyspace,
-                                             index_prefix=config.opensearch_prefix)
+                                             index_prefix=config.opensearch_prefix,
+                                             replication_factor=config.cassandra_replication_factor,
+                                             replicas=config.opensearch_replicas)
     from mcl_processor.embedded import SqliteReadModels
 
     return SqliteReadModels.in_data_dir(data_dir, registry)

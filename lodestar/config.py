@@ -10,6 +10,15 @@ cassandra: {hosts: ["127.0.0.1:9042"], keyspace: lodestar, lease_ttl: 10}
 opensearch: {url: "http://127.0.0.1:9200", prefix: lodestar}
 ```
 
+Replication (the defaults fit one node of each; docs/operations.md "Running on a cluster"):
+`kafka.replication_factor` of the topics Lodestar creates (default: the brokers'
+`default.replication.factor`) and their `kafka.min_insync_replicas` (default: the brokers');
+`cassandra.replication_factor` of the keyspace when Lodestar creates it (default 1);
+`opensearch.replicas`, each index's `number_of_replicas` (default 0). They apply to what Lodestar
+creates; existing topics, keyspaces and indices keep theirs. Consistency is not a setting: every
+write is acknowledged by all in-sync Kafka replicas (`acks=all`, idempotent producers) and Cassandra
+reads and writes are QUORUM, lightweight transactions SERIAL, which is what the guarantees need.
+
 `kafka.session_timeout_ms` is how long a consumer-group member may go unheard before its
 partitions move to the others (a killed GMS or MCL processor is replaced after it; the broker
 bounds it, by default to 6000..1800000).
@@ -36,8 +45,9 @@ Environment variables override the file: `LODESTAR_EVENT_LOG`, `LODESTAR_ASPECT_
 `LODESTAR_KAFKA_SESSION_TIMEOUT_MS`, `LODESTAR_KAFKA_WIRE_FORMAT`, `LODESTAR_SCHEMA_REGISTRY_URL`,
 `LODESTAR_CASSANDRA_HOSTS` (comma-separated),
 `LODESTAR_CASSANDRA_KEYSPACE`, `LODESTAR_CASSANDRA_LEASE_TTL`, `LODESTAR_OPENSEARCH_URL`,
-`LODESTAR_OPENSEARCH_PREFIX`. The file is `--config`, else `LODESTAR_CONFIG`, else
-`lodestar.yml` in the data directory if it exists.
+`LODESTAR_OPENSEARCH_PREFIX`, `LODESTAR_KAFKA_REPLICATION_FACTOR`, `LODESTAR_KAFKA_MIN_INSYNC_REPLICAS`,
+`LODESTAR_CASSANDRA_REPLICATION_FACTOR`, `LODESTAR_OPENSEARCH_REPLICAS`. The file is `--config`, else
+`LODESTAR_CONFIG`, else `lodestar.yml` in the data directory if it exists.
 
 `LODESTAR_METADATA_MAX_LENGTH` (environment only; default 50, CDAP's) is the longest tag,
 property key or value the v3 metadata API accepts. `LODESTAR_MAX_ASPECT_BYTES` (default 4 MiB:
@@ -71,6 +81,9 @@ CHOICES = {"event_log": ("sqlite", "kafka"), "aspect_store": ("sqlite", "cassand
 CLIENTS = {("event_log", "kafka"): (("kafka", "confluent_kafka"),),
            ("aspect_store", "cassandra"): (("cassandra", "cassandra"),),
            ("read_models", "distributed"): (("opensearch", "opensearchpy"), ("cassandra", "cassandra"))}
+# The replication settings: (section of the file, key), each also LODESTAR_<SECTION>_<KEY>.
+REPLICATION = (("kafka", "replication_factor"), ("kafka", "min_insync_replicas"), ("cassandra", "replication_factor"),
+               ("opensearch", "replicas"))
 FILE_NAME = "lodestar.yml"
 _NAME = re.compile(r"[a-z][a-z0-9_]{0,47}")  # a keyspace, topic or index prefix
 
@@ -97,6 +110,10 @@ class Config:
     max_aspect_bytes: int | None = None  # None: GMS's default (gms.service.Limits)
     max_request_bytes: int | None = None
     webhook_addresses: AddressRules = field(default_factory=AddressRules)  # where webhook URLs may point
+    kafka_replication_factor: int | None = None  # None: the brokers' default
+    kafka_min_insync_replicas: int | None = None  # None: the brokers' default
+    cassandra_replication_factor: int = 1
+    opensearch_replicas: int = 0
 
     @property
     def embedded(self) -> bool:
@@ -158,6 +175,10 @@ class Config:
         if cassandra.get("lease_ttl") is not None:
             values["cassandra_lease_ttl"] = _positive(cassandra["lease_ttl"], "cassandra.lease_ttl", str(path),
                                                       "seconds")
+        for section, key in REPLICATION:
+            value = {"kafka": kafka, "cassandra": cassandra, "opensearch": opensearch}[section].get(key)
+            if value is not None:
+                values[f"{section}_{key}"] = _count(value, f"{section}.{key}", str(path), zero=key == "replicas")
         return cls(endpoints=endpoints, **values)._checked(str(path))
 
     def _with_env(self, env: Mapping[str, str]) -> Config:
@@ -177,6 +198,10 @@ class Config:
                                         unit)
         if env.get(ALLOW_ENV):
             values["webhook_addresses"] = webhook_addresses(env[ALLOW_ENV], f"the environment: {ALLOW_ENV}")
+        for section, key in REPLICATION:
+            name = f"LODESTAR_{section.upper()}_{key.upper()}"
+            if env.get(name):
+                values[f"{section}_{key}"] = _count(env[name], name, "the environment", zero=key == "replicas")
         endpoints = Endpoints.from_env(env, base=self.endpoints)
         return replace(self, endpoints=endpoints, **values)._checked("the environment")
 
@@ -198,6 +223,10 @@ class Config:
                                                                      self.schema_registry_url):
             raise ConfigError(f"{source}: kafka.schema_registry_url must be an http:// or https:// URL,"
                               f" not {self.schema_registry_url!r}")
+        if (self.kafka_min_insync_replicas is not None and self.kafka_replication_factor is not None
+                and self.kafka_min_insync_replicas > self.kafka_replication_factor):
+            raise ConfigError(f"{source}: kafka.min_insync_replicas ({self.kafka_min_insync_replicas}) exceeds"
+                              f" kafka.replication_factor ({self.kafka_replication_factor}): no write could succeed")
         if self.kafka_prefix and not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", self.kafka_prefix):
             raise ConfigError(f"{source}: kafka prefix {self.kafka_prefix!r} may hold only letters, digits, . _ -")
         return self
@@ -221,6 +250,14 @@ def _section(raw: Mapping[str, Any], name: str, path: Path) -> dict[str, Any]:
 def _positive(value: Any, key: str, source: str, unit: str) -> int:
     if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < 1:
         raise ConfigError(f"{source}: {key} must be a positive number of {unit}, not {value!r}")
+    return int(value)
+
+
+def _count(value: Any, key: str, source: str, *, zero: bool) -> int:
+    """A replica count: a whole number, at least 1 (0 too where `zero`)."""
+    least = 0 if zero else 1
+    if isinstance(value, bool) or not str(value).strip().isdigit() or int(value) < least:
+        raise ConfigError(f"{source}: {key} must be a whole number of at least {least}, not {value!r}")
     return int(value)
 
 

@@ -31,22 +31,23 @@ class DistributedReadModels(ReadModels):
         self._searching = ThreadPoolExecutor(1, thread_name_prefix="search-writes")
 
     @classmethod
-    def connect(cls, endpoints: Endpoints, registry: EntityRegistry, keyspace: str,
-                index_prefix: str) -> DistributedReadModels:
-        """Read models on the OpenSearch and Cassandra of `endpoints` (indices `<index_prefix>_*`,
-        lineage tables in `keyspace`). Raises BackendUnavailable naming a server that does
-        not answer."""
+    def connect(cls, endpoints: Endpoints, registry: EntityRegistry, keyspace: str, index_prefix: str, *,
+                replication_factor: int = 1, replicas: int = 0) -> DistributedReadModels:
+        """Read models on the OpenSearch and Cassandra of `endpoints` (indices `<index_prefix>_*`
+        with `replicas` replicas, lineage tables in `keyspace`, created with `replication_factor`
+        if absent). Raises BackendUnavailable naming a server that does not answer."""
         annotations = annotations_of(registry)
         client = client_for(endpoints)
         try:
             client.info()
-            lineage = CassandraLineageGraph.connect(endpoints, keyspace, annotations)
+            replication = {"class": "SimpleStrategy", "replication_factor": replication_factor}
+            lineage = CassandraLineageGraph.connect(endpoints, keyspace, annotations, replication=replication)
         except BaseException:
             client.close()
             raise
-        return cls(OpenSearchSearchIndex(client, annotations, index_prefix), lineage,
-                   OpenSearchTimeseriesStore(client, index_prefix),
-                   CassandraRunLineage(lineage.session, keyspace, run_facts_of(registry)))
+        return cls(OpenSearchSearchIndex(client, annotations, index_prefix, replicas=replicas), lineage,
+                   OpenSearchTimeseriesStore(client, index_prefix, replicas=replicas),
+                   CassandraRunLineage(lineage.session, keyspace, run_facts_of(registry), replication=replication))
 
     def apply_changes(self, batch: ChangeBatch) -> set[str]:
         """As ReadModels does, but OpenSearch's writes go on while Cassandra's are made: each

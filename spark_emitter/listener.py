@@ -24,6 +24,7 @@ from spark_emitter.capture_py4j import Py4jPlanReader
 from spark_emitter.delivery import Counts, Delivery
 from spark_emitter.mcps import Action, App, action_proposals, application_ended, application_started
 from spark_emitter.urns import Naming
+from spark_emitter.workers import use_lodestar_python
 from spark_emitter.writes import analyze
 
 log = logging.getLogger(__name__)
@@ -326,4 +327,5 @@ def attach(spark: Any, **settings: Any) -> LodestarListener:
     if not hasattr(spark, "_jsparkSession"):
         raise ListenerError("Spark Connect sessions are not supported: the listener needs a classic SparkSession "
                             "(one built without spark.remote / SPARK_REMOTE)")
+    use_lodestar_python(spark)
     return LodestarListener(spark, Settings.from_conf(spark.conf, settings))

@@ -47,6 +47,7 @@ from schemas.field_operations import (
 from schemas.field_operations import InputField as _SchemaInput
 from spark_emitter.mcps import upsert
 from spark_emitter.urns import Naming, dataset_urn
+from spark_emitter.workers import use_lodestar_python
 
 CDAP_PLATFORM = "cdap"
 
@@ -309,6 +310,8 @@ def lodestar_run(spark: Any = None, program: str | None = None, namespace: str =
     from spark_emitter.listener import listener_of
 
     listener = listener_of(spark) if spark is not None else None
+    if spark is not None:
+        use_lodestar_python(spark)
     conf = spark.conf if spark is not None else None
     if server is None and listener is not None:
         server, token = listener.settings.server, token or listener.settings.token

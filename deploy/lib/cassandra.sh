@@ -1,11 +1,12 @@
 # shellcheck shell=bash
-# Apache Cassandra 5.0 (one node), run as CassandraDaemon from cassandra-all + runtime deps.
+# Apache Cassandra 5.0 (a node, or the nodes of a ring), run as CassandraDaemon from cassandra-all + runtime deps.
 
 CASSANDRA_PORT="${LODESTAR_CASSANDRA_PORT:-9042}"
 CASSANDRA_STORAGE_PORT="${LODESTAR_CASSANDRA_STORAGE_PORT:-7000}"
 CASSANDRA_HEAP="${LODESTAR_CASSANDRA_HEAP:-1G}"
 CASSANDRA_START_TIMEOUT="${LODESTAR_CASSANDRA_START_TIMEOUT:-240}"
 CASSANDRA_DIST="$DIST_ROOT/cassandra-$CASSANDRA_VERSION"
+CASSANDRA_EXTRA_FLAGS=()  # more JVM flags for the nodes launched next (a cluster's)
 
 cassandra_ports() { echo "$CASSANDRA_PORT $CASSANDRA_STORAGE_PORT"; }
 cassandra_describe() { echo "127.0.0.1:$CASSANDRA_PORT (CQL; storage $CASSANDRA_STORAGE_PORT)"; }
@@ -25,13 +26,20 @@ cassandra_fetch() {
 }
 
 cassandra_launch() {
-  local run; run="$(run_dir cassandra)"
-  mkdir -p "$run/conf/triggers" "$run/data" "$run/logs"
-  render "$DEPLOY_DIR/conf/cassandra/cassandra.yaml" "$run/conf/cassandra.yaml" \
+  cassandra_launch_node cassandra "$DEPLOY_DIR/conf/cassandra/cassandra.yaml" \
     HOST="$BIND_HOST" NATIVE_PORT="$CASSANDRA_PORT" STORAGE_PORT="$CASSANDRA_STORAGE_PORT" \
-    DATA_DIR="$run/data"
+    SEEDS="$BIND_HOST:$CASSANDRA_STORAGE_PORT"
+}
+
+# cassandra_launch_node NODE TEMPLATE KEY=VALUE...: renders TEMPLATE (with DATA_DIR and the
+# KEY=VALUEs) into NODE's run dir and launches NODE.
+cassandra_launch_node() {
+  local node="$1" template="$2"; shift 2
+  local run; run="$(run_dir "$node")"
+  mkdir -p "$run/conf/triggers" "$run/data" "$run/logs"
+  render "$template" "$run/conf/cassandra.yaml" DATA_DIR="$run/data" "$@"
   cp "$DEPLOY_DIR/conf/cassandra/logback.xml" "$run/conf/logback.xml"
-  local log="$run/logs/cassandra.log"
+  local log="$run/logs/$node.log"
   rotate_log "$log"
 
   if ((JAVA_MAJOR > 17)); then
@@ -53,8 +61,8 @@ cassandra_launch() {
     nolock=(setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock)
   fi
 
-  local -a markers; mapfile -t markers < <(server_markers cassandra)
-  launch cassandra "$log" "${nolock[@]}" "$JAVA_BIN" "${markers[@]}" \
+  local -a markers; mapfile -t markers < <(server_markers "$node")
+  launch "$node" "$log" "${nolock[@]}" "$JAVA_BIN" "${markers[@]}" \
     "-Xms$CASSANDRA_HEAP" "-Xmx$CASSANDRA_HEAP" \
     "${opts[@]}" \
     "-javaagent:$jamm" \
@@ -64,7 +72,7 @@ cassandra_launch() {
     "-Dlogback.configurationFile=$run/conf/logback.xml" \
     -Dcassandra-foreground=yes "-Dcassandra.triggers_dir=$run/conf/triggers" \
     -Dcassandra.skip_wait_for_gossip_to_settle=0 -Dcassandra.ring_delay_ms=0 \
-    -Dcassandra.load_ring_state=false \
+    -Dcassandra.load_ring_state=false "${CASSANDRA_EXTRA_FLAGS[@]}" \
     -Dcassandra.superuser_setup_delay_ms=0 \
     -cp "$CASSANDRA_DIST/lib/*" org.apache.cassandra.service.CassandraDaemon
 }
@@ -72,7 +80,10 @@ cassandra_launch() {
 # Healthy = the CQL native port completes a protocol v4 handshake and answers a query:
 # STARTUP {CQL_VERSION: 3.0.0} -> READY, then QUERY "SELECT release_version FROM system.local"
 # at ONE -> RESULT (opcode 0x08). Frame header: version, flags, stream (2 bytes), opcode, length (4).
-cassandra_healthy() {
+cassandra_healthy() { cassandra_answers "$BIND_HOST" "$CASSANDRA_PORT"; }
+
+# cassandra_answers HOST PORT: the node at HOST:PORT completes the handshake and answers the query.
+cassandra_answers() {
   local out
   out="$(timeout 8 bash -c '
       exec 3<>"/dev/tcp/$0/$1" || exit 1
@@ -80,7 +91,7 @@ cassandra_healthy() {
       head -c 9 <&3 | od -An -v -tu1
       printf "\x04\x00\x00\x02\x07\x00\x00\x00\x2f\x00\x00\x00\x28SELECT release_version FROM system.local\x00\x01\x00" >&3
       head -c 9 <&3 | od -An -v -tu1
-    ' "$BIND_HOST" "$CASSANDRA_PORT" 2>/dev/null)" || return 1
+    ' "$1" "$2" 2>/dev/null)" || return 1
   local -a b
   read -r -a b <<<"${out//$'\n'/ }"
   ((${#b[@]} == 18)) || return 1

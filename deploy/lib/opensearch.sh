@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# OpenSearch 2.x (one node) from the integ-test-zip distribution on Maven Central, plus the modules
+# OpenSearch 2.x (a node, or the nodes of a cluster) from the integ-test-zip distribution on Maven Central, plus the modules
 # lang-painless, analysis-common, mapper-extras and reindex.
 #
 # OpenSearch refuses to run as root. When this script runs as root it starts OpenSearch as the
@@ -34,13 +34,16 @@ _world_traversable() {
 # Where OpenSearch's conf/, data/, logs/ live, and which distribution folder it runs from.
 _opensearch_separate_base() { ((EUID == 0)) && ! _world_traversable "$SERVERS_HOME"; }
 # (Another run dir than the default one gets its own folder there, named by its path's checksum.)
+# opensearch_run_dir [NODE]: NODE (default opensearch; a cluster's nodes have other names).
 opensearch_run_dir() {
+  local node="${1:-opensearch}" suffix=""
+  [[ "$node" == opensearch ]] || suffix="-$node"
   if ! _opensearch_separate_base; then
-    echo "$RUN_ROOT/opensearch"
+    echo "$RUN_ROOT/$node"
   elif [[ "$RUN_ROOT" == "$DEFAULT_RUN_ROOT" ]]; then
-    echo "$OPENSEARCH_ROOT_BASE/run"
+    echo "$OPENSEARCH_ROOT_BASE/run$suffix"
   else
-    echo "$OPENSEARCH_ROOT_BASE/run-$(cksum <<<"$RUN_ROOT" | cut -d' ' -f1)"
+    echo "$OPENSEARCH_ROOT_BASE/run-$(cksum <<<"$RUN_ROOT" | cut -d' ' -f1)$suffix"
   fi
 }
 _opensearch_home() {
@@ -106,7 +109,15 @@ _opensearch_ensure_user() {
 }
 
 opensearch_launch() {
-  local run home; run="$(run_dir opensearch)"; home="$(_opensearch_home)"
+  opensearch_launch_node opensearch "$DEPLOY_DIR/conf/opensearch/opensearch.yml" \
+    HOST="$BIND_HOST" PORT="$OPENSEARCH_PORT" TRANSPORT_PORT="$OPENSEARCH_TRANSPORT_PORT"
+}
+
+# opensearch_launch_node NODE TEMPLATE KEY=VALUE...: renders TEMPLATE (with DATA_DIR, LOGS_DIR and
+# the KEY=VALUEs) into NODE's run dir and launches NODE.
+opensearch_launch_node() {
+  local node="$1" template="$2"; shift 2
+  local run home; run="$(run_dir "$node")"; home="$(_opensearch_home)"
   local -a as_user=()
   if ((EUID == 0)); then
     _opensearch_ensure_user
@@ -123,38 +134,45 @@ opensearch_launch() {
     as_user=(setpriv "--reuid=$OPENSEARCH_USER" "--regid=$OPENSEARCH_USER" --init-groups)
   fi
   mkdir -p "$run/conf" "$run/data" "$run/logs"
-  render "$DEPLOY_DIR/conf/opensearch/opensearch.yml" "$run/conf/opensearch.yml" \
-    HOST="$BIND_HOST" PORT="$OPENSEARCH_PORT" TRANSPORT_PORT="$OPENSEARCH_TRANSPORT_PORT" \
-    DATA_DIR="$run/data" LOGS_DIR="$run/logs"
+  render "$template" "$run/conf/opensearch.yml" DATA_DIR="$run/data" LOGS_DIR="$run/logs" "$@"
   render "$DEPLOY_DIR/conf/opensearch/jvm.options" "$run/conf/jvm.options" \
     HEAP="$OPENSEARCH_HEAP" LOGS_DIR="$run/logs"
   cp "$DEPLOY_DIR/conf/opensearch/log4j2.properties" "$run/conf/log4j2.properties"
-  local log="$run/logs/opensearch.log"
+  local log="$run/logs/$node.log"
   rotate_log "$log"
   if ((EUID == 0)); then
     chown -R "$OPENSEARCH_USER:$OPENSEARCH_USER" "$run"
   fi
 
   # bin/opensearch runs a few helper JVMs, then execs the node: the pid stays the node's.
-  launch opensearch "$log" "${as_user[@]}" env -i \
-    PATH="/usr/local/bin:/usr/bin:/bin" HOME="$run" LANG=C.UTF-8 LODESTAR_DEV_SERVER=opensearch \
+  launch "$node" "$log" "${as_user[@]}" env -i \
+    PATH="/usr/local/bin:/usr/bin:/bin" HOME="$run" LANG=C.UTF-8 LODESTAR_DEV_SERVER="$node" \
     LODESTAR_DEV_RUN="$run" OPENSEARCH_JAVA_HOME="$JAVA_HOME_DIR" OPENSEARCH_PATH_CONF="$run/conf" \
-    OPENSEARCH_JAVA_OPTS="$(server_markers opensearch | tr '\n' ' ')" \
+    OPENSEARCH_JAVA_OPTS="$(server_markers "$node" | tr '\n' ' ')" \
     "$home/bin/opensearch"
 }
 
-# _http_get PORT PATH: body of a plain HTTP/1.0 GET to BIND_HOST (no curl needed).
+# _http_get HOST PORT PATH: body of a plain HTTP/1.0 GET (no curl needed).
 _http_get() {
   timeout 5 bash -c '
     exec 3<>"/dev/tcp/$0/$1" || exit 1
     printf "GET %s HTTP/1.0\r\nHost: %s\r\nAccept: application/json\r\n\r\n" "$2" "$0" >&3
     cat <&3
-  ' "$BIND_HOST" "$1" "$2" 2>/dev/null
+  ' "$1" "$2" "$3" 2>/dev/null
 }
 
 # Healthy = GET /_cluster/health answers with status yellow or green.
 opensearch_healthy() {
   local body
-  body="$(_http_get "$OPENSEARCH_PORT" /_cluster/health)" || return 1
+  body="$(_http_get "$BIND_HOST" "$OPENSEARCH_PORT" /_cluster/health)" || return 1
   [[ "$body" =~ \"status\"\ *:\ *\"(green|yellow)\" ]]
+}
+
+# opensearch_nodes_at_least HOST PORT N: the node at HOST:PORT is in a cluster of at least N nodes
+# that has elected a manager (its health is green or yellow).
+opensearch_nodes_at_least() {
+  local body
+  body="$(_http_get "$1" "$2" /_cluster/health)" || return 1
+  [[ "$body" =~ \"status\"\ *:\ *\"(green|yellow)\" ]] || return 1
+  [[ "$body" =~ \"number_of_nodes\"\ *:\ *([0-9]+) ]] && ((BASH_REMATCH[1] >= $3))
 }

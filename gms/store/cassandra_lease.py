@@ -100,12 +100,21 @@ class Lease:
 
     def acquire(self, wait: float) -> None:
         """Acquire the lease, waiting up to `wait` seconds for its holder to release it or to
-        die (its lease expiring); else ProducerInUse."""
+        die (its lease expiring), and through Cassandra's unavailability (a replica down or slow:
+        the attempt's outcome unknown, it is asked again); else ProducerInUse, or the last
+        BackendUnavailable."""
         deadline = time.monotonic() + wait
-        while not self.try_acquire():
+        while True:
+            try:
+                if self.try_acquire():
+                    return
+                failure: BackendUnavailable = ProducerInUse(
+                    f"producer id {self.producer!r} is held by another open store (its lease was not released nor"
+                    f" expired within {wait:g}s)")
+            except BackendUnavailable as err:
+                failure = err
             if time.monotonic() > deadline:
-                raise ProducerInUse(f"producer id {self.producer!r} is held by another open store (its lease"
-                                    f" was not released nor expired within {wait:g}s)")
+                raise failure
             time.sleep(min(1.0, self.ttl * RENEW_EVERY / 2))  # no notification when a lease expires
 
     def check(self) -> int:

@@ -6,7 +6,7 @@ Each comes from an environment variable, else the address `deploy/servers.sh` bi
 |---|---|---|
 | Kafka | `LODESTAR_KAFKA_BOOTSTRAP` | `127.0.0.1:9092` |
 | Cassandra | `LODESTAR_CASSANDRA_HOSTS` (comma-separated, `host[:port]`) | `127.0.0.1:9042` |
-| OpenSearch | `LODESTAR_OPENSEARCH_URL` | `http://127.0.0.1:9200` |
+| OpenSearch | `LODESTAR_OPENSEARCH_URL` (comma-separated: the nodes of a cluster) | `http://127.0.0.1:9200` |
 """
 
 from __future__ import annotations
@@ -27,6 +27,11 @@ class Endpoints:
     kafka_bootstrap: str = "127.0.0.1:9092"
     cassandra_hosts: tuple[str, ...] = ("127.0.0.1:9042",)
     opensearch_url: str = "http://127.0.0.1:9200"
+
+    @property
+    def opensearch_nodes(self) -> list[str]:
+        """The OpenSearch URLs of `opensearch_url` (a client fails over between them)."""
+        return [url.strip() for url in self.opensearch_url.split(",") if url.strip()]
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, base: Endpoints | None = None) -> Endpoints:

@@ -82,6 +82,8 @@ DEFAULT_RETENTION_MS = 7 * DAY_MS
 SEQUENCES = "LodestarProducerSequences_v1"
 SEQUENCES_CONFIG = {"cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.1", "segment.ms": str(3600 * 1000)}
 TRANSACTION_TIMEOUT_MS = 60_000
+# What an offsets request gets from a client that lost the group's coordinator (a broker down).
+_COORDINATOR_LOST = (KafkaError._TIMED_OUT, KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE)
 SCAN_BATCH = 10_000  # messages a read takes from the client at once
 STALLED_READ = 5.0  # seconds a read may get neither a message nor the partition's end before its client is replaced
 FIRST_OFFSETS_TIMEOUT = 5.0  # a group's offsets not read within this are asked of a new client
@@ -102,12 +104,15 @@ class KafkaEventLog(EventLog):
     """The event log on a Kafka cluster; topic, group and transactional ids carry `prefix`."""
 
     def __init__(self, bootstrap: str, prefix: str = "", partitions: int = 4, replication: int = -1,
-                 session_timeout_ms: int = 45_000, timeout: float = 30.0, connect_timeout: float = 10.0):
-        """`replication` -1 takes the broker's default; `timeout` bounds every Kafka call."""
+                 session_timeout_ms: int = 45_000, timeout: float = 30.0, connect_timeout: float = 10.0,
+                 min_insync_replicas: int | None = None):
+        """`replication` -1 takes the broker's default, `min_insync_replicas` None too (both for the
+        topics it creates); `timeout` bounds every Kafka call."""
         self.bootstrap = bootstrap
         self.prefix = prefix
         self.default_partitions = partitions
         self.replication = replication
+        self.min_insync_replicas = min_insync_replicas
         self.session_timeout_ms = session_timeout_ms
         self.timeout = timeout
         with self._failing(f"connecting (within {connect_timeout:g}s)"):
@@ -182,8 +187,10 @@ class KafkaEventLog(EventLog):
             if topic in self._partition_counts:
                 return self._partition_counts[topic]
             name = self.topic_name(topic)
-            config = SEQUENCES_CONFIG if topic == SEQUENCES else {
+            config = dict(SEQUENCES_CONFIG) if topic == SEQUENCES else {
                 "retention.ms": str(RETENTION_MS.get(topic, DEFAULT_RETENTION_MS))}
+            if self.min_insync_replicas is not None:
+                config["min.insync.replicas"] = str(self.min_insync_replicas)
             new = NewTopic(name, 1 if topic == SEQUENCES else self.default_partitions, self.replication,
                            config=config)
             with self._failing(f"creating topic {name}"):
@@ -428,6 +435,10 @@ class KafkaEventLog(EventLog):
             try:
                 return self._lookups.get_watermark_offsets(TopicPartition(name, partition), self.timeout, False)
             except KafkaException as exc:
+                if exc.args[0].code() == KafkaError._TIMED_OUT:
+                    # a client that asked a leader which died may go on asking it: the next call
+                    # asks with a new one (dropped, not closed, as below)
+                    self._lookups = self._new_lookups()
                 if exc.args[0].code() not in _LEADER_MOVING or time.monotonic() > deadline:
                     raise
                 if time.monotonic() > renew_at:
@@ -473,11 +484,12 @@ class KafkaEventLog(EventLog):
             try:
                 return self._committed(name, partition_, min(self.timeout, FIRST_OFFSETS_TIMEOUT))
             except KafkaException as exc:
-                if exc.args[0].code() != KafkaError._TIMED_OUT:
+                if exc.args[0].code() not in _COORDINATOR_LOST:
                     raise
                 # A client that lost its broker while the group had members may never hear from
-                # the group's coordinator again once the broker is back (librdkafka), while a new
-                # client is answered at once: ask again with one.
+                # the group's coordinator again once the broker is back, or keeps asking the broker
+                # that was the coordinator before it died (librdkafka), while a new client is
+                # answered at once: ask again with one.
                 self._drop_offsets_reader(name)
                 return self._committed(name, partition_, self.timeout)
 

@@ -43,7 +43,7 @@ _KEY = re.compile(r"[A-Za-z0-9]+")  # entity type and aspect names: nothing that
 def client_for(endpoints: Endpoints, timeout: float = 60.0) -> OpenSearch:
     """A client of the configured OpenSearch (thread-safe; share one per process), raising
     BackendUnavailable when it does not answer (see TranslatingTransport)."""
-    return OpenSearch(endpoints.opensearch_url, timeout=timeout, transport_class=TranslatingTransport)
+    return OpenSearch(endpoints.opensearch_nodes, timeout=timeout, transport_class=TranslatingTransport)
 
 
 class BulkError(BackendFailure):

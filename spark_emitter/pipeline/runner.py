@@ -31,6 +31,7 @@ from spark_emitter.pipeline.plugins import JOINER, SINK, SOURCE, FieldRead, Fiel
 from spark_emitter.pipeline.validate import instantiate, validated
 from spark_emitter.program import ProgramRun
 from spark_emitter.urns import Naming
+from spark_emitter.workers import use_lodestar_python
 
 PROGRAM = "DataPipelineWorkflow"
 FieldMap = dict[str, list[InputField]]
@@ -73,6 +74,7 @@ def run_pipeline(pipeline: Pipeline, spark: Any, arguments: Mapping[str, str] | 
 
     arguments = dict(arguments or {})
     validated(pipeline, arguments)
+    use_lodestar_python(spark)
     started = time.monotonic()
     properties = {**arguments, "pipeline-checksum": pipeline.checksum}
     run = ProgramRun(RestEmitter(server, token, 30.0), PROGRAM, namespace, pipeline.name, "workflow", properties,

@@ -78,6 +78,22 @@ def test_the_cassandra_lease_ttl_comes_from_the_file_or_the_environment(tmp_path
     assert Config.load(path, env={"LODESTAR_CASSANDRA_LEASE_TTL": "3"}).cassandra_lease_ttl == 3
 
 
+def test_replication_settings_come_from_the_file_or_the_environment(tmp_path):
+    single = Config.load(env={})
+    assert (single.kafka_replication_factor, single.kafka_min_insync_replicas, single.cassandra_replication_factor,
+            single.opensearch_replicas) == (None, None, 1, 0)
+    path = tmp_path / "lodestar.yml"
+    path.write_text("kafka: {replication_factor: 3, min_insync_replicas: 2}\ncassandra: {replication_factor: 3}\n"
+                    "opensearch: {replicas: 1}\n")
+    cluster = Config.load(path, env={})
+    assert (cluster.kafka_replication_factor, cluster.kafka_min_insync_replicas, cluster.cassandra_replication_factor,
+            cluster.opensearch_replicas) == (3, 2, 3, 1)
+    changed = Config.load(path, env={"LODESTAR_OPENSEARCH_REPLICAS": "0", "LODESTAR_KAFKA_MIN_INSYNC_REPLICAS": "1",
+                                     "LODESTAR_CASSANDRA_REPLICATION_FACTOR": "5"})
+    assert (changed.kafka_min_insync_replicas, changed.cassandra_replication_factor, changed.opensearch_replicas) \
+        == (1, 5, 0)
+
+
 def test_the_metadata_length_limit_comes_from_the_environment():
     assert Config.load(env={}).metadata_max_length == 50
     assert Config.load(env={"LODESTAR_METADATA_MAX_LENGTH": "120"}).metadata_max_length == 120
@@ -127,6 +143,12 @@ def test_webhook_addresses_are_public_only_unless_the_environment_allows_network
      "the environment: LODESTAR_MAX_ASPECT_BYTES must be a positive number of bytes, not '4MB'"),
     ("", {"LODESTAR_WEBHOOK_ALLOW_PRIVATE": "intranet"},
      "the environment: LODESTAR_WEBHOOK_ALLOW_PRIVATE: 'intranet' is not a CIDR (e.g. 10.0.0.0/8)"),
+    ("cassandra: {replication_factor: 0}\n", {}, "cassandra.replication_factor must be a whole number of at least 1"),
+    ("opensearch: {replicas: one}\n", {}, "opensearch.replicas must be a whole number of at least 0, not 'one'"),
+    ("", {"LODESTAR_KAFKA_REPLICATION_FACTOR": "-1"},
+     "the environment: LODESTAR_KAFKA_REPLICATION_FACTOR must be a whole number of at least 1, not '-1'"),
+    ("kafka: {replication_factor: 2, min_insync_replicas: 3}\n", {},
+     "kafka.min_insync_replicas (3) exceeds kafka.replication_factor (2): no write could succeed"),
 ])
 def test_bad_settings_say_what_and_where(tmp_path, text, env, message):
     path = tmp_path / "lodestar.yml"

@@ -531,3 +531,16 @@ def test_a_pipeline_with_the_listener_attached_records_its_operations_once(env: 
     assert incoming(env, target, "value") == {files(source): ["v"]}
     body = env.v3(f"/datasets/{ds(target)}/lineage/fields/value/operations?direction=incoming&start=0&end=now%2B1h")
     assert [p["urn"] for group in body["incoming"] for p in group["programs"]] == [result.program_urn]
+
+
+def test_a_python_stage_runs_from_a_virtualenv_that_is_not_activated(env: Env) -> None:
+    from tests.support.python_stage_pipeline import BARE_PATH, recorded_lineage, run_unactivated
+
+    assert not any(Path(d, "lodestar").exists() for d in BARE_PATH.split(":"))  # not found through PATH
+    ran = run_unactivated(env.root, "Shouted", env.url, TOKEN, "--master", "local[1]")
+    assert recorded_lineage(env.client, env.root, "Shouted", ran.run_urn) == {
+        "operations": [("In.read", "READ", "IN", (), ("name", "n")),
+                       ("Out.write", "WRITE", "OUT", (("In.read", "n"), ("Shout.upper", "name")), ()),
+                       ("Shout.upper", "TRANSFORM", "-", (("In.read", "name"),), ("name",))],
+        "incoming": {"name": {"IN": ["name"]}, "n": {"IN": ["n"]}},
+        "rows": [("ANN", 1), ("BOB", 2), ("CY", 3)]}

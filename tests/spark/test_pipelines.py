@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = 13
+CASES = 14
 
 
 @pytest.mark.timeout(1200)

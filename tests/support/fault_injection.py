@@ -76,17 +76,17 @@ class Work:
         return sum(len(steps) for steps in self.steps.values())
 
 
-def workload(entities: int) -> Work:
+def workload(entities: int, first: int = 0) -> Work:
     """About 8 MCPs per entity: properties (3 to 6 versions, a PATCH in one of 7, a DELETE at the
     end in one of 10), lineage to the entity before (2 versions), tags on one in 3 (2 versions),
     two profile points."""
     chains: list[Chain] = []
     steps: dict[str, list[Proposal]] = {}
     points: dict[str, list[int]] = {}
-    for i in range(entities):
+    for i in range(first, first + entities):
         urn = entity(i)
         mine = [properties_chain(urn, f"fi{i:06d}", 3 + i % 4, 1, patch=i % 7 == 0, delete=i % 10 == 3)]
-        if i:
+        if i > first:
             mine.append(Chain(urn, "upstreamLineage", 1, upserts(lineage(entity(i - 1)),
                                                                  lineage(entity(i - 1), entity(max(0, i - 2))))))
         if i % 3 == 0:
@@ -249,6 +249,14 @@ class RunReport:
     # after a GMS died before committing its offsets) whose version was already made: applied once
     duplicates_absorbed: int
     verdict: Verdict
+    converged: float = 0.0  # seconds from the last recovery to every MCP applied and indexed (distributed)
+
+    def summary(self, fault: str) -> str:
+        """One line per fault: what was acknowledged, lost, doubled, and how long convergence took."""
+        v = self.verdict
+        return (f"{fault}: {self.mcps} MCPs acknowledged, {v.versions} versions, lost {v.lost + v.missing_mcls},"
+                f" duplicates {v.doubled_mcls + v.doubled_points}, divergences {v.divergences},"
+                f" converged in {self.converged:.1f}s after recovery ({self.seconds:.0f}s in all)")
 
 
 class Driver(threading.Thread):
@@ -401,12 +409,33 @@ def seed_and_rest(work: Work) -> tuple[list[Proposal], list[Proposal]]:
     return first, rest
 
 
-def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> RunReport:
+# A fault on the servers: called with the fault's number while writes go on, it breaks something
+# and returns what it did and how to recover (called later, while writes still go on).
+Fault = Callable[[int], tuple[str, Callable[[], None]]]
+
+
+@dataclass
+class RestTarget:
+    """A GMS the REST clients of a distributed run write to (a request it did not answer is sent again)."""
+
+    url: str
+    up: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.up.set()
+
+
+def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1, fault: Fault | None = None,
+                    rest_entities: int = 0) -> RunReport:
     """The workload appended to the MCP topic (by a producer that is not GMS) for two `lodestar
     gms` and two `lodestar mcl-processor` processes (tests.support.stack.Stack), in
     `kills` + 1 chunks; after a random share of each chunk is applied, a random one of the four
     is SIGKILLed and started again on its data directory (same producer id, so its outbox is
-    published). Then checked like the embedded run, on Cassandra, Kafka and OpenSearch."""
+    published), or, given `fault`, that fault happens (its recovery at the next fault's moment,
+    or once the last chunk is appended). Meanwhile `rest_entities` more entities are written over
+    REST to gms-b by a client thread that sends a batch again only after a retryable answer (429,
+    503) or none; any other answer is a failure. Then all is checked like the embedded run, on
+    Cassandra, Kafka and OpenSearch."""
     from gms.service import MCP_GROUP
     from mcl_processor.processor import GROUP as MCL_GROUP
     from mcl_processor.processor import TOPICS as MCL_TOPICS
@@ -423,42 +452,68 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1) -> Run
     stack.produce(first)
     stack.await_mcps_applied(timeout=max(90.0, len(first) / 50))
     stack.note(f"seed round applied: {len(first)} MCPs")
+    rest_work = workload(rest_entities, first=entities)
+    writer = Driver(RestTarget(running["gms-b"].client().server), rest_work, list(rest_work.steps), 10, lambda _: None)
+    writer.start()
     chunk = len(rest) // (kills + 1) + 1
-    for k in range(kills + 1):
-        part = rest[k * chunk:(k + 1) * chunk]
-        if not part:
-            break
-        target = stack.mcp_committed() + int(len(part) * rng.uniform(0.2, 0.8))
-        stack.produce(part)
-        if k == kills:
-            break
-        stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied",
-                     timeout=max(90.0, len(part) / 50))
-        victim = rng.choice(sorted(running))
-        running[victim].kill()
-        stack.note(f"kill {k + 1}: {victim}, {stack.mcp_committed()} MCPs committed")
-        running[victim] = names[victim](victim)
+    pending: list[Callable[[], None]] = []  # the recovery of the last fault, until done
+    try:
+        for k in range(kills + 1):
+            part = rest[k * chunk:(k + 1) * chunk]
+            if not part:
+                break
+            # (awaited: a broker may be down)
+            committed = stack.await_(lambda: (stack.mcp_committed(),), "the MCP group's offsets")[0]
+            target = committed + int(len(part) * rng.uniform(0.2, 0.8))
+            # a producer told its write failed (a broker down) sends it again; replays are harmless
+            stack.await_(lambda part=part: stack.produce(part) or True, "the chunk appended to the MCP topic")
+            if k == kills:
+                break
+            stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied",
+                         timeout=max(180.0, len(part) / 20))
+            while pending:
+                pending.pop()()
+            if fault is None:
+                victim = rng.choice(sorted(running))
+                running[victim].kill()
+                stack.note(f"kill {k + 1}: {victim}, {stack.mcp_committed()} MCPs committed")
+                running[victim] = names[victim](victim)
+            else:
+                what, recover = fault(k)
+                pending.append(recover)
+                stack.note(f"fault {k + 1}: {what}")
+    finally:  # a failed run leaves no server down behind it
+        while pending:
+            pending.pop()()
+            stack.note("recovered from the last fault")
+    recovered = time.monotonic()
+    writer.join(600)
+    assert not writer.is_alive(), "the REST client did not finish within 600 s"
     stack.await_mcps_applied(timeout=max(300.0, work.mcps / 50))
     stack.note("every MCP applied")
-    wanted = expected_versions(work)
+    wanted = {**expected_versions(work), **expected_versions(rest_work)}
     expected_mcls = {(urn, aspect, v) for (urn, aspect), versions in wanted.items() for v, _ in versions}
     stack.await_(lambda: set(stack.mcl_counts()) >= expected_mcls, "every MCL on the MCL topic", timeout=300)
     gms = running["gms-a"]
     stack.await_healthy(gms)
     stack.await_(lambda: gms.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
                  ["indexed"], "the MCL processors indexing every MCL", timeout=300)
-    seconds = time.monotonic() - started
+    seconds, converged = time.monotonic() - started, time.monotonic() - recovered
     verdict = Verdict()
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(16) as pool:
         histories = dict(zip(wanted, pool.map(lambda key: stack.aspects.history(*key), wanted), strict=True))
     compare_histories(verdict, wanted, lambda urn, aspect: histories[(urn, aspect)])
     compare_mcls(verdict, wanted, stack.mcl_counts())
-    compare_points(verdict, work, lambda urn: stack.models.timeseries.query(urn, PROFILE))
+    for each in (work, rest_work):
+        compare_points(verdict, each, lambda urn: stack.models.timeseries.query(urn, PROFILE))
+    verdict.lost += len(writer.failures)  # an answer neither applied nor retryable
+    verdict.examples += [f"REST: {f}" for f in writer.failures[:5]]
     failed = [f for f in stack.records(topics.FAILED_MCP) if not f["error"].startswith("precondition_failed: ")]
     verdict.lost += len(failed)
     verdict.examples += [f"failed other than as a replay: {f}" for f in failed[:5]]
     verdict.divergences, report = run_check(stack.root / "tool", stack.env)
     if verdict.divergences:
         verdict.examples.append(report)
-    return RunReport(work.mcps, kills, seconds, 0, len(stack.records(topics.FAILED_MCP)), verdict)
+    return RunReport(work.mcps + rest_work.mcps, kills, seconds, writer.resent,
+                     len(stack.records(topics.FAILED_MCP)) + writer.by_lost_attempt, verdict, converged)

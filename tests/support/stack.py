@@ -23,6 +23,7 @@ from gms.service import ACTOR_HEADER, MCP_GROUP
 from gms.store.cassandra import CassandraAspectStore
 from ingest import topics
 from ingest.backends import Endpoints, cassandra_session
+from ingest.backends.errors import BackendUnavailable
 from ingest.eventlog import LogMessage
 from ingest.eventlog.kafka import SEQUENCES, KafkaEventLog
 from ingest.proposal import Proposal
@@ -180,7 +181,9 @@ class Stack:
     """Names of its own on the shared servers (topic prefix, keyspace, index prefix), the
     `lodestar` processes on them, and direct access to the log, the store and the read models."""
 
-    def __init__(self, root: Path, endpoints: Endpoints, wire_format: str = mcl_wire.LODESTAR):
+    def __init__(self, root: Path, endpoints: Endpoints, wire_format: str = mcl_wire.LODESTAR,
+                 replication: int = 1):
+        """`replication`: of the topics, the keyspace and (less one) the indices: 3 on a cluster."""
         self.root = root
         self.run = unique_name("e2e")
         self.prefix = f"{self.run}."
@@ -192,19 +195,27 @@ class Stack:
                     "LODESTAR_KAFKA_BOOTSTRAP": endpoints.kafka_bootstrap,
                     "LODESTAR_CASSANDRA_HOSTS": ",".join(endpoints.cassandra_hosts),
                     "LODESTAR_OPENSEARCH_URL": endpoints.opensearch_url,
-                    "LODESTAR_KAFKA_WIRE_FORMAT": wire_format, **LOOPBACK_WEBHOOKS_ENV}
+                    "LODESTAR_KAFKA_WIRE_FORMAT": wire_format, **LOOPBACK_WEBHOOKS_ENV,
+                    "LODESTAR_CASSANDRA_REPLICATION_FACTOR": str(replication),
+                    "LODESTAR_OPENSEARCH_REPLICAS": str(min(replication - 1, 1))}
+        if replication > 1:
+            self.env.update(LODESTAR_KAFKA_REPLICATION_FACTOR=str(replication),
+                            LODESTAR_KAFKA_MIN_INSYNC_REPLICAS=str(replication - 1))
         self.processes: list[Lodestar] = []
         self.started = time.monotonic()
         self.codec = default_codec()
         self.admin = AdminClient({"bootstrap.servers": endpoints.kafka_bootstrap})
         self.session = cassandra_session(endpoints, request_timeout=60)
-        self.log = KafkaEventLog.from_endpoints(endpoints, prefix=self.prefix)
+        self.log = KafkaEventLog.from_endpoints(endpoints, prefix=self.prefix, replication=replication,
+                                                min_insync_replicas=max(replication - 1, 1))
         self.store: CassandraAspectStore | None = None
         self.models: DistributedReadModels | None = None
         try:  # tables, lineage tables and topics made here first, not raced for by the processes
-            self.store = CassandraAspectStore(self.session, self.run, unique_name("verifier"))
+            self.store = CassandraAspectStore(self.session, self.run, unique_name("verifier"),
+                                              replication_factor=replication)
             self.models = DistributedReadModels.connect(endpoints, default_registry(), keyspace=self.run,
-                                                        index_prefix=self.run)
+                                                        index_prefix=self.run, replication_factor=replication,
+                                                        replicas=min(replication - 1, 1))
             for topic in (*topics.PROPOSAL_TOPICS, topics.FAILED_MCP, *MCL_TOPICS, SEQUENCES):
                 self.log.partitions(topic)
         except BaseException:
@@ -247,12 +258,15 @@ class Stack:
         return "\n".join(parts)
 
     def await_(self, condition: Callable[[], T], what: str, timeout: float = WAIT) -> T:
-        """condition()'s first truthy value within timeout seconds; fails early if a process that
-        should be running has exited."""
+        """condition()'s first truthy value within timeout seconds (a server not answering it is a
+        no); fails early if a process that should be running has exited."""
         deadline = time.monotonic() + timeout
         pause = 0.02
         while True:
-            value = condition()
+            try:
+                value = condition()
+            except BackendUnavailable:  # e.g. a Kafka broker or Cassandra node down: ask again
+                value = None
             if value:
                 return value
             dead = [p for p in self.processes if p.died]
@@ -265,6 +279,17 @@ class Stack:
     def diagnosis(self) -> str:
         """Where things stand, for a failed wait: each consumer group's members, partitions and
         lag; each running process's thread stacks (SIGUSR1) follow in the outputs printed at close."""
+        try:
+            lines = self._groups()
+        except BackendUnavailable as err:  # Kafka itself is what does not answer
+            lines = [f"consumer groups: {err}"]
+        for process in self.processes:
+            if process.running:
+                assert process.proc is not None
+                process.proc.send_signal(signal.SIGUSR1)
+        return "\n".join(lines)
+
+    def _groups(self) -> list[str]:
         lines = []
         for group, topics_ in ((MCP_GROUP, topics.PROPOSAL_TOPICS), (MCL_GROUP, MCL_TOPICS)):
             name = self.log.group_name(group)
@@ -277,11 +302,7 @@ class Stack:
             lines += [f"  {topic}[{p}]: committed {self.log.committed(group, topic, p)}"
                       f" of {self.log.end_offset(topic, p)}"
                       for topic in topics_ for p in range(self.log.partitions(topic))]
-        for process in self.processes:
-            if process.running:
-                assert process.proc is not None
-                process.proc.send_signal(signal.SIGUSR1)
-        return "\n".join(lines)
+        return lines
 
     def await_healthy(self, *processes: Lodestar) -> None:
         for process in processes:

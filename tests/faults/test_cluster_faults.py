@@ -1,0 +1,58 @@
+"""Nodes of the clusters (deploy/cluster.sh: 3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch
+nodes) SIGKILLed while two `lodestar gms` and two `lodestar mcl-processor` apply a workload from
+the MCP topic and a client writes over REST, then started again: every acknowledged write is
+applied once, each version has one MCL, the read models converge to the store, `lodestar check`
+finds nothing, and the REST client got no answer but applied, 429 or 503
+(tests/support/fault_injection.py `run_distributed`; bench/reliability.py --cluster runs the long
+version). Topics have 3 replicas and min.insync.replicas 2, the keyspace 3 replicas (QUORUM
+and SERIAL go on with 2), the indices 1 replica."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.cluster import (  # noqa: F401 (fixtures)
+    Cluster,
+    cassandra_nodes,
+    cluster,
+    cluster_stack,
+    kafka_leaders,
+    opensearch_non_manager,
+)
+from tests.support.fault_injection import RunReport, run_distributed
+from tests.support.stack import Stack
+
+pytestmark = [pytest.mark.slow, pytest.mark.fault_injection, pytest.mark.cluster]
+
+ENTITIES = 60  # about 550 MCPs from the MCP topic
+REST = 20  # about 180 more over REST
+
+
+def holds(report: RunReport, fault: str, versions: int = 450) -> None:
+    print(report.summary(fault))
+    assert report.verdict.ok, "\n".join(report.verdict.examples[:10])
+    assert report.verdict.versions > versions
+
+
+def test_kafka_brokers_killed_the_mcl_leader_then_another(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
+    fault = kafka_leaders(cluster, cluster_stack)
+    holds(run_distributed(cluster_stack, ENTITIES, kills=2, fault=fault, rest_entities=REST), "Kafka brokers")
+
+
+def test_a_cassandra_node_killed_during_writes(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
+    """QUORUM writes and lightweight transactions go on with 2 of 3 replicas; the node back gets
+    what it missed from the others' hints (and QUORUM reads repair what differs)."""
+    fault = cassandra_nodes(cluster, cluster_stack)
+    holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault, rest_entities=REST), "a Cassandra node")
+
+
+def test_an_opensearch_node_killed_during_indexing(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
+    """Its primaries' replicas on the other node are promoted."""
+    fault = opensearch_non_manager(cluster, cluster_stack)
+    holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault, rest_entities=REST), "an OpenSearch node")
+
+
+def test_a_gms_and_an_mcl_processor_killed_on_the_cluster(cluster_stack: Stack) -> None:  # noqa: F811
+    """The other process of each role takes the partitions over (and the dead GMS's outbox lease
+    when it comes back); seed 1 kills gms-a, then mcl-b."""
+    holds(run_distributed(cluster_stack, ENTITIES, kills=2, seed=1, rest_entities=REST), "a gms and an mcl-processor")
