@@ -153,6 +153,7 @@ wait_node() {
   timeout="$(timeout_of "$node")"
   while :; do
     if ! pid="$(server_pid "$node")"; then
+      if ((SECONDS - t0 < 5)) && still_starting "$node"; then sleep 0.2; continue; fi
       echo "$(_ts) ERROR: $node exited during start-up (after $((SECONDS - t0))s); last lines of $(log_file "$node"):" >&2
       tail -n 30 "$(log_file "$node")" >&2 || true
       return 1

@@ -85,6 +85,7 @@ wait_healthy() {
   timeout="$(start_timeout "$s")"
   while :; do
     if ! pid="$(server_pid "$s")"; then
+      if ((SECONDS - t0 < 5)) && still_starting "$s"; then sleep 0.2; continue; fi
       echo "$(_ts) ERROR: $s exited during start-up (after $((SECONDS - t0))s)" >&2
       print_log_tail "$s"
       return 1

@@ -144,6 +144,17 @@ server_pid() {
   printf '%s' "$pid"
 }
 
+# still_starting SERVER: its launched process is alive though not yet recognisable as SERVER (the
+# moment between launch's fork and its exec, when neither its command line nor its environment
+# names it yet).
+still_starting() {
+  local f pid
+  f="$(pid_file "$1")"
+  [[ -r "$f" ]] || return 1
+  pid="$(tr -dc '0-9' <"$f")"
+  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+}
+
 # find_server_pid SERVER: like server_pid, but falls back to scanning /proc for the markers of
 # our run dir (covers a pid file lost or not yet written).
 find_server_pid() {
