@@ -8,8 +8,10 @@ token) into the bearer header the authentication middleware checks."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
@@ -23,6 +25,11 @@ SESSION_COOKIE = "lodestar_session"
 ACTOR_COOKIE = "actor"
 PUBLIC = frozenset({"/admin", "/logIn", "/logOut", "/signUp", "/resetNativeUserCredentials"})
 WRONG = "invalid username or password"  # one answer whichever part was wrong
+# Password hashes (scrypt, ~50 ms of CPU and 16 MiB each) computed at once by one process for
+# requests that need no token; one more is refused with 429, so a flood of sign-ins cannot take
+# the server's CPU or memory.
+PASSWORD_CHECKS = 2
+CHECKS_KEY = web.AppKey("password_checks", asyncio.Semaphore)
 
 
 def session_authorization(request: web.Request) -> str | None:
@@ -46,6 +53,17 @@ def accounts_of(request: web.Request) -> Accounts:
     return request.app[ACCOUNTS_KEY]
 
 
+async def _hashing(request: web.Request, work: Callable[[], Awaitable[web.Response]]) -> web.Response:
+    """`work` (which checks or sets a password) in one of the process's PASSWORD_CHECKS slots, or
+    429 with Retry-After when they are all taken."""
+    slots = request.app[CHECKS_KEY]
+    if slots.locked():
+        return error(429, "overloaded", f"{PASSWORD_CHECKS} password checks are under way; retry in a second",
+                     headers={"Retry-After": "1"})
+    async with slots:
+        return await work()
+
+
 async def admin_page(request: web.Request) -> web.Response:
     return web.Response(text="<!doctype html><title>Lodestar</title><p>Lodestar is up: the web UI is at "
                              "<a href=\"/\">/</a>.</p>", content_type="text/html")
@@ -67,6 +85,10 @@ async def _credentials_body(request: web.Request) -> dict[str, Any]:
 
 
 async def log_in(request: web.Request) -> web.Response:
+    return await _hashing(request, lambda: _log_in(request))
+
+
+async def _log_in(request: web.Request) -> web.Response:
     body = await _credentials_body(request)
     api, accounts = api_of(request), accounts_of(request)
     principal = await api.run(accounts.sign_in, body.get("username"), body.get("password"))
@@ -89,6 +111,10 @@ async def log_out(request: web.Request) -> web.Response:
 
 
 async def sign_up(request: web.Request) -> web.Response:
+    return await _hashing(request, lambda: _sign_up(request))
+
+
+async def _sign_up(request: web.Request) -> web.Response:
     body = await _credentials_body(request)
     api, accounts = api_of(request), accounts_of(request)
     info = {"fullName": body.get("fullName"), "displayName": body.get("fullName"), "email": body.get("email"),
@@ -107,6 +133,10 @@ async def sign_up(request: web.Request) -> web.Response:
 
 
 async def reset_credentials(request: web.Request) -> web.Response:
+    return await _hashing(request, lambda: _reset_credentials(request))
+
+
+async def _reset_credentials(request: web.Request) -> web.Response:
     body = await _credentials_body(request)
     api, accounts = api_of(request), accounts_of(request)
     try:
@@ -146,7 +176,8 @@ def _op(summary: str, responses: dict[str, str], body: bool = True, public: bool
 OPENAPI_PATHS: dict[str, Any] = {
     "/admin": {"get": _op("DataHub's frontend check: 200 when Lodestar is up", {"200": "Up"}, body=False)},
     "/logIn": {"post": _op("Sign in {username, password}: sets the session (HttpOnly) and actor cookies",
-                           {"200": "Signed in", "400": "Not a JSON object", "401": "Wrong username or password"})},
+                           {"200": "Signed in", "400": "Not a JSON object", "401": "Wrong username or password",
+                            "429": "Too many password checks under way"})},
     "/logOut": {"get": _op("Sign out: revokes the session and clears its cookies", {"200": "Signed out"},
                            body=False)},
     "/signUp": {"post": _op("Create a user {email (the username), password, fullName, title, inviteToken} and sign"
@@ -164,6 +195,7 @@ OPENAPI_PATHS: dict[str, Any] = {
 
 def add_routes(app: web.Application) -> None:
     app[ACCOUNTS_KEY] = Accounts(app[GMS_KEY].gms)
+    app[CHECKS_KEY] = asyncio.Semaphore(PASSWORD_CHECKS)
     app.router.add_get("/admin", admin_page)
     app.router.add_post("/logIn", log_in)
     app.router.add_get("/logOut", log_out)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -84,6 +86,18 @@ def test_wrong_passwords_and_unknown_users_get_the_same_401(server: LiveServer):
     assert {a.status_code for a in answers} == {401}
     assert len({a.json()["message"] for a in answers}) == 1
     assert requests.post(f"{server.url}/logIn", data="not json", timeout=30).status_code == 400
+
+
+def test_a_flood_of_sign_ins_gets_429_beyond_the_password_checks_a_process_runs_at_once(server: LiveServer):
+    _principal(server, "flood")
+    wrong = {"username": "flood", "password": "guess"}
+    with ThreadPoolExecutor(max_workers=24) as pool:
+        answers = list(pool.map(lambda _: requests.post(f"{server.url}/logIn", json=wrong, timeout=60), range(48)))
+    statuses = Counter(answer.status_code for answer in answers)
+    assert set(statuses) <= {401, 429} and statuses[429] > 0 and statuses[401] >= 2, statuses
+    refused = next(answer for answer in answers if answer.status_code == 429)
+    assert refused.headers["Retry-After"] == "1" and refused.json()["error"] == "overloaded"
+    assert "flood" in _log_in(server, "flood", PASSWORD).cookies.get("actor", "")
 
 
 def test_a_password_is_stored_as_a_salted_scrypt_hash_and_only_an_admin_sets_one(server: LiveServer):
