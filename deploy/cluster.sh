@@ -346,16 +346,6 @@ take_lock() {
   fi
 }
 
-fetch_locked() {
-  if command -v flock >/dev/null; then
-    mkdir -p "$SERVERS_HOME"
-    exec 8>"$SERVERS_HOME/.fetch.lock"
-    flock -w 900 8 || die "another servers.sh still fetches into $SERVERS_HOME after 900s"
-  fi
-  "${1}_fetch"
-  exec 8>&-
-}
-
 usage() {
   sed -n '3,/^set -euo pipefail/p' "${BASH_SOURCE[0]}" | sed -n 's/^# \{0,1\}//p'
   exit "${1:-2}"

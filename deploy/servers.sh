@@ -227,18 +227,6 @@ take_lock() {
   fi
 }
 
-# fetch_locked SERVER: SERVER's fetch, one at a time per LODESTAR_SERVERS_HOME (the downloads are
-# shared by every run dir).
-fetch_locked() {
-  if command -v flock >/dev/null; then
-    mkdir -p "$SERVERS_HOME"
-    exec 8>"$SERVERS_HOME/.fetch.lock"
-    flock -w 900 8 || die "another servers.sh still fetches into $SERVERS_HOME after 900s"
-  fi
-  "${1}_fetch"
-  exec 8>&-
-}
-
 main() {
   local arg
   local -a rest=()
