@@ -29,7 +29,7 @@ from mcl_processor.processor import MclProcessor
 from tests.support.builders import dataset_urn, mcp
 from tests.support.processes import LODESTAR, ServeProcess, run_cli
 from tests.support.server import LOOPBACK_WEBHOOKS, LiveServer, start_server
-from tests.support.webhook_receiver import Receiver
+from tests.support.webhook_receiver import DispatcherThreads, Receiver
 
 WAIT = 20.0
 ORDERS = dataset_urn("db.orders")
@@ -90,19 +90,9 @@ def receiver() -> Iterator[Receiver]:
 
 @pytest.fixture
 def dispatching(server: LiveServer) -> Iterator[Callable[..., WebhookDispatcher]]:
-    started: list[tuple[WebhookDispatcher, threading.Thread]] = []
-
-    def start(addresses: AddressRules = LOOPBACK_WEBHOOKS) -> WebhookDispatcher:
-        dispatcher = WebhookDispatcher(server.gms, attempts=2, backoff=0.05, timeout=5.0, addresses=addresses)
-        thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
-        thread.start()
-        started.append((dispatcher, thread))
-        return dispatcher
-
-    yield start
-    for dispatcher, thread in started:
-        dispatcher.stop()
-        thread.join(WAIT)
+    threads = DispatcherThreads()
+    yield lambda addresses=LOOPBACK_WEBHOOKS: threads.start(server.gms, attempts=2, addresses=addresses)
+    threads.stop_all()
 
 
 def await_(condition: Callable[[], Any], what: str) -> Any:

@@ -37,7 +37,7 @@ from tests.support.builders import dataset_urn, mcp, proposal
 from tests.support.processes import LODESTAR, ServeProcess, run_cli
 from tests.support.server import LOOPBACK_WEBHOOKS, LOOPBACK_WEBHOOKS_ENV
 from tests.support.stack import Lodestar, Stack
-from tests.support.webhook_receiver import Receiver
+from tests.support.webhook_receiver import DispatcherThreads, Receiver
 
 WAIT = 30.0
 ORDERS = dataset_urn("db.orders")
@@ -54,20 +54,9 @@ def receiver() -> Iterator[Receiver]:
 @pytest.fixture
 def dispatching(server) -> Iterator[Callable[..., WebhookDispatcher]]:
     """Starts a dispatcher on the live server's GMS in a thread; stops it after the test."""
-    started: list[tuple[WebhookDispatcher, threading.Thread]] = []
-
-    def start(gms: Gms | None = None) -> WebhookDispatcher:
-        dispatcher = WebhookDispatcher(gms or server.gms, attempts=3, backoff=0.05, timeout=5.0,
-                                       addresses=LOOPBACK_WEBHOOKS)
-        thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
-        thread.start()
-        started.append((dispatcher, thread))
-        return dispatcher
-
-    yield start
-    for dispatcher, thread in started:
-        dispatcher.stop()
-        thread.join(WAIT)
+    threads = DispatcherThreads()
+    yield lambda gms=None: threads.start(gms or server.gms, attempts=3)
+    threads.stop_all()
 
 
 def await_(condition: Callable[[], Any], what: str, timeout: float = WAIT) -> Any:

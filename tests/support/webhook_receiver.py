@@ -7,7 +7,10 @@ import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from tests.support.server import free_port
+from gms.service import Gms
+from lodestar.webhook_addresses import AddressRules
+from lodestar.webhook_delivery import WebhookDispatcher
+from tests.support.server import LOOPBACK_WEBHOOKS, free_port
 
 WAIT = 20.0
 
@@ -63,3 +66,23 @@ class Receiver:
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+class DispatcherThreads:
+    """Webhook dispatchers a test runs in threads of its own (short backoff and timeout, loopback
+    receivers allowed unless told otherwise); `stop_all` stops them and waits for their threads."""
+
+    def __init__(self) -> None:
+        self.started: list[tuple[WebhookDispatcher, threading.Thread]] = []
+
+    def start(self, gms: Gms, attempts: int, addresses: AddressRules = LOOPBACK_WEBHOOKS) -> WebhookDispatcher:
+        dispatcher = WebhookDispatcher(gms, attempts=attempts, backoff=0.05, timeout=5.0, addresses=addresses)
+        thread = threading.Thread(target=dispatcher.run, kwargs={"handle_signals": False})
+        thread.start()
+        self.started.append((dispatcher, thread))
+        return dispatcher
+
+    def stop_all(self) -> None:
+        for dispatcher, thread in self.started:
+            dispatcher.stop()
+            thread.join(WAIT)
