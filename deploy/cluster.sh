@@ -239,24 +239,7 @@ cmd_start() {
   fi
 }
 
-cmd_stop() {
-  local node pid
-  declare -A pids=()
-  for node in "${NODES[@]}"; do
-    if pid="$(find_server_pid "$node")"; then
-      info "$node: stopping (pid $pid)"
-      kill -TERM "$pid" 2>/dev/null || true
-      pids[$node]=$pid
-    else
-      rm -f "$(pid_file "$node")"
-    fi
-  done
-  for node in "${!pids[@]}"; do
-    stop_pid "$node" "${pids[$node]}" "$STOP_TIMEOUT"
-    rm -f "$(pid_file "$node")"
-    info "$node: stopped"
-  done
-}
+cmd_stop() { stop_servers "$STOP_TIMEOUT" "${NODES[@]}"; }
 
 cmd_kill() {
   (($# >= 1)) || die "usage: cluster.sh kill NODE..."

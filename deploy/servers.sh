@@ -152,27 +152,7 @@ cmd_start() {
   ((failed == 0)) || die "not all servers came up (see above)"
 }
 
-cmd_stop() {
-  local s pid
-  declare -A pids=()
-  # Signal all first, then wait: the servers shut down in parallel.
-  for s in "${SERVERS[@]}"; do
-    if pid="$(find_server_pid "$s")"; then
-      info "$s: stopping (pid $pid)"
-      kill -TERM "$pid" 2>/dev/null || true
-      pids[$s]=$pid
-    else
-      info "$s: not running"
-      rm -f "$(pid_file "$s")"
-    fi
-  done
-  for s in "${SERVERS[@]}"; do
-    [[ -n "${pids[$s]:-}" ]] || continue
-    stop_pid "$s" "${pids[$s]}" "$STOP_TIMEOUT"
-    rm -f "$(pid_file "$s")"
-    info "$s: stopped"
-  done
-}
+cmd_stop() { stop_servers "$STOP_TIMEOUT" "${SERVERS[@]}"; }
 
 cmd_status() {
   local s pid rc=0 p busy

@@ -240,3 +240,26 @@ fetch_locked() {
   "${1}_fetch"
   exec 8>&-
 }
+
+# stop_servers TIMEOUT SERVER...: SIGTERM to each running SERVER first, then waits for each (up to
+# TIMEOUT seconds, then SIGKILL): they shut down in parallel.
+stop_servers() {
+  local timeout="$1" s pid; shift
+  declare -A pids=()
+  for s in "$@"; do
+    if pid="$(find_server_pid "$s")"; then
+      info "$s: stopping (pid $pid)"
+      kill -TERM "$pid" 2>/dev/null || true
+      pids[$s]=$pid
+    else
+      info "$s: not running"
+      rm -f "$(pid_file "$s")"
+    fi
+  done
+  for s in "$@"; do
+    [[ -n "${pids[$s]:-}" ]] || continue
+    stop_pid "$s" "${pids[$s]}" "$timeout"
+    rm -f "$(pid_file "$s")"
+    info "$s: stopped"
+  done
+}
