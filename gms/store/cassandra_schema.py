@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
 
 from cassandra import ConsistencyLevel
 from cassandra.cluster import EXEC_PROFILE_DEFAULT, ResultSet, Session
@@ -16,6 +17,7 @@ from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statem
 
 from ingest.backends import SCHEMA_TIMEOUT
 from ingest.backends.cassandra import DRIVER_ERRORS, backend_error, contact_points, translated
+from ingest.backends.errors import BackendUnavailable
 
 QUORUM = ConsistencyLevel.QUORUM
 SERIAL = ConsistencyLevel.SERIAL
@@ -44,6 +46,7 @@ _TABLES = {
     "leases": "CREATE TABLE IF NOT EXISTS {ks}.leases (producer text PRIMARY KEY, holder text)",
 }
 _KEYSPACE = re.compile(r"[a-z0-9_]{1,48}")
+Result = TypeVar("Result")
 
 
 def quoted_keyspace(keyspace: str) -> str:
@@ -133,6 +136,20 @@ def named_tuple_rows(colnames: Sequence[str], rows: Sequence[Sequence[Any]]) -> 
 @functools.lru_cache(maxsize=256)
 def _row_class(colnames: tuple[str, ...]) -> type[tuple[Any, ...]]:
     return type(named_tuple_factory(colnames, [[None] * len(colnames)])[0])
+
+
+def while_unavailable(call: Callable[[], Result], wait: float, pause: float = 0.5) -> Result:
+    """call(), asked again while it raises BackendUnavailable (a replica down or slow, a
+    lightweight transaction timing out under contention), for up to `wait` seconds; then its last
+    error. Only for idempotent calls: an attempt that timed out may have been applied."""
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            return call()
+        except BackendUnavailable:
+            if time.monotonic() + pause > deadline:
+                raise
+        time.sleep(pause)
 
 
 def applied(result: ResultSet) -> bool:

@@ -21,7 +21,7 @@ import ingest.backends.sqlite
 from gms.service import Gms
 from gms.store import StoredAspect
 from gms.store.cassandra import CassandraAspectStore
-from gms.store.cassandra_schema import Runner
+from gms.store.cassandra_schema import Runner, while_unavailable
 from gms.store.sqlite import SqliteAspectStore
 from ingest.backends import Endpoints
 from ingest.backends.errors import BackendFailure, BackendUnavailable
@@ -218,3 +218,33 @@ def test_the_http_layer_and_the_command_line_import_no_driver():
                 found[str(path.relative_to(ROOT))] = drivers
     assert found == {}
 
+
+
+def test_an_idempotent_statement_is_asked_again_while_cassandra_is_unavailable() -> None:
+    """A producer's registration (IF NOT EXISTS) timing out under contention, as a gms restarting
+    on a busy cluster saw, is asked again; what stays unavailable past the wait is raised."""
+    attempts: list[int] = []
+
+    def times_out_twice() -> str:
+        attempts.append(1)
+        if len(attempts) < 3:
+            raise BackendUnavailable("Cassandra at 127.0.0.2:9042: WriteTimeout (CAS, SERIAL)")
+        return "registered"
+
+    assert while_unavailable(times_out_twice, wait=5, pause=0.01) == "registered"
+    assert len(attempts) == 3
+
+    def always_down() -> str:
+        raise BackendUnavailable("Cassandra at 127.0.0.2:9042: NoHostAvailable")
+
+    with pytest.raises(BackendUnavailable, match="NoHostAvailable"):
+        while_unavailable(always_down, wait=0.05, pause=0.01)
+
+    def refused() -> str:
+        attempts.append(1)
+        raise BackendFailure("Cassandra: InvalidRequest")
+
+    attempts.clear()
+    with pytest.raises(BackendFailure):
+        while_unavailable(refused, wait=5, pause=0.01)
+    assert len(attempts) == 1  # what Cassandra refuses is not asked again
