@@ -86,8 +86,7 @@ def ensure_venv(venv: Path) -> Path:
         return python
     print(f"making the suite's environment in {venv} ...", flush=True)
     shutil.rmtree(venv, ignore_errors=True)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    subprocess.run([str(python), "-m", "ensurepip", "-q"], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     subprocess.run([str(python), "-m", "pip", "install", "-q", *REQUIREMENTS], check=True)
     marker.write_text(json.dumps(list(REQUIREMENTS)))
     return python
