@@ -14,6 +14,7 @@ from lodestar.api import (
     datahub_openapi,
     datahub_reads,
     datahub_restli_relationships,
+    datahub_scroll,
     datahub_snapshot,
     field_lineage_v3,
     graphql,
@@ -57,7 +58,7 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
     run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry, sign_in,
-    datahub_snapshot, datahub_openapi, datahub_restli_relationships)
+    datahub_snapshot, datahub_openapi, datahub_scroll, datahub_restli_relationships)
 
 
 @web.middleware

@@ -52,7 +52,7 @@ def _registry(request: web.Request) -> EntityRegistry:
     return api_of(request).gms.registry
 
 
-def _entity_of_path(request: web.Request) -> EntitySpec:
+def entity_of_path(request: web.Request) -> EntitySpec:
     """The path's entity type (its case aside, as DataHub matches it); 400 when unknown."""
     name = request.match_info["type"]
     registry = _registry(request)
@@ -63,7 +63,7 @@ def _entity_of_path(request: web.Request) -> EntitySpec:
     return entity
 
 
-def _aspect_of(entity: EntitySpec, name: str, where: str) -> str:
+def aspect_of(entity: EntitySpec, name: str, where: str) -> str:
     """The entity's aspect of that name (its case aside); 400 when the entity has none."""
     if name in entity.aspects:
         return name
@@ -126,7 +126,7 @@ def _entity_mcps(request: web.Request, entity: EntitySpec, items: Any, change_ty
             raise refuse(400, "invalid_request", f"[{i}]: names no aspect")
         for name, envelope in aspects.items():
             where = f"[{i}].{'aspects.' if nested else ''}{name}"
-            mcps.append(_mcp(entity, urn, _aspect_of(entity, name, where), change_type, envelope, where))
+            mcps.append(_mcp(entity, urn, aspect_of(entity, name, where), change_type, envelope, where))
     if len(mcps) > limit:
         raise web.HTTPRequestEntityTooLarge(limit, len(mcps), text=f"{len(mcps)} aspects, over the limit of {limit}")
     return mcps
@@ -185,28 +185,28 @@ async def _answer(request: web.Request, mcps: list[dict[str, Any]], shape: str) 
 
 async def post_entities(request: web.Request) -> web.Response:
     """v3 `POST /openapi/v3/entity/{type}`: aspects of entities of one type."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     return await _answer(request, _entity_mcps(request, entity, await read_json(request), _change_type(request)),
                          "list")
 
 
 async def patch_entities(request: web.Request) -> web.Response:
     """v3 `PATCH /openapi/v3/entity/{type}`: JSON Patches of aspects of entities of one type."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     return await _answer(request, _entity_mcps(request, entity, await read_json(request), "PATCH"), "list")
 
 
 async def post_entities_v2(request: web.Request) -> web.Response:
     """v2 `POST /openapi/v2/entity/{type}`: `[{"urn", "aspects": {"<aspect>": {"value"}}}]`."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     mcps = _entity_mcps(request, entity, await read_json(request), _change_type(request), nested=True)
     return await _answer(request, mcps, "v2list")
 
 
 async def _aspect_write(request: web.Request, change_type: str, shape: str, enveloped: bool) -> web.Response:
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     urn = _urn_of(request, entity, path_urn(request))
-    aspect = _aspect_of(entity, request.match_info["aspect"], "aspect")
+    aspect = aspect_of(entity, request.match_info["aspect"], "aspect")
     body = await read_json(request)
     envelope = body if enveloped else {"value": body}
     return await _answer(request, [_mcp(entity, urn, aspect, change_type, envelope, "body")], shape)
@@ -262,14 +262,14 @@ def _envelope(row: StoredAspect, with_meta: bool) -> dict[str, Any]:
 
 def entity_object(registry: EntityRegistry, store: AspectStore, entity: EntitySpec, urn: str,
                   names: list[str] | None, with_meta: bool) -> dict[str, Any] | None:
-    """DataHub's v3 entity: `{"urn", "<aspect>": {"value"}}` of its stored versioned aspects (of
-    `names` only, when given; without names with its key aspect); None when it has none."""
+    """DataHub's v3 entity: `{"urn", "<aspect>": {"value"}}` of its stored versioned aspects and
+    its key aspect (of `names` only, when given); None when it has none."""
     rows = [row for row in store.entity(urn) if row.exists]
     if not rows:
         return None
     wanted = None if names is None else set(names)
     out: dict[str, Any] = {"urn": urn}
-    if wanted is None:
+    if wanted is None or entity.key_aspect in wanted:
         out[entity.key_aspect] = {"value": registry.key_value(registry.parse_urn(urn))}
     for row in sorted(rows, key=lambda r: r.aspect):
         spec = registry.aspect(row.aspect)
@@ -280,11 +280,11 @@ def entity_object(registry: EntityRegistry, store: AspectStore, entity: EntitySp
 
 async def get_entity(request: web.Request) -> web.Response:
     """v3 `GET /openapi/v3/entity/{type}/{urn}[?aspects=a&aspects=b][&systemMetadata=true]`; 404 when absent."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     urn = _urn_of(request, entity, path_urn(request))
     require(request, READ, urn)
     asked = list_param(request, "aspects")
-    names = None if asked is None else [_aspect_of(entity, name, "aspects") for name in asked]
+    names = None if asked is None else [aspect_of(entity, name, "aspects") for name in asked]
     api = api_of(request)
     found = await asyncio.to_thread(entity_object, api.gms.registry, api.gms.store, entity, urn, names,
                                     bool_param(request, "systemMetadata"))
@@ -297,10 +297,10 @@ async def get_aspect(request: web.Request) -> web.Response:
     """v3 `GET /openapi/v3/entity/{type}/{urn}/{aspect}[?version=n]`: `{"value"}` of a version (0:
     the latest); of a timeseries aspect, its newest point (with a version: the newest at or before
     that timestamp, as DataHub reads it)."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     urn = _urn_of(request, entity, path_urn(request))
     require(request, READ, urn)
-    aspect = _aspect_of(entity, request.match_info["aspect"], "aspect")
+    aspect = aspect_of(entity, request.match_info["aspect"], "aspect")
     api = api_of(request)
     if _registry(request).aspects[aspect].is_timeseries:
         point = await _newest_point(request, urn, aspect, int_param(request, "version", 0, 0, MAX_MILLIS) or None)
@@ -326,7 +326,7 @@ async def _newest_point(request: web.Request, urn: str, aspect: str, at_most: in
 async def batch_get(request: web.Request) -> web.Response:
     """v3 `POST /openapi/v3/entity/{type}/batchGet`: `[{"urn", "<aspect>": {}}]` -> the entities
     that exist, each with the aspects named (none named: all)."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     items = await read_json(request)
     if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
         raise refuse(400, "invalid_request", 'body: expected a list of {"urn": ..., "<aspect>": {}}')
@@ -336,7 +336,7 @@ async def batch_get(request: web.Request) -> web.Response:
     for i, item in enumerate(items):
         urn = _urn_of(request, entity, item.get("urn"), f"[{i}].urn")
         require(request, READ, urn)
-        names = [_aspect_of(entity, name, f"[{i}]") for name in item if name != "urn"]
+        names = [aspect_of(entity, name, f"[{i}]") for name in item if name != "urn"]
         asked.append((urn, names or None))
     api, with_meta = api_of(request), bool_param(request, "systemMetadata")
 
@@ -352,7 +352,7 @@ async def batch_get(request: web.Request) -> web.Response:
 
 async def delete_entity(request: web.Request) -> web.Response:
     """`DELETE /openapi/v{2,3}/entity/{type}/{urn}`: the entity's hard delete (none: nothing to do)."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     urn = _urn_of(request, entity, path_urn(request))
     require(request, REMOVE, urn)
     answer = await datahub.delete_entity(request, urn)
@@ -362,9 +362,9 @@ async def delete_entity(request: web.Request) -> web.Response:
 async def delete_aspect(request: web.Request) -> web.Response:
     """`DELETE /openapi/v3/entity/{type}/{urn}/{aspect}`: a DELETE proposal of a versioned aspect;
     of a timeseries aspect, its newest point (as DataHub deletes it; 404 when there is none)."""
-    entity = _entity_of_path(request)
+    entity = entity_of_path(request)
     urn = _urn_of(request, entity, path_urn(request))
-    aspect = _aspect_of(entity, request.match_info["aspect"], "aspect")
+    aspect = aspect_of(entity, request.match_info["aspect"], "aspect")
     api = api_of(request)
     if _registry(request).aspects[aspect].is_timeseries:
         require(request, REMOVE, urn)
@@ -383,7 +383,7 @@ async def delete_aspect(request: web.Request) -> web.Response:
 # -- the routes -----------------------------------------------------------------------------
 
 
-_TYPE = {"name": "type", "in": "path", "required": True, "schema": {"type": "string"},
+TYPE_PARAM = {"name": "type", "in": "path", "required": True, "schema": {"type": "string"},
          "description": "The entity type, e.g. dataset"}
 _WRITE_FLAGS = [query_param("async", "true: checked, then queued (202)", kind="boolean"),
                 query_param("createIfNotExists", "true: CREATE (412 when the aspect exists)", kind="boolean"),
@@ -397,7 +397,7 @@ _REFUSALS = {"400": response("Invalid request"), "403": response("The caller may
 
 
 def _write_op(summary: str, answer: dict[str, Any], extra: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    return {"summary": summary, "parameters": [_TYPE, *(extra or []), *_WRITE_FLAGS], "requestBody": _BODY,
+    return {"summary": summary, "parameters": [TYPE_PARAM, *(extra or []), *_WRITE_FLAGS], "requestBody": _BODY,
             "responses": {"200": response("The aspects written, as stored", answer),
                           "202": response("Queued (async=true)", answer), **_REFUSALS}}
 
@@ -417,30 +417,30 @@ OPENAPI_PATHS: dict[str, Any] = {
         "patch": _write_op("DataHub v3: [{\"urn\", \"<aspect>\": {\"value\": {\"patch\": [...]}}}]", ARRAY)},
     "/openapi/v3/entity/{type}/batchGet": {"post": {
         "summary": "DataHub v3: [{\"urn\", \"<aspect>\": {}}] -> the entities that exist, with those aspects",
-        "parameters": [_TYPE, query_param("systemMetadata", kind="boolean")], "requestBody": _BODY,
+        "parameters": [TYPE_PARAM, query_param("systemMetadata", kind="boolean")], "requestBody": _BODY,
         "responses": {"200": response("The entities", ARRAY), **_READ}}},
     "/openapi/v3/entity/{type}/{urn}": {
         "get": {"summary": "DataHub v3: an entity's aspects {\"urn\", \"<aspect>\": {\"value\"}}",
-                "parameters": [_TYPE, URN, query_param("aspects", "Repeated"),
+                "parameters": [TYPE_PARAM, URN, query_param("aspects", "Repeated"),
                                query_param("systemMetadata", kind="boolean")],
                 "responses": {"200": response("The entity", OBJECT), **_READ}},
-        "delete": {"summary": "DataHub v3: the entity's hard delete", "parameters": [_TYPE, URN],
+        "delete": {"summary": "DataHub v3: the entity's hard delete", "parameters": [TYPE_PARAM, URN],
                    "responses": _DELETE}},
     "/openapi/v3/entity/{type}/{urn}/{aspect}": {
         "get": {"summary": "DataHub v3: one aspect {\"value\"} (version 0: the latest; timeseries: the newest point,"
                            " at or before the version as a timestamp)",
-                "parameters": [_TYPE, URN, ASPECT, query_param("version", kind="integer", minimum=0,
+                "parameters": [TYPE_PARAM, URN, ASPECT, query_param("version", kind="integer", minimum=0,
                                                                maximum=MAX_VERSION),
                                query_param("systemMetadata", kind="boolean")],
                 "responses": {"200": response("The aspect", OBJECT), **_READ}},
         "post": _write_op("DataHub v3: {\"value\", \"systemMetadata\"?, \"headers\"?}", OBJECT, [URN, ASPECT]),
         "patch": _write_op("DataHub v3: {\"patch\": [...], \"arrayPrimaryKeys\"?}", OBJECT, [URN, ASPECT]),
         "delete": {"summary": "DataHub v3: the aspect deleted (timeseries: its newest point)",
-                   "parameters": [_TYPE, URN, ASPECT], "responses": _DELETE}},
+                   "parameters": [TYPE_PARAM, URN, ASPECT], "responses": _DELETE}},
     "/openapi/v2/entity/{type}": {
         "post": _write_op("DataHub v2: [{\"urn\", \"aspects\": {\"<aspect>\": {\"value\"}}}] -> [{\"urn\"}]", ARRAY)},
     "/openapi/v2/entity/{type}/{urn}": {
-        "delete": {"summary": "DataHub v2: the entity's hard delete", "parameters": [_TYPE, URN],
+        "delete": {"summary": "DataHub v2: the entity's hard delete", "parameters": [TYPE_PARAM, URN],
                    "responses": _DELETE}},
     "/openapi/v2/entity/{type}/{urn}/{aspect}": {
         "post": _write_op("DataHub v2: the aspect's value -> {\"urn\", \"aspects\"}", OBJECT, [URN, ASPECT]),

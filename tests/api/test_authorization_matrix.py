@@ -191,6 +191,7 @@ def openapi_entity_calls() -> list[Call]:
         Call("read", "GET", v3 + "/{urn}", f"/openapi/v3/entity/dataset/{ds}"),
         Call("read", "GET", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/datasetProperties"),
         Call("read", "POST", v3 + "/batchGet", "/openapi/v3/entity/dataset/batchGet", [{"urn": CUSTOMERS}]),
+        Call("authenticated", "GET", v3, "/openapi/v3/entity/dataset?query=*"),  # only what the caller may read
         Call("write", "POST", v3, "/openapi/v3/entity/dataset", [{"urn": CUSTOMERS, "globalTags": {"value": tags}}]),
         Call("write", "PATCH", v3, "/openapi/v3/entity/dataset", [{"urn": CUSTOMERS, "globalTags": {"value": patch}}]),
         Call("write", "POST", v3 + "/{urn}/{aspect}", f"/openapi/v3/entity/dataset/{ds}/globalTags", {"value": tags}),
