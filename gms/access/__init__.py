@@ -3,8 +3,8 @@
 - A principal is a corpuser (`urn:li:corpuser:<name>`); `urn:li:corpuser:admin` (the data
   directory's admin token) may do everything.
 - A token is `urn:li:accessToken:<SHA-256 of the token>` with `accessTokenInfo` naming its
-  principal; the token itself is never stored. A revoked token, or one of a removed principal,
-  authenticates no one.
+  principal; the token itself is never stored. A revoked token authenticates no one; one of a
+  removed, suspended or deleted principal is refused (`PrincipalDisabled`: 403, as DataHub).
 - A principal's grants are the `accessGrantsInfo` aspect of `urn:li:accessGrants:<name>`:
   privileges (READ, WRITE, ADMIN) on resources. Each change is a version, so grants are audited.
 
@@ -82,6 +82,10 @@ def authenticates(info: dict) -> bool:
             and (expires is None or expires > time.time() * 1000))
 
 
+class PrincipalDisabled(Exception):
+    """A valid token of a principal that may not act (removed, suspended, deleted)."""
+
+
 class AccessControl:
     """Answers who a token is and what a principal may do, from the aspect store."""
 
@@ -89,20 +93,22 @@ class AccessControl:
         self.store = store
 
     def token_principal(self, hashed: str) -> str | None:
-        """The principal of a token given by its SHA-256, or None (unknown, revoked, expired, or
-        of a principal removed, suspended or deleted)."""
+        """The principal of a token given by its SHA-256, or None (unknown, revoked, expired);
+        raises PrincipalDisabled for a token of a principal removed, suspended or deleted."""
         row = self.store.get(f"urn:li:accessToken:{hashed}", "accessTokenInfo")
         if row is None or not row.exists or not authenticates(row.value):
             return None
         principal = row.value["principal"]
         status = self.store.get(principal, "status")
         if status is not None and status.exists and status.value.get("removed"):
-            return None
+            raise PrincipalDisabled(f"principal {principal} is removed")
         suspended = self.store.get(principal, "corpUserStatus")  # DataHub's suspension of a user
         if suspended is not None and suspended.exists and suspended.value.get("status") == "SUSPENDED":
-            return None
+            raise PrincipalDisabled(f"principal {principal} is suspended")
         key = self.store.get(principal, "corpUserKey")  # a deleted principal's tokens name no one
-        return principal if key is not None and key.exists else None
+        if key is None or not key.exists:
+            raise PrincipalDisabled(f"principal {principal} no longer exists")
+        return principal
 
     def grants(self, principal: str) -> dict[str, frozenset[str]]:
         """resource -> privileges of a principal."""

@@ -7,6 +7,7 @@ import logging
 
 from aiohttp import web
 
+from gms.access import PrincipalDisabled
 from gms.service import Gms
 from lodestar.api import (
     access,
@@ -82,7 +83,10 @@ async def authenticate(request: web.Request, handler: Handler) -> web.StreamResp
             or request.path in sign_in.PUBLIC \
             or schema_registry.is_public(request):  # registry reads need no token, as DataHub's
         return await handler(request)
-    principal = api_of(request).auth.principal(sign_in.session_authorization(request))
+    try:
+        principal = api_of(request).auth.principal(sign_in.session_authorization(request))
+    except PrincipalDisabled as refused:
+        return error(403, "principal_disabled", str(refused))
     if principal is None:
         return error(401, "unauthorized", "missing or invalid bearer token (Authorization: Bearer <token>)",
                      headers={"WWW-Authenticate": "Bearer"})

@@ -36,7 +36,8 @@ class TokenAuth:
         self._held.append((_hash(token), principal))
 
     def principal(self, authorization: str | None) -> str | None:
-        """The principal of an `Authorization: Bearer <token>` header, or None."""
+        """The principal of an `Authorization: Bearer <token>` header, or None; `lookup` may
+        raise for a valid token of a principal that may not act."""
         if not authorization:
             return None
         scheme, _, token = authorization.partition(" ")

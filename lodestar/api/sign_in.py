@@ -2,9 +2,11 @@
 a session (a revocable Lodestar token in an HttpOnly, SameSite=Strict cookie, and the `actor`
 cookie DataHub's clients read), `GET /logOut` ends it, `POST /signUp` creates a user with an
 invite token, `POST /resetNativeUserCredentials` sets a password with a reset token, `GET
-/admin` answers that the frontend is up; `PUT /v1/access/principals/{name}/password` lets an
-admin set a password. `session_authorization` turns a session cookie (or HTTP Basic carrying a
-token) into the bearer header the authentication middleware checks."""
+/admin` answers that the frontend is up, `GET /openapi/operations/identity/user/urn` who the
+caller is; `PUT /v1/access/principals/{name}/password` lets an admin set a password.
+`session_authorization` turns a session cookie (or HTTP Basic carrying a token) into the bearer
+header the authentication middleware checks (a token of a removed, suspended or deleted
+principal: 403)."""
 
 from __future__ import annotations
 
@@ -163,6 +165,11 @@ async def set_password(request: web.Request) -> web.Response:
     return web.json_response({"principal": principal, "passwordSet": True})
 
 
+async def who_am_i(request: web.Request) -> web.Response:
+    """DataHub's `GET /openapi/operations/identity/user/urn`: `{"urn"}` of the caller."""
+    return web.json_response({"urn": principal_of(request)})
+
+
 def _op(summary: str, responses: dict[str, str], body: bool = True, public: bool = True) -> dict[str, Any]:
     op: dict[str, Any] = {"summary": summary,
                           "responses": {code: {"description": text} for code, text in responses.items()}}
@@ -186,6 +193,9 @@ OPENAPI_PATHS: dict[str, Any] = {
     "/resetNativeUserCredentials": {"post": _op(
         "Set a new password {email (the username), password, resetToken} with an admin's reset token",
         {"200": "Set", "400": "Not a JSON object, or a bad password", "401": "Invalid reset token"})},
+    "/openapi/operations/identity/user/urn": {"get": _op(
+        "DataHub: {urn} of the caller (a removed, suspended or deleted principal's token: 403)",
+        {"200": "The caller", "403": "The principal may not act"}, body=False, public=False)},
     "/v1/access/principals/{name}/password": {"put": _op(
         "Set a principal's password {password} (needs ADMIN on the instance)",
         {"200": "Set", "400": "Too short or too long", "403": "No ADMIN privilege", "404": "No such principal"},
@@ -202,3 +212,4 @@ def add_routes(app: web.Application) -> None:
     app.router.add_post("/signUp", sign_up)
     app.router.add_post("/resetNativeUserCredentials", reset_credentials)
     app.router.add_put("/v1/access/principals/{name}/password", set_password)
+    app.router.add_get("/openapi/operations/identity/user/urn", who_am_i)

@@ -113,7 +113,7 @@ def test_a_writer_cannot_enable_or_disable_a_principal(server: LiveServer):
     removed = principal_with_grants(server, "leaver", [("instance", ["READ"])])
     colleague = principal_with_grants(server, "colleague", [("instance", ["READ"])])
     admin.call("DELETE", "/v1/access/principals/leaver")
-    assert call(server, removed, "GET", "/v1/search?query=*").status_code == 401
+    assert call(server, removed, "GET", "/v1/search?query=*").status_code == 403
     back = call(server, writer, "POST", "/v1/proposals", {"proposals": [
         mcp("urn:li:corpuser:leaver", "status", {"removed": False})]})
     assert back.status_code == 403, back.text
@@ -126,7 +126,7 @@ def test_a_writer_cannot_enable_or_disable_a_principal(server: LiveServer):
             ("POST", "/v1/proposals", {"proposals": [mcp("urn:li:corpuser:leaver", "status", change="DELETE")]})):
         answer = call(server, writer, method, path, body)
         assert answer.status_code == 403, (path, answer.text)
-    assert call(server, removed, "GET", "/v1/search?query=*").status_code == 401
+    assert call(server, removed, "GET", "/v1/search?query=*").status_code == 403
     assert call(server, colleague, "GET", "/v1/search?query=*").status_code == 200
     info = mcp("urn:li:corpuser:colleague", "corpUserEditableInfo", {"aboutMe": "edited by a writer"})
     assert call(server, writer, "POST", "/v1/proposals", {"proposals": [info]}).status_code == 200  # other aspects

@@ -78,6 +78,7 @@ def matrix() -> list[Call]:
         Call("public", "POST", "/logIn", "/logIn", []),  # not credentials: 400 (wrong ones: 401)
         Call("public", "GET", "/logOut", "/logOut"),
         Call("public", "POST", "/signUp", "/signUp", []),
+        Call("authenticated", "GET", "/openapi/operations/identity/user/urn", "/openapi/operations/identity/user/urn"),
         Call("public", "POST", "/resetNativeUserCredentials", "/resetNativeUserCredentials", []),
         Call("admin", "PUT", "/v1/access/principals/{name}/password", "/v1/access/principals/outsider/password",
              {"password": "a long enough password"}),

@@ -10,6 +10,7 @@ import sys
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import requests
@@ -313,12 +314,19 @@ def test_get_access_token_makes_a_token_for_the_caller_only(server: LiveServer):
 def test_a_suspended_or_soft_deleted_user_signs_in_no_more_and_its_session_stops(server: LiveServer):
     ada = _principal(server, "ada", grants=("READ",))
     session = _log_in(server, "ada", PASSWORD)
+    who = f"{server.url}/openapi/operations/identity/user/urn"
+    assert session.get(who, timeout=30).json() == {"urn": ada}
     stamp = {"time": 1, "actor": "urn:li:corpuser:admin"}
-    for aspect, off, on in (("corpUserStatus", {"status": "SUSPENDED", "lastModified": stamp},
-                             {"status": "ACTIVE", "lastModified": stamp}),
-                            ("status", {"removed": True}, {"removed": False})):
+    for aspect, off, on, said in (("corpUserStatus", {"status": "SUSPENDED", "lastModified": stamp},
+                                   {"status": "ACTIVE", "lastModified": stamp}, "suspended"),
+                                  ("status", {"removed": True}, {"removed": False}, "removed")):
         server.client().propose([mcp(ada, aspect, off)])
-        assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 401
+        refused = session.get(f"{server.url}/v1/access/grants", timeout=30)
+        assert refused.status_code == 403 and refused.json()["message"] == f"principal {ada} is {said}"
         assert _log_in(server, "ada", PASSWORD).cookies.get("actor") is None
         server.client().propose([mcp(ada, aspect, on)])
         assert session.get(f"{server.url}/v1/access/grants", timeout=30).status_code == 200
+    server.client().call("DELETE", f"/v1/entities/{quote(ada, safe='')}?hard=true")
+    refused = session.get(who, timeout=30)
+    assert refused.status_code == 403 and refused.json()["message"] == f"principal {ada} no longer exists"
+    assert requests.get(who, headers={"Authorization": "Bearer not-a-token"}, timeout=30).status_code == 401
