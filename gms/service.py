@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gms import tracing
 from gms.access import AccessControl, needed, target
+from gms.access.audit import change_events, watched
 from gms.errors import ProposalFailed
 from gms.external_registry import ExternalSchemaRegistry
 from gms.intake import ProposalReader
@@ -117,18 +118,32 @@ class Gms:
         `authorize`, a proposal the actor may not make fails (403 forbidden): it needs one of
         `privileges`, or by default what `access.needed` says for its change. With
         `all_or_none`, nothing is applied if any proposal fails the checks made before the
-        stored state is read (validation, authorization): see WritePath.apply."""
+        stored state is read (validation, authorization): see WritePath.apply. Changes to
+        users, tokens, grants, policies and ingestion sources are recorded in the audit log
+        (gms/access/audit.py)."""
+        existed = {p.entity_urn for p in proposals if watched(p) and self._exists(p.entity_urn, p.entity_type)}
         results = self.writes.apply(proposals, actor, request_headers,
                                     self._authorizer(actor, privileges) if authorize else None, all_or_none)
         for follow_up in follow_ups(proposals, [r.status for r in results], self.store):  # version sets
             if follow_up:
                 self.writes.apply(follow_up, actor)
+        if audit := change_events(proposals, [r.status for r in results], actor, existed, self._key_aspect):
+            self.writes.apply(audit, actor)
         crash_point("after-commit")
         self.relay.publish_pending()
         count_results(results)
         if log.isEnabledFor(logging.INFO):
             _log_failures(proposals, results)
         return results
+
+    def _key_aspect(self, entity_type: str) -> str | None:
+        spec = self.registry.entity(entity_type)
+        return spec.key_aspect if spec is not None else None
+
+    def _exists(self, urn: str, entity_type: str) -> bool:
+        key = self._key_aspect(entity_type)
+        row = self.store.get(urn, key) if key else None
+        return row is not None and row.exists
 
     def check(self, proposals: Sequence[Proposal | ProposalError], actor: str,
               request_headers: Mapping[str, str] | None = None) -> list[ValidProposal | ProposalFailed]:

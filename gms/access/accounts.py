@@ -10,6 +10,7 @@ the way DataHub's frontend shows them (native users, personal access tokens, inv
 - An INVITE token (made by an admin) lets one person sign up once, a RESET token one user set a
   new password once; neither authenticates anyone.
 - Removing a user revokes its tokens and deletes its grants, password and entity.
+- Sign-ins (failed ones too) and sign-ups are in the audit log (gms/access/audit.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from gms.access import (
     principal_urn,
     token_hash,
 )
+from gms.access.audit import sign_in_event
 from gms.access.passwords import PasswordError, check_strength, hash_password, verify
 from gms.errors import ProposalFailed
 from gms.service import Gms
@@ -103,16 +105,17 @@ class Accounts:
 
     def sign_in(self, username: Any, password: Any) -> str | None:
         """The principal whose password this is, or None: unknown user, wrong password, no
-        password set, removed principal all answer None, after the same hashing work."""
+        password set, removed principal all answer None, after the same hashing work. Each
+        attempt with a well-formed username is in the audit log (LogInEvent, FailedLogInEvent)."""
         if not isinstance(username, str) or not USERNAME.fullmatch(username):
             verify("", None)
             return None
         principal = principal_urn(username)
         row = self.gms.store.get(credentials_urn(principal), "accessCredentialsInfo")
         stored = row.value if row is not None and row.exists else None
-        if not verify(password if isinstance(password, str) else "", stored):
-            return None
-        return principal if self.exists(principal) else None
+        signed_in = verify(password if isinstance(password, str) else "", stored) and self.exists(principal)
+        self._apply(principal, sign_in_event(principal, signed_in, "PASSWORD_LOGIN"), authorize=False)
+        return principal if signed_in else None
 
     # -- tokens -----------------------------------------------------------------------------
 
@@ -203,6 +206,7 @@ class Accounts:
                               Proposal("corpuser", principal, "UPSERT", "corpUserInfo", user),
                               Proposal("corpuser", principal, "UPSERT", "status", {"removed": False})], False)
         self._store_password(inviter, principal, password, authorize=False)
+        self._apply(principal, sign_in_event(principal, True, "SIGN_UP_LINK_LOGIN"), authorize=False)
         return principal
 
     # -- password resets and removals ----------------------------------------------------------

@@ -11,6 +11,7 @@ from gms.access import PrincipalDisabled
 from gms.service import Gms
 from lodestar.api import (
     access,
+    audit_events,
     datahub,
     datahub_openapi,
     datahub_reads,
@@ -59,7 +60,7 @@ log = logging.getLogger(__name__)
 ROUTE_MODULES: tuple[RouteModule, ...] = (
     native, reads, datahub, datahub_reads, metadata_v3, metadata_search, access, openapi, guards, observe, ui,
     run_lineage, field_lineage_v3, openlineage, webhooks, graphql, schema_registry, sign_in,
-    datahub_snapshot, datahub_openapi, datahub_scroll, datahub_restli_relationships)
+    datahub_snapshot, datahub_openapi, datahub_scroll, datahub_restli_relationships, audit_events)
 
 
 @web.middleware
