@@ -44,6 +44,9 @@ def test_relationships_outgoing_and_incoming_in_restli_shape(emitter, lodestar):
     assert outgoing.status_code == 200, outgoing.text
     assert outgoing.json() == {"start": 0, "count": 2, "total": 2, "relationships": [
         {"type": "Asserts", "entity": orders}, {"type": "Asserts", "entity": column}]}
+    for target in (orders, column):  # an entity's (a field's) assertions
+        asserted = relationships(lodestar, f"urn={quote(target)}&direction=INCOMING&types=Asserts")
+        assert asserted.json()["relationships"] == [{"type": "Asserts", "entity": check}], asserted.text
     tagged = relationships(lodestar, f"urn={quote('urn:li:tag:finance')}&direction=INCOMING&types=TaggedWith")
     assert tagged.json()["relationships"] == [{"type": "TaggedWith", "entity": orders}]
     assert relationships(lodestar, f"urn={quote(orders)}&direction=OUTGOING&types=TaggedWith&start=1"
@@ -54,8 +57,8 @@ def test_relationships_refuses_what_it_cannot_answer(lodestar):
     orders = quote(make_dataset_urn("postgres", "paths.orders"))
     for query, named in ((f"urn={orders}", "direction"), (f"urn={orders}&direction=UP", "direction"),
                          ("urn=notaurn&direction=INCOMING", "urn"),
-                         # no lineage edge or searchable field holds an assertion's dataset
-                         (f"urn={orders}&direction=INCOMING&types=Asserts", "Asserts")):
+                         # no lineage edge or searchable field holds a data contract's entity
+                         (f"urn={orders}&direction=INCOMING&types=ContractFor", "ContractFor")):
         refused = relationships(lodestar, query)
         assert refused.status_code == 400 and named in refused.json()["message"], (query, refused.text)
 
