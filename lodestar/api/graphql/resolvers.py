@@ -18,6 +18,7 @@ import lodestar.api.graphql.incidents as incidents
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
 import lodestar.api.graphql.products as products
+import lodestar.api.graphql.recommendations as recommendations
 import lodestar.api.graphql.relationships as relationships
 import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
@@ -327,6 +328,8 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **managed.ROOT,
     **products.ROOT,
     **incidents.ROOT,
+    "listRecommendations": lambda ctx, args: recommendations.list_recommendations(ctx, args["input"],
+                                                                                  search_across_entities),
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
