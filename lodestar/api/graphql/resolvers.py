@@ -21,6 +21,7 @@ import lodestar.api.graphql.products as products
 import lodestar.api.graphql.recommendations as recommendations
 import lodestar.api.graphql.relationships as relationships
 import lodestar.api.graphql.tokens as tokens
+import lodestar.api.graphql.versioning as versioning
 from gms.access import principal_urn
 from ingest.proposal import Proposal
 from lodestar.api.graphql.entities import (
@@ -299,6 +300,8 @@ def list_of(ctx: Context, given: Mapping[str, Any], entity_type: str, listed: st
 SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {
     ("Container", "entities"): container_entities,
     ("Dataset", "incidents"): lambda r, ctx, **args: incidents.incidents_of(r, ctx, search_across_entities, **args),
+    ("VersionSet", "versionsSearch"): lambda r, ctx, input: versioning.versions_search(r, ctx, input,
+                                                                                        search_across_entities),
 }
 
 
@@ -336,7 +339,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
         "glossaryTerm": "glossaryTerm", "glossaryNode": "glossaryNode", "domain": "domain",
         "dataPlatform": "dataPlatform", "dataProduct": "dataProduct", "mlModel": "mlModel",
         "mlModelGroup": "mlModelGroup", "mlFeature": "mlFeature", "mlFeatureTable": "mlFeatureTable",
-        "mlPrimaryKey": "mlPrimaryKey", "test": "test"}.items()},
+        "mlPrimaryKey": "mlPrimaryKey", "test": "test", "versionSet": "versionSet"}.items()},
 }
 
 
