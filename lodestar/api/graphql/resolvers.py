@@ -15,6 +15,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 import lodestar.api.graphql.browse as browse
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.incidents as incidents
+import lodestar.api.graphql.ingestion as ingestion
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
 import lodestar.api.graphql.products as products
@@ -331,6 +332,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **managed.ROOT,
     **products.ROOT,
     **incidents.ROOT,
+    **ingestion.ROOT,
     "listRecommendations": lambda ctx, args: recommendations.list_recommendations(ctx, args["input"],
                                                                                   search_across_entities),
     **{field: _typed(name) for field, name in {
@@ -345,7 +347,8 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
 
 def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
     """Every field: a root field by ROOT, an entity's by entities.py, anything else from the
-    dict that holds it (a callable value is computed only when the field is asked for)."""
+    dict that holds it (a callable value is computed only when the field is asked for, given
+    the field's arguments)."""
     if info.parent_type.name in ("Query", "Mutation"):
         fn = ROOT.get(info.field_name)
         if fn is None:
@@ -360,4 +363,4 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
             return relationships.relationships(source, info.context, args["input"])
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
     value = source.get(info.field_name) if isinstance(source, Mapping) else getattr(source, info.field_name, None)
-    return value() if callable(value) else value
+    return value(**args) if callable(value) else value
