@@ -21,6 +21,7 @@ import lodestar.api.graphql.managed as managed
 import lodestar.api.graphql.products as products
 import lodestar.api.graphql.recommendations as recommendations
 import lodestar.api.graphql.relationships as relationships
+import lodestar.api.graphql.secret_values as secret_values
 import lodestar.api.graphql.tokens as tokens
 import lodestar.api.graphql.versioning as versioning
 from gms.access import principal_urn
@@ -333,6 +334,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **products.ROOT,
     **incidents.ROOT,
     **ingestion.ROOT,
+    **secret_values.ROOT,
     "listRecommendations": lambda ctx, args: recommendations.list_recommendations(ctx, args["input"],
                                                                                   search_across_entities),
     **{field: _typed(name) for field, name in {
