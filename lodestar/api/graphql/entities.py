@@ -545,7 +545,6 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataHubView", "description"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("description"),
     ("DataHubView", "definition"): _view_definition,
     ("StructuredPropertyEntity", "definition"): _property_definition,
-    ("Assertion", "info"): lambda r, ctx: ctx.aspect(r.urn, "assertionInfo"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("VersionSet", "latestVersion"): lambda r, ctx: ref(

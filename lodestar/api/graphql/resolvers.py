@@ -12,6 +12,7 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
+import lodestar.api.graphql.assertions as assertions
 import lodestar.api.graphql.browse as browse
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.incidents as incidents
@@ -298,9 +299,12 @@ def list_of(ctx: Context, given: Mapping[str, Any], entity_type: str, listed: st
             listed: [hit["entity"] for hit in found["searchResults"]]}
 
 
-# entity fields answered by a search
+# entity fields answered by a search, or by other modules than entities.py
 SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {
     ("Container", "entities"): container_entities,
+    ("Dataset", "assertions"): lambda r, ctx, **args: assertions.assertions_of(r, ctx, search_across_entities, **args),
+    ("Assertion", "runEvents"): assertions.run_events,
+    ("Assertion", "info"): assertions.assertion_info,
     ("Dataset", "incidents"): lambda r, ctx, **args: incidents.incidents_of(r, ctx, search_across_entities, **args),
     ("VersionSet", "versionsSearch"): lambda r, ctx, input: versioning.versions_search(r, ctx, input,
                                                                                         search_across_entities),
@@ -335,6 +339,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **incidents.ROOT,
     **ingestion.ROOT,
     **secret_values.ROOT,
+    **assertions.ROOT,
     "listRecommendations": lambda ctx, args: recommendations.list_recommendations(ctx, args["input"],
                                                                                   search_across_entities),
     **{field: _typed(name) for field, name in {
