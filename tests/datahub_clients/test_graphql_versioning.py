@@ -29,11 +29,11 @@ QUERY = ("query v($urn: String!, $input: SearchAcrossEntitiesInput!) { versionSe
 def server(tmp_path_factory):
     with live_server(tmp_path_factory.mktemp("graphql-versioning") / "data") as live:
         versions = [(urn, MODELS, sort_id) for urn, sort_id in RELEASES.items()] + [(LTV, OTHER, "a")]
-        for urn, version_set, sort_id in versions:  # one version a batch, as DataHub's SDK writes them
-            emit(live, [MetadataChangeProposalWrapper(entityUrn=urn, aspect=DatasetPropertiesClass(name=urn[40:-6])),
-                        MetadataChangeProposalWrapper(entityUrn=urn, aspect=VersionPropertiesClass(
-                            versionSet=version_set, version=VersionTagClass(versionTag=sort_id), sortId=sort_id,
-                            versioningScheme=VersioningSchemeClass.LEXICOGRAPHIC_STRING))])
+        emit(live, [m for urn, version_set, sort_id in versions for m in (
+            MetadataChangeProposalWrapper(entityUrn=urn, aspect=DatasetPropertiesClass(name=urn[40:-6])),
+            MetadataChangeProposalWrapper(entityUrn=urn, aspect=VersionPropertiesClass(
+                versionSet=version_set, version=VersionTagClass(versionTag=sort_id), sortId=sort_id,
+                versioningScheme=VersioningSchemeClass.LEXICOGRAPHIC_STRING)))])
         yield live
 
 
