@@ -1,11 +1,13 @@
-"""The secret-store port: secrets that must never be metadata (webhooks' signing keys).
+"""The secret-store port: secrets that must never be metadata (webhooks' signing keys, the
+values of DataHub's secrets: lodestar/api/graphql/secret_values.py).
 
-A secret belongs to an owner (a webhook's URN) and is named by its fingerprint (`fingerprint`:
-the first 16 hex digits of its SHA-256), which metadata may hold in its place: the aspect
-says which secret is meant, the store alone says what it is. Nothing the store holds goes
-through the aspect store, the event log or the read models, so no MCL, version history,
-subscription, replay or restore carries it; only the processes that sign (the webhook
-dispatcher) and the routes that set secrets (registering and rotating a webhook) open it.
+A secret belongs to an owner (a webhook's or a dataHubSecret's URN) and is named by its
+fingerprint (`fingerprint`: the first 16 hex digits of its SHA-256), which metadata may hold
+in its place: the aspect says which secret is meant, the store alone says what it is.
+Nothing the store holds goes through the aspect store, the event log or the read models, so
+no MCL, version history, subscription, replay or restore carries it; only the processes that
+sign (the webhook dispatcher) and the routes that set or read secrets (registering and
+rotating a webhook, GraphQL's secrets, ADMIN only) open it.
 
 A secret is valid without end until `expire` gives it a deadline; past it, the store no longer
 returns it (and drops it: at once on Cassandra by a TTL, at its next write on SQLite).

@@ -95,7 +95,7 @@ def test_relationships_and_when_the_schema_was_written(server):
     incoming = related(server, direction="INCOMING", types=["DownstreamOf"])["data"]["dataset"]["related"]
     assert incoming["relationships"] == [{"type": "DownstreamOf", "direction": "INCOMING",
                                           "entity": {"urn": DOWNSTREAM, "type": "DATASET"}}]
-    refused = related(server, direction="INCOMING", types=["DataProductContains"])
-    assert "incoming DataProductContains cannot be answered" in refused["errors"][0]["message"]
+    refused = related(server, direction="INCOMING", types=["ContractFor"])
+    assert "incoming ContractFor cannot be answered" in refused["errors"][0]["message"]
     outsider = principal_with_grants(server, "fields-outsider")
     assert "forbidden" in related(server, outsider, direction="OUTGOING", types=["TaggedWith"])["errors"][0]["message"]

@@ -14,7 +14,7 @@ from datahub.metadata.schema_classes import (
 )
 
 from tests.support.builders import dataset_urn
-from tests.support.graphql import emit, graph, live_server, post_graphql
+from tests.support.graphql import emit, graph, live_server, post_graphql, wait_indexed
 
 SALES = "urn:li:domain:sales"
 ORDERS, REFUNDS = dataset_urn("sales.orders"), dataset_urn("sales.refunds")
@@ -84,3 +84,16 @@ def test_a_data_product_needs_a_domain_and_existing_assets(server):
                               "resourceUrns": [ORDERS, dataset_urn("sales.nothing")]}})
     assert missing["data"]["batchSetDataProduct"] is None and "does not exist" in missing["errors"][0]["message"]
     assert not stored(server, "urn:li:dataProduct:y", DataProductPropertiesClass).assets
+
+
+def test_an_asset_names_the_products_it_is_in(server):
+    call(server, "mutation c($input: CreateDataProductInput!) { createDataProduct(input: $input) { urn } }",
+         {"input": {"id": "refunds", "domainUrn": SALES, "properties": {"name": "Refunds"}}})
+    call(server, "mutation s($input: BatchSetDataProductInput!) { batchSetDataProduct(input: $input) }",
+         {"input": {"dataProductUrn": "urn:li:dataProduct:refunds", "resourceUrns": [REFUNDS]}})
+    wait_indexed(server)
+    answer = call(server, "query r($urn: String!) { dataset(urn: $urn) { relationships(input: {types:"
+                          " [\"DataProductContains\"], direction: INCOMING}) { total relationships { type entity"
+                          " { urn } } } } }", {"urn": REFUNDS})
+    assert answer == {"data": {"dataset": {"relationships": {"total": 1, "relationships": [
+        {"type": "DataProductContains", "entity": {"urn": "urn:li:dataProduct:refunds"}}]}}}}

@@ -41,3 +41,14 @@ def test_a_greater_sort_id_takes_over_and_a_smaller_one_does_not(gms: Gms):
     assert _set(gms)["latest"] == V2 and _latest(gms, V0) is False and _latest(gms, V2) is True
     _version(gms, V1, "1", "b")  # written again (unchanged: isLatest stays false)
     assert _latest(gms, V1) is False and _set(gms)["latest"] == V2
+
+
+def test_of_versions_written_in_one_batch_the_greatest_sort_id_is_the_latest(gms: Gms):
+    _version(gms, V0, "0", "a")
+    batch = [parse_proposal(mcp(urn, "versionProperties", {"versionSet": SET, "version": {"versionTag": tag},
+                                                           "sortId": sort_id}))
+             for urn, tag, sort_id in ((V2, "2", "c"), (V1, "1", "b"))]
+    results = gms.apply(batch, "urn:li:corpuser:alice")
+    assert [r.status for r in results] == ["applied", "applied"]
+    assert _set(gms)["latest"] == V2
+    assert (_latest(gms, V2), _latest(gms, V1), _latest(gms, V0)) == (True, False, False)

@@ -46,7 +46,8 @@ DEFAULT_LIMITS = QueryLimits()
 LIMITS_KEY = web.AppKey("graphql_limits", QueryLimits)
 # the files after the first extend its Query and Mutation
 SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql", "products.graphql",
-                "incidents.graphql")
+                "incidents.graphql", "recommendations.graphql", "versioning.graphql",
+                "ingestion.graphql", "secret_values.graphql", "assertions.graphql")
 
 
 @cache

@@ -48,6 +48,7 @@ ENTITY_TYPES: dict[str, tuple[str, str]] = {
     "structuredProperty": ("STRUCTURED_PROPERTY", "StructuredPropertyEntity"),
     "incident": ("INCIDENT", "Incident"),
     "assertion": ("ASSERTION", "Assertion"),
+    "versionSet": ("VERSION_SET", "VersionSet"),
 }
 BY_ENUM = {enum: name for name, (enum, _) in ENTITY_TYPES.items()}
 NOT_SEARCHABLE_ENUMS = frozenset({"DATA_PLATFORM_INSTANCE"})  # in the enum (a field's type), not an Entity
@@ -544,9 +545,10 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataHubView", "description"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("description"),
     ("DataHubView", "definition"): _view_definition,
     ("StructuredPropertyEntity", "definition"): _property_definition,
-    ("Assertion", "info"): lambda r, ctx: ctx.aspect(r.urn, "assertionInfo"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
+    ("VersionSet", "latestVersion"): lambda r, ctx: ref(
+        (ctx.aspect(r.urn, "versionSetProperties") or {}).get("latest")),
 }
 
 

@@ -12,14 +12,19 @@ from typing import Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
+import lodestar.api.graphql.assertions as assertions
 import lodestar.api.graphql.browse as browse
 import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.incidents as incidents
+import lodestar.api.graphql.ingestion as ingestion
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
 import lodestar.api.graphql.products as products
+import lodestar.api.graphql.recommendations as recommendations
 import lodestar.api.graphql.relationships as relationships
+import lodestar.api.graphql.secret_values as secret_values
 import lodestar.api.graphql.tokens as tokens
+import lodestar.api.graphql.versioning as versioning
 from gms.access import principal_urn
 from ingest.proposal import Proposal
 from lodestar.api.graphql.entities import (
@@ -294,10 +299,15 @@ def list_of(ctx: Context, given: Mapping[str, Any], entity_type: str, listed: st
             listed: [hit["entity"] for hit in found["searchResults"]]}
 
 
-# entity fields answered by a search
+# entity fields answered by a search, or by other modules than entities.py
 SEARCHES: dict[tuple[str, str], Callable[..., Any]] = {
     ("Container", "entities"): container_entities,
+    ("Dataset", "assertions"): lambda r, ctx, **args: assertions.assertions_of(r, ctx, search_across_entities, **args),
+    ("Assertion", "runEvents"): assertions.run_events,
+    ("Assertion", "info"): assertions.assertion_info,
     ("Dataset", "incidents"): lambda r, ctx, **args: incidents.incidents_of(r, ctx, search_across_entities, **args),
+    ("VersionSet", "versionsSearch"): lambda r, ctx, input: versioning.versions_search(r, ctx, input,
+                                                                                        search_across_entities),
 }
 
 
@@ -327,19 +337,25 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **managed.ROOT,
     **products.ROOT,
     **incidents.ROOT,
+    **ingestion.ROOT,
+    **secret_values.ROOT,
+    **assertions.ROOT,
+    "listRecommendations": lambda ctx, args: recommendations.list_recommendations(ctx, args["input"],
+                                                                                  search_across_entities),
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
         "glossaryTerm": "glossaryTerm", "glossaryNode": "glossaryNode", "domain": "domain",
         "dataPlatform": "dataPlatform", "dataProduct": "dataProduct", "mlModel": "mlModel",
         "mlModelGroup": "mlModelGroup", "mlFeature": "mlFeature", "mlFeatureTable": "mlFeatureTable",
-        "mlPrimaryKey": "mlPrimaryKey", "test": "test"}.items()},
+        "mlPrimaryKey": "mlPrimaryKey", "test": "test", "versionSet": "versionSet"}.items()},
 }
 
 
 def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
     """Every field: a root field by ROOT, an entity's by entities.py, anything else from the
-    dict that holds it (a callable value is computed only when the field is asked for)."""
+    dict that holds it (a callable value is computed only when the field is asked for, given
+    the field's arguments)."""
     if info.parent_type.name in ("Query", "Mutation"):
         fn = ROOT.get(info.field_name)
         if fn is None:
@@ -354,4 +370,4 @@ def resolve(source: Any, info: GraphQLResolveInfo, **args: Any) -> Any:
             return relationships.relationships(source, info.context, args["input"])
         return resolve_entity_field(source, info.context, info.parent_type.name, info.field_name, args)
     value = source.get(info.field_name) if isinstance(source, Mapping) else getattr(source, info.field_name, None)
-    return value() if callable(value) else value
+    return value(**args) if callable(value) else value
