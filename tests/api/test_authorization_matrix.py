@@ -79,6 +79,8 @@ def matrix() -> list[Call]:
         Call("public", "GET", "/logOut", "/logOut"),
         Call("public", "POST", "/signUp", "/signUp", []),
         Call("authenticated", "GET", "/openapi/operations/identity/user/urn", "/openapi/operations/identity/user/urn"),
+        # the security audit log: any principal reads its own events, ADMIN every one
+        Call("authenticated", "POST", "/openapi/v1/events/audit/search", "/openapi/v1/events/audit/search", {}),
         Call("public", "POST", "/resetNativeUserCredentials", "/resetNativeUserCredentials", []),
         Call("admin", "PUT", "/v1/access/principals/{name}/password", "/v1/access/principals/outsider/password",
              {"password": "a long enough password"}),
