@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from urllib.parse import quote
 
+import pytest
 from datahub.metadata.schema_classes import (
     AuditStampClass,
     DatasetSnapshotClass,
@@ -19,9 +20,17 @@ from datahub.metadata.schema_classes import (
     SchemaMetadataClass,
 )
 
-from tests.datahub_clients.test_reads_sdk import ORDERS, emit, get, graph, owners, tags  # noqa: F401 (a fixture)
+from tests.datahub_clients.test_reads_sdk import ORDERS, emit, get, owners, tags
+from tests.support.graphql import graph as client_of
 
 STAMP = AuditStampClass(time=0, actor="urn:li:corpuser:editor")
+
+
+@pytest.fixture
+def graph(server):
+    client = client_of(server, server.token)
+    yield client
+    client.close()
 
 
 def links(*pairs: tuple[str, str]) -> InstitutionalMemoryClass:

@@ -33,6 +33,7 @@ from lodestar.api.graphql.entities import (
     resolve_entity_field,
 )
 from lodestar.api.graphql.filters import Branch, branches, with_flags
+from lodestar.api.graphql.lineage_through import Through
 from lodestar.api.graphql.search import Page, Search, Searcher, query_text
 from lodestar.api.limits import MAX_COUNT, MAX_START
 from mcl_processor.search.cdap import RESOURCE, Expr, any_of
@@ -193,8 +194,9 @@ def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage
     found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations, lineage=True),
                        flags.get("includeSoftDeleted"))
     direction = given["direction"].lower()
-    nodes = lineage.walk(ctx.api.read_models.lineage, urn, direction, lineage.max_hops(found), ctx.readable,
-                         bool(criteria))
+    graph = ctx.api.read_models.lineage
+    nodes = lineage.walk(graph, urn, direction, lineage.max_hops(found), ctx.readable, bool(criteria),
+                         Through(graph, ctx.aspect, ctx.may_read))
     nodes = lineage.kept(nodes, found, given.get("query"), index, _within(ctx), _types(given.get("types")))
     key = json.dumps([urn, direction, query_text(given.get("query")), bool(criteria), sorted(given.get("types") or []),
                       [[list(b.terms), sorted(b.types or []), b.removed, sorted(b.urns or []),
