@@ -36,7 +36,7 @@ from gms.errors import ProposalFailed
 from gms.patch import apply_patch, default_value
 from gms.patch_stamps import fill_stamps
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
-from gms.structured_properties import DEFINITION, check_assignments, check_definition_change
+from gms.structured_properties import DEFINITION, check_definition_change, checked_assignments
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
 from gms.version_sets import VERSION, mark_latest
 from ingest import topics
@@ -284,7 +284,9 @@ class _Application:
         if (mutation := MUTATIONS.get(item.aspect.name)) is not None:
             value_json = canonical_json(mutation(json.loads(value_json)))
         if item.aspect.name == "structuredProperties":
-            check_assignments(json.loads(value_json), self._live_value)
+            given = json.loads(value_json)
+            if (checked := checked_assignments(given, self._live_value, live.value if live else None)) is not given:
+                value_json = canonical_json(checked)
         elif item.aspect.name == DEFINITION:
             check_definition_change(self.urn, json.loads(value_json), self._live_value)
         elif item.aspect.name == VERSION:

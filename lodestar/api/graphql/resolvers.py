@@ -21,6 +21,7 @@ import lodestar.api.graphql.products as products
 import lodestar.api.graphql.relationships as relationships
 import lodestar.api.graphql.tokens as tokens
 from gms.access import principal_urn
+from gms.structured_properties import property_state, stored
 from ingest.proposal import Proposal
 from lodestar.api.graphql.entities import (
     ENTITY_TYPES,
@@ -106,7 +107,8 @@ def _searcher(ctx: Context, given: Mapping[str, Any], types: Any, default_sort: 
     if given.get("viewUrn"):
         raise GraphQLError("viewUrn: views are not supported by Lodestar")
     index = ctx.api.read_models.search
-    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations),
+    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations,
+                                property_state=_property_state(ctx)),
                        flags.get("includeSoftDeleted"))
     wanted = _types(types)
     if wanted is not None:
@@ -171,6 +173,12 @@ def scroll_across_entities(ctx: Context, given: Mapping[str, Any]) -> dict[str, 
             "searchResults": _hits(page), "facets": _facets(ctx, page.facets, _max_values(given))}
 
 
+def _property_state(ctx: Context) -> Callable[[str], str]:
+    """Whether a structured property is live, soft-deleted or absent, read from the aspect store."""
+    lookup = stored(ctx.api.gms.store)
+    return lambda urn: property_state(lookup, urn)
+
+
 def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage.Node], str]:
     urn = given.get("urn")
     if not urn:
@@ -191,7 +199,8 @@ def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage
             raise GraphQLError("searchFlags.groupingSpec: only the grouping of SCHEMA_FIELD into its dataset is"
                                " supported (groupingEntityType SCHEMA_FIELD or DATASET)")
     index = ctx.api.read_models.search
-    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations, lineage=True),
+    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations, lineage=True,
+                                property_state=_property_state(ctx)),
                        flags.get("includeSoftDeleted"))
     direction = given["direction"].lower()
     graph = ctx.api.read_models.lineage
