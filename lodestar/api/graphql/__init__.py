@@ -46,7 +46,7 @@ DEFAULT_LIMITS = QueryLimits()
 LIMITS_KEY = web.AppKey("graphql_limits", QueryLimits)
 # the files after the first extend its Query and Mutation
 SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql", "products.graphql",
-                "incidents.graphql", "queries.graphql")
+                "incidents.graphql", "queries.graphql", "policies.graphql")
 
 
 @cache

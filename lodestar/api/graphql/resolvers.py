@@ -17,6 +17,7 @@ import lodestar.api.graphql.edits as edits
 import lodestar.api.graphql.incidents as incidents
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
+import lodestar.api.graphql.policies as policies
 import lodestar.api.graphql.products as products
 import lodestar.api.graphql.relationships as relationships
 import lodestar.api.graphql.tokens as tokens
@@ -338,6 +339,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **managed.ROOT,
     **products.ROOT,
     **incidents.ROOT,
+    **policies.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",
