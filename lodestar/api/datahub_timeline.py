@@ -100,7 +100,7 @@ def _facts(extractor: Extractor, urn: str, value: Any) -> dict[tuple[str, str, i
     return facts
 
 
-def _changes(category: str, old: dict[tuple[str, str, int], Fact], new: dict[tuple[str, str, int], Fact],
+def _changes(old: dict[tuple[str, str, int], Fact], new: dict[tuple[str, str, int], Fact],
              renamed: dict[str, str]) -> Iterator[tuple[str, Fact | None, Fact | None]]:
     """(operation, old fact, new fact) of each fact that differs; a renamed field's is a MODIFY."""
     by_path = {fact.key: fact for fact in new.values()} if renamed else {}
@@ -124,10 +124,11 @@ def _events(urn: str, category: str, aspect: str, extractor: Extractor, before: 
     stamp = after.system_metadata.get("aspectModified") or after.system_metadata.get("aspectCreated") or \
         {"time": after.modified_ms, "actor": "urn:li:corpuser:unknown"}
     events = []
-    for operation, was, now in _changes(category, old, new, renamed):
-        fact = was if was is not None and was.key in renamed else now or was
+    for operation, was, now in _changes(old, new, renamed):
+        is_rename = was is not None and was.key in renamed
+        fact = was if is_rename else now or was
         assert fact is not None
-        change = "MINOR" if fact is was and was.key in renamed else _semver_change(category, operation, fact)
+        change = "MINOR" if is_rename else _semver_change(category, operation, fact)
         events.append({
             "changeType": operation, "operation": operation, "category": category, "entityUrn": fact.entity,
             "modifier": fact.modifier, "semVerChange": change,
