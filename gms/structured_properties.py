@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gms.errors import ProposalFailed
+from gms.store import AspectStore
 
 DEFINITION = "propertyDefinition"
 _KINDS = {"string": "string", "rich_text": "string", "urn": "string", "date": "date", "number": "double"}
@@ -34,36 +35,75 @@ def _kind(definition: Mapping[str, Any]) -> str | None:
     return _KINDS.get(str(definition.get("valueType", "")).removeprefix("urn:li:dataType:datahub."))
 
 
+def stored(store: AspectStore) -> Lookup:
+    """A lookup of the newest live values in the aspect store."""
+    def live(urn: str, aspect: str) -> Mapping[str, Any] | None:
+        found = store.get(urn, aspect)
+        return found.value if found is not None and found.exists else None
+    return live
+
+
+def property_state(lookup: Lookup, property_urn: str) -> str:
+    """"live", "removed" (soft-deleted) or "absent" (no definition) of a structured property."""
+    if lookup(property_urn, DEFINITION) is None:
+        return "absent"
+    status = lookup(property_urn, "status")
+    return "removed" if status is not None and status.get("removed") else "live"
+
+
+def live_assignments(value: Any, lookup: Lookup) -> Any:
+    """A structuredProperties value as reads show it (as DataHub's do): without the values of
+    properties that are not defined (any more) or are soft-deleted."""
+    assignments = value.get("properties") if isinstance(value, dict) else None
+    if not isinstance(assignments, list):
+        return value
+    kept = [a for a in assignments if not isinstance(a, dict) or not isinstance(a.get("propertyUrn"), str)
+            or property_state(lookup, a["propertyUrn"]) == "live"]
+    return value if len(kept) == len(assignments) else {**value, "properties": kept}
+
+
 def _live_definition(lookup: Lookup, property_urn: str) -> Mapping[str, Any]:
     definition = lookup(property_urn, DEFINITION)
-    status = lookup(property_urn, "status")
-    if definition is None or (status is not None and status.get("removed")):
+    if definition is None or property_state(lookup, property_urn) != "live":
         raise _refuse(f"structured property {property_urn} is not defined (or is soft-deleted)")
     return definition
 
 
-def check_assignments(value: Mapping[str, Any], lookup: Lookup) -> None:
-    """Each assignment of a `structuredProperties` value against its property's definition:
-    the property exists and is not soft-deleted, SINGLE cardinality holds one value, values are of
-    the value type (a date as YYYY-MM-DD) and among the allowed values when some are listed."""
-    for assignment in value.get("properties") or []:
-        urn = assignment["propertyUrn"]
-        definition = _live_definition(lookup, urn)
-        values = assignment.get("values") or []
-        if (definition.get("cardinality") or "SINGLE") == "SINGLE" and len(values) > 1:
-            raise _refuse(f"structured property {urn} takes one value (cardinality SINGLE), not {len(values)}")
-        kind = _kind(definition)
-        allowed = [_member(a["value"])[1] for a in definition.get("allowedValues") or []]
-        for given in values:
-            member, inner = _member(given)
-            wanted = "string" if kind == "date" else kind
-            if wanted is not None and member != wanted:
-                raise _refuse(f"structured property {urn}: value {inner!r} is a {member}, the property's values are"
-                              f" {definition.get('valueType')}")
-            if kind == "date" and not _DATE.fullmatch(str(inner)):
-                raise _refuse(f"structured property {urn}: value {inner!r} is no date (YYYY-MM-DD)")
-            if allowed and inner not in allowed:
-                raise _refuse(f"structured property {urn}: value {inner!r} is not among the allowed values {allowed}")
+def checked_assignments(value: Mapping[str, Any], lookup: Lookup, previous: Any = None) -> Mapping[str, Any]:
+    """A `structuredProperties` value to store, each new or changed assignment checked against
+    its property's definition: the property exists and is not soft-deleted, SINGLE cardinality
+    holds one value, values are of the value type (a date as YYYY-MM-DD) and among the allowed
+    values when some are listed. An assignment carried over unchanged from the `previous` value
+    is not judged again, but is dropped when its property is no longer defined (its deletion
+    took its values, as DataHub's does)."""
+    kept_before = previous.get("properties") if isinstance(previous, dict) else None
+    carried = kept_before if isinstance(kept_before, list) else []
+    assignments = value.get("properties") or []
+    stored = [a for a in assignments if a not in carried or property_state(lookup, a["propertyUrn"]) != "absent"]
+    for assignment in stored:
+        if assignment not in carried:
+            _check(assignment, lookup)
+    return value if len(stored) == len(assignments) else {**value, "properties": stored}
+
+
+def _check(assignment: Mapping[str, Any], lookup: Lookup) -> None:
+    urn = assignment["propertyUrn"]
+    definition = _live_definition(lookup, urn)
+    values = assignment.get("values") or []
+    if (definition.get("cardinality") or "SINGLE") == "SINGLE" and len(values) > 1:
+        raise _refuse(f"structured property {urn} takes one value (cardinality SINGLE), not {len(values)}")
+    kind = _kind(definition)
+    allowed = [_member(a["value"])[1] for a in definition.get("allowedValues") or []]
+    for given in values:
+        member, inner = _member(given)
+        wanted = "string" if kind == "date" else kind
+        if wanted is not None and member != wanted:
+            raise _refuse(f"structured property {urn}: value {inner!r} is a {member}, the property's values are"
+                          f" {definition.get('valueType')}")
+        if kind == "date" and not _DATE.fullmatch(str(inner)):
+            raise _refuse(f"structured property {urn}: value {inner!r} is no date (YYYY-MM-DD)")
+        if allowed and inner not in allowed:
+            raise _refuse(f"structured property {urn}: value {inner!r} is not among the allowed values {allowed}")
 
 
 def check_definition_change(urn: str, new: Mapping[str, Any], lookup: Lookup) -> None:

@@ -2,7 +2,9 @@
 
 One call applies a list of proposals in order inside one store batch; each proposal is
 its own atomic unit (its version row, the entity's key aspect when new, and its MCLs are
-written together or not at all), and one failing proposal does not stop the others.
+written together or not at all), and one failing proposal does not stop the others. The
+versions one call writes all carry the same time (`aspectModified`), as DataHub stamps the
+aspects of one request (an MCE's, a batch's) alike: its timeline shows them as one transaction.
 On a store without multi-partition transactions (Cassandra) atomicity stops at one entity:
 the proposals of a call to one entity are written together (`AspectBatch.together`), as one
 conditional write, all or none; a retry after another writer took one of their versions
@@ -34,7 +36,7 @@ from gms.errors import ProposalFailed
 from gms.patch import apply_patch, default_value
 from gms.patch_stamps import fill_stamps
 from gms.store import AspectBatch, AspectStore, OutboxMessage, StoredAspect
-from gms.structured_properties import DEFINITION, check_assignments, check_definition_change
+from gms.structured_properties import DEFINITION, check_definition_change, checked_assignments
 from gms.validation import ProposalValidator, ValidProposal, canonical_json
 from gms.version_sets import VERSION, mark_latest
 from ingest import topics
@@ -164,9 +166,10 @@ class WritePath:
         """(position, result) of each proposal: in order, or by entity on up to the store's
         `entity_concurrency` threads (see the module docstring)."""
         keyed: set[str] = set()  # entities whose key aspect this batch knows to exist
+        now = int(time.time() * 1000)
 
         def apply_in_order(items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
-            return [(i, self._apply_with_retries(batch, item, actor, keyed)) for i, item in items]
+            return [(i, self._apply_with_retries(batch, item, actor, keyed, now)) for i, item in items]
 
         def apply_entity(urn: str, items: Sequence[tuple[int, ValidProposal]]) -> list[tuple[int, Result]]:
             done: list[tuple[int, Result]] = []
@@ -175,7 +178,7 @@ class WritePath:
                     with batch.together(urn) as held:
                         results = []
                         for i, item in items[len(done):]:
-                            results.append((i, self._apply_with_retries(batch, item, actor, keyed)))
+                            results.append((i, self._apply_with_retries(batch, item, actor, keyed, now)))
                             if held.full:
                                 break
                     if not held.applied:
@@ -207,10 +210,10 @@ class WritePath:
         return [pair for future in futures for pair in future.result()]
 
     def _apply_with_retries(self, batch: AspectBatch, item: ValidProposal, actor: str,
-                            keyed: set[str]) -> Result:
+                            keyed: set[str], now: int) -> Result:
         for _ in _attempts():
             try:
-                return _Application(self, batch, item, actor, keyed).run()
+                return _Application(self, batch, item, actor, keyed, now).run()
             except ProposalFailed as failure:
                 return Result("failed", failure=failure)
             except _Conflict:
@@ -239,10 +242,10 @@ def _conflict() -> Result:
 
 
 class _Application:
-    """The application of one proposal against the current state in a batch."""
+    """The application of one proposal against the current state in a batch, at `now` (epoch ms)."""
 
     def __init__(self, path: WritePath, batch: AspectBatch, item: ValidProposal, actor: str,
-                 keyed: set[str]):
+                 keyed: set[str], now: int):
         self.path = path
         self.keyed = keyed
         self.batch = batch
@@ -250,7 +253,7 @@ class _Application:
         self.proposal = item.proposal
         self.urn = str(item.urn)
         self.actor = actor
-        self.now = int(time.time() * 1000)
+        self.now = now
 
     def run(self) -> Result:
         item, proposal = self.item, self.proposal
@@ -281,7 +284,9 @@ class _Application:
         if (mutation := MUTATIONS.get(item.aspect.name)) is not None:
             value_json = canonical_json(mutation(json.loads(value_json)))
         if item.aspect.name == "structuredProperties":
-            check_assignments(json.loads(value_json), self._live_value)
+            given = json.loads(value_json)
+            if (checked := checked_assignments(given, self._live_value, live.value if live else None)) is not given:
+                value_json = canonical_json(checked)
         elif item.aspect.name == DEFINITION:
             check_definition_change(self.urn, json.loads(value_json), self._live_value)
         elif item.aspect.name == VERSION:

@@ -3,8 +3,9 @@ delete, read or list, whichever route it comes through (proposals, deletes, enti
 reads, listings, search, GraphQL, runs, timelines, lineage).
 
 - Whole entity types: Lodestar's principals' tokens, grants and password hashes, webhooks (their URLs may hold
-  secrets), the schema registry's schemas and subjects, and DataHub's own secret-bearing
-  entities (secrets, access tokens, invite tokens, connections), and the security audit log.
+  secrets), the schema registry's schemas and subjects, DataHub's own secret-bearing
+  entities (secrets, access tokens, invite tokens, connections), DataHub's policies and the
+  security audit log.
 - Aspects of other types: a principal's `status` (removed: its tokens stop working) and its
   credentials. The principal itself (`corpuser`) stays ordinary metadata: readable with READ,
   its other aspects writable with WRITE.
@@ -25,7 +26,7 @@ from schemas.metadata_entity import INSTANCE, resource_chain
 #: entity types every aspect of which is access-controlled
 ADMIN_ONLY_TYPES: Final = frozenset({
     "accessToken", "accessGrants", "accessCredentials", "webhook", "schemaRegistrySchema", "schemaRegistrySubject",
-    "dataHubSecret", "dataHubAccessToken", "inviteToken", "dataHubConnection", "auditLog",
+    "dataHubSecret", "dataHubAccessToken", "inviteToken", "dataHubConnection", "dataHubPolicy", "auditLog",
 })
 #: aspects of other entity types that are access-controlled (writing and deleting them)
 ADMIN_ONLY_ASPECTS: Final = {"corpuser": frozenset({"status", "corpUserCredentials"})}

@@ -31,6 +31,7 @@ from aiohttp import web
 
 from gms.access import READ, can_read
 from gms.store import AspectStore, StoredAspect
+from gms.structured_properties import live_assignments, stored
 from ingest.like import MAX_PATTERN_LENGTH, LikePattern
 from ingest.proposal import ProposalError, parse_proposal
 from lodestar.api.access import readable, require
@@ -42,6 +43,7 @@ from lodestar.api.openapi import OBJECT, URN, query_param, response
 from lodestar.api.reads import readable_within
 from mcl_processor.annotations import entity_type_of
 from mcl_processor.search.cdap import Expr
+from mcl_processor.search.structured_properties import ASPECT as STRUCTURED_PROPERTIES
 from mcl_processor.timeseries import TimeseriesStore
 from schemas.registry import AspectSpec, EntityRegistry, EntitySpec
 from schemas.urns import Urn, UrnError
@@ -170,13 +172,19 @@ async def get_aspect(request: web.Request) -> web.Response:
         which = f"version {version} of " if version else ""
         gone = " (deleted)" if row is not None else ""
         raise refuse(404, "not_found", f"{which}aspect {spec.name} of {urn} not found{gone}")
-    return web.json_response({"urn": urn, "aspect": {spec.schema_name: row.value}, "version": row.version,
-                              "systemMetadata": row.system_metadata})
+    return web.json_response({"urn": urn, "aspect": {spec.schema_name: shown_value(_store(request), row)},
+                              "version": row.version, "systemMetadata": row.system_metadata})
 
 
-def enveloped(row: StoredAspect) -> dict[str, Any]:
+def shown_value(store: AspectStore, row: StoredAspect) -> Any:
+    """A stored aspect's value as DataHub's reads show it: a `structuredProperties` value without
+    the values of properties that are not defined or are soft-deleted."""
+    return live_assignments(row.value, stored(store)) if row.aspect == STRUCTURED_PROPERTIES else row.value
+
+
+def enveloped(store: AspectStore, row: StoredAspect) -> dict[str, Any]:
     """An aspect's latest version as DataHub's EnvelopedAspect."""
-    return {"name": row.aspect, "type": "VERSIONED", "version": row.version, "value": row.value,
+    return {"name": row.aspect, "type": "VERSIONED", "version": row.version, "value": shown_value(store, row),
             "created": _stamp(row), "systemMetadata": row.system_metadata}
 
 
@@ -191,7 +199,7 @@ def entity_response(registry: EntityRegistry, store: AspectStore, parsed: Urn, e
     for row in sorted(store.entity(urn), key=lambda r: r.aspect):
         spec = registry.aspect(row.aspect)
         if spec is not None and not spec.is_timeseries and (wanted is None or row.aspect in wanted):
-            aspects[row.aspect] = enveloped(row)
+            aspects[row.aspect] = enveloped(store, row)
     if entity.key_aspect not in aspects:
         aspects[entity.key_aspect] = {"name": entity.key_aspect, "type": "VERSIONED", "version": 0,
                                       "value": registry.key_value(parsed)}

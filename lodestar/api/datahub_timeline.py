@@ -16,20 +16,27 @@ deletion with nothing after it); what differs becomes change events of the categ
 | APPLICATION | `applications` |
 | DEPRECATION | `deprecation` |
 
-Events of the same millisecond form one transaction. Each transaction carries a semantic
-version computed from the first change on (DataHub's "x.y.z-computed"): a removed or retyped
-schema field is MAJOR, other additions and removals MINOR, documentation PATCH.
+Events of the same millisecond form one transaction (the aspects one request wrote carry
+the same time). A thing said twice in one version (a link listed twice) is two facts. A schema
+field gone and another new with the same native type, parent and description is one renamed
+field (`lodestar/api/datahub_timeline_renames.py`), not a removal and an addition.
+
+Each transaction carries a semantic version, DataHub's "x.y.z-computed": the first is 0.0.0,
+each next one bumps the part of its greatest change. A removed or retyped schema field is
+MAJOR; a changed description of a link or of a schema field PATCH; any other change MINOR.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import jsonpatch
 
 from gms.store import StoredAspect
+from lodestar.api.datahub_timeline_renames import renamed_fields
 from mcl_processor.aspect_facts import CATEGORIES, Extractor, Fact
 
 ALIASES = {"OWNER": "OWNERSHIP"}
@@ -56,10 +63,10 @@ def aspects_read(categories: Sequence[str], entity_aspects: Sequence[str]) -> li
     return wanted
 
 
-def _semver_change(category: str, operation: str) -> str:
+def _semver_change(category: str, operation: str, fact: Fact) -> str:
     if category == "TECHNICAL_SCHEMA":
         return "MINOR" if operation == "ADD" else "MAJOR"
-    return "PATCH" if category == "DOCUMENTATION" else "MINOR"
+    return "PATCH" if category == "DOCUMENTATION" and operation == "MODIFY" and fact.modifier is not None else "MINOR"
 
 
 def _description(category: str, operation: str, old: Fact | None, new: Fact | None) -> str:
@@ -67,6 +74,8 @@ def _description(category: str, operation: str, old: Fact | None, new: Fact | No
     assert fact is not None
     about = fact.modifier or fact.label.lower()
     if category == "TECHNICAL_SCHEMA":
+        if old and new and old.key != new.key:
+            return f"Field '{old.key}' of '{fact.entity}' renamed to '{new.key}'."
         verb = {"ADD": "added to", "REMOVE": "removed from", "MODIFY": "changed in"}[operation]
         detail = f" (type {old.detail[0]} -> {new.detail[0]})" if old and new else ""
         return f"Field '{fact.key}' {verb} '{fact.entity}'{detail}."
@@ -81,32 +90,59 @@ def _description(category: str, operation: str, old: Fact | None, new: Fact | No
     return f"{fact.label} '{about}' {'added to' if operation == 'ADD' else 'removed from'} '{fact.entity}'."
 
 
-def _facts(extractor: Extractor, urn: str, value: Any) -> dict[tuple[str, str], Fact]:
-    return {} if value is None else {(f.entity, f.key): f for f in extractor(urn, value)}
+def _facts(extractor: Extractor, urn: str, value: Any) -> dict[tuple[str, str, int], Fact]:
+    """The facts of a value by (entity, key, how many times that key came before)."""
+    facts: dict[tuple[str, str, int], Fact] = {}
+    seen: Counter[tuple[str, str]] = Counter()
+    for fact in () if value is None else extractor(urn, value):
+        facts[(fact.entity, fact.key, seen[(fact.entity, fact.key)])] = fact
+        seen[(fact.entity, fact.key)] += 1
+    return facts
+
+
+def _changes(old: dict[tuple[str, str, int], Fact], new: dict[tuple[str, str, int], Fact],
+             renamed: dict[str, str]) -> Iterator[tuple[str, Fact | None, Fact | None]]:
+    """(operation, old fact, new fact) of each fact that differs; a renamed field's is a MODIFY."""
+    by_path = {fact.key: fact for fact in new.values()} if renamed else {}
+    gone = set(renamed.values())
+    for key in [*old, *(k for k in new if k not in old)]:
+        was, now = old.get(key), new.get(key)
+        if was is None and now is not None and now.key in gone:
+            continue
+        if now is None and was is not None and was.key in renamed:
+            yield "MODIFY", was, by_path[renamed[was.key]]
+        elif was is None or now is None or was.detail != now.detail:
+            yield ("ADD" if was is None else "REMOVE" if now is None else "MODIFY"), was, now
 
 
 def _events(urn: str, category: str, aspect: str, extractor: Extractor, before: StoredAspect | None,
             after: StoredAspect) -> list[dict[str, Any]]:
     old = _facts(extractor, urn, before.value if before else None)
     new = _facts(extractor, urn, after.value)
+    renamed = renamed_fields(before.value if before else None, after.value) \
+        if category == "TECHNICAL_SCHEMA" else {}
     stamp = after.system_metadata.get("aspectModified") or after.system_metadata.get("aspectCreated") or \
         {"time": after.modified_ms, "actor": "urn:li:corpuser:unknown"}
     events = []
-    for key in [*old, *(k for k in new if k not in old)]:
-        was, now = old.get(key), new.get(key)
-        operation = "ADD" if was is None else "REMOVE" if now is None else \
-            "MODIFY" if was.detail != now.detail else None
-        if operation is None:
-            continue
-        fact = now or was
+    for operation, was, now in _changes(old, new, renamed):
+        is_rename = was is not None and was.key in renamed
+        fact = was if is_rename else now or was
         assert fact is not None
+        change = "MINOR" if is_rename else _semver_change(category, operation, fact)
         events.append({
             "changeType": operation, "operation": operation, "category": category, "entityUrn": fact.entity,
-            "modifier": fact.modifier, "semVerChange": _semver_change(category, operation),
+            "modifier": fact.modifier, "semVerChange": change,
             "description": _description(category, operation, was, now), "auditStamp": stamp,
             "parameters": {"aspect": aspect, **({"value": now.detail} if now and now.detail is not None else {})},
         })
     return events
+
+
+def _bumped(version: tuple[int, int, int], change: str) -> tuple[int, int, int]:
+    """The version after a transaction whose greatest change is `change`."""
+    major, minor, patch = version
+    return (major + 1, 0, 0) if change == "MAJOR" else (major, minor + 1, 0) if change == "MINOR" else \
+        (major, minor, patch + 1) if change == "PATCH" else version
 
 
 @dataclass
@@ -142,21 +178,16 @@ def timeline(urn: str, histories: Mapping[str, Sequence[StoredAspect]], categori
                             old = before.value if before and before.value is not None else {}
                             diff = jsonpatch.make_patch(old, after.value if after.value is not None else {}).patch
                             found.diffs.append({"aspect": aspect, "version": after.version, "patch": diff})
-    major = minor = patch = 0
+    version: tuple[int, int, int] | None = None
     out = []
     for time in sorted(by_time):
         found = by_time[time]
         change = max((e["semVerChange"] for e in found.events), key=_RANK.__getitem__, default="NONE")
-        if change == "MAJOR":
-            major, minor, patch = major + 1, 0, 0
-        elif change == "MINOR":
-            minor, patch = minor + 1, 0
-        elif change == "PATCH":
-            patch += 1
+        version = (0, 0, 0) if version is None else _bumped(version, change)
         if (start is not None and time < start) or (end is not None and time > end):
             continue
         transaction: dict[str, Any] = {
-            "timestamp": time, "actor": found.actor, "semVer": f"{major}.{minor}.{patch}-computed",
+            "timestamp": time, "actor": found.actor, "semVer": "{}.{}.{}-computed".format(*version),
             "semVerChange": change, "versionStamp": ";".join(found.stamps), "changeEvents": found.events}
         if raw:
             transaction["rawDiff"] = found.diffs

@@ -24,7 +24,15 @@ import orjson
 
 from mcl_processor.annotations import REMOVED_FIELD, Annotations, AspectAnnotations, SearchField, simple_id
 from mcl_processor.query_syntax import tokens
-from mcl_processor.search import DESCRIPTION_FIELDS, NAME_FIELD, SCHEMA_FIELDS, TAG_FIELDS, USER_SCOPE_FIELDS, cdap
+from mcl_processor.search import (
+    DESCRIPTION_FIELDS,
+    NAME_FIELD,
+    SCHEMA_FIELDS,
+    TAG_FIELDS,
+    USER_SCOPE_FIELDS,
+    cdap,
+    structured_properties,
+)
 from schemas.urns import Urn, UrnError
 
 COLUMNS = ("name", "schema", "text", "keywords", "meta")
@@ -384,6 +392,10 @@ class Analyzer:
         parts = _Parts()
         for spec, found in self.annotations.found(value):
             self.handlers[id(spec)](found, parts)
+        if self.annotations.aspect == structured_properties.ASPECT:
+            for key, lvalue in structured_properties.entries(value):
+                parts.tokens.add((key, lvalue, "SYSTEM"))
+                parts.properties.add((key, lvalue, "SYSTEM"))
         parts.cdap = cdap.terms(self.annotations.aspect, value)
         return parts
 

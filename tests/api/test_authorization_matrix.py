@@ -339,6 +339,10 @@ CONTROLLED = {  # one entity of each access-controlled type (gms/access/controll
     "inviteToken": ("urn:li:inviteToken:hiddeninvite", "inviteToken", {"token": "s3cretpath"}),
     "dataHubConnection": ("urn:li:dataHubConnection:hiddenconnection", "dataHubConnectionDetails",
                           {"type": "JSON", "json": {"encryptedBlob": "s3cretpath"}}),
+    "dataHubPolicy": ("urn:li:dataHubPolicy:hiddenpolicy", "dataHubPolicyInfo",
+                      {"displayName": "s3cretpath", "description": "", "type": "PLATFORM", "state": "ACTIVE",
+                       "privileges": [], "editable": True,
+                       "actors": {"resourceOwners": False, "allUsers": True, "allGroups": False}}),
 }
 
 

@@ -105,6 +105,7 @@ URNS = {
     "incident": "urn:li:incident:late-load",
     "assertion": "urn:li:assertion:orders-fresh",
     "versionSet": "urn:li:versionSet:(orders-history,dataset)",
+    "query": "urn:li:query:orders-daily",
 }
 COMMON = [GlobalTagsClass(tags=[TagAssociationClass(URNS["tag"])]),
           GlossaryTermsClass(terms=[GlossaryTermAssociationClass(URNS["glossaryTerm"])], auditStamp=STAMP),
@@ -162,6 +163,8 @@ OWN = {"dataset": [DatasetPropertiesClass(name="orders", description="d", custom
            status=models.IncidentStatusClass(state="ACTIVE", lastUpdated=STAMP),
            source=models.IncidentSourceClass(type="ASSERTION_FAILURE", sourceUrn="urn:li:assertion:orders-fresh"))],
        "assertion": [models.AssertionInfoClass(type="FRESHNESS")],
+       "query": [models.QueryPropertiesClass(statement=models.QueryStatementClass("SELECT 1"), source="MANUAL",
+                                             created=STAMP, lastModified=STAMP)],
        "dataHubView": [models.DataHubViewInfoClass(
            name="PII tables", type="GLOBAL", created=STAMP, lastModified=STAMP,
            definition=models.DataHubViewDefinitionClass(entityTypes=["dataset"], filter=models.FilterClass(or_=[

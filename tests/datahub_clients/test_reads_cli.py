@@ -119,7 +119,7 @@ def test_datahub_timeline_lists_the_tag_changes(serve, tmp_path):
     events = [(e["operation"], e["category"], e["modifier"]) for t in answer for e in t["changeEvents"]]
     assert events == [("ADD", "TAG", "urn:li:tag:sales"), ("ADD", "TAG", "urn:li:tag:gold"),
                       ("ADD", "OWNERSHIP", "urn:li:corpuser:jdoe")]
-    assert [t["semVer"] for t in answer] == ["0.1.0-computed", "0.2.0-computed", "0.3.0-computed"]
+    assert [t["semVer"] for t in answer] == ["0.0.0-computed", "0.1.0-computed", "0.2.0-computed"]
     versions = serve.client().call("GET", f"/v1/entities/{quote(ORDERS, safe='')}/aspects/globalTags/versions")
     assert [[t["tag"] for t in v["value"]["tags"]] for v in versions["versions"]] == [
         ["urn:li:tag:sales"], ["urn:li:tag:sales", "urn:li:tag:gold"]]  # the changes the timeline lists

@@ -85,3 +85,17 @@ def test_a_definition_may_add_allowed_values_and_widen_cardinality(defined: Gms)
     assert _apply(defined, TIER, "propertyDefinition", wider).status == "applied"
     assert _assign(defined, TIER, {"string": "bronze"}).status == "applied"
     assert _apply(defined, SCORE, "propertyDefinition", _definition("number", "MULTIPLE")).status == "applied"
+
+
+def test_values_carried_over_unchanged_are_not_judged_again_and_a_deleted_property_loses_its_values(defined: Gms):
+    both = {"properties": [{"propertyUrn": TIER, "values": [{"string": "gold"}]},
+                           {"propertyUrn": SCORE, "values": [{"double": 0.5}]}]}
+    assert _apply(defined, TABLE, "structuredProperties", both).status == "applied"
+    assert _apply(defined, SCORE, "status", {"removed": True}).status == "applied"
+    defined.delete_entity(TIER, True, "urn:li:corpuser:alice")
+    again = {"properties": [*both["properties"], {"propertyUrn": REVIEWED, "values": [{"string": "2024-05-01"}]}]}
+    assert _apply(defined, TABLE, "structuredProperties", again).status == "applied"  # TIER and SCORE unchanged
+    stored = defined.store.get(TABLE, "structuredProperties").value
+    assert [a["propertyUrn"] for a in stored["properties"]] == [SCORE, REVIEWED]  # the deleted TIER's value dropped
+    changed = {"properties": [{"propertyUrn": SCORE, "values": [{"double": 0.9}]}]}
+    assert "soft-deleted" in _apply(defined, TABLE, "structuredProperties", changed).failure.message

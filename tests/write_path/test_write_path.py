@@ -79,6 +79,15 @@ def test_system_metadata_carries_version_and_audit_stamps(gms: Gms):
     assert second.system_metadata["version"] == "2"
 
 
+def test_the_versions_of_one_call_carry_one_time(gms: Gms):
+    other = dataset_urn("sales.returns")
+    apply(gms, proposal(URN, "datasetProperties", properties("a")), proposal(URN, "status", {"removed": False}),
+          proposal(other, "datasetProperties", properties("b")))
+    written = [gms.store.get(u, a) for u, a in ((URN, "datasetKey"), (URN, "datasetProperties"), (URN, "status"),
+                                                (other, "datasetProperties"))]
+    assert len({row.system_metadata["aspectModified"]["time"] for row in written}) == 1
+
+
 def test_mcl_carries_new_and_previous_value_and_system_metadata(gms: Gms):
     apply(gms, proposal(URN, "datasetProperties", properties("old")),
           proposal(URN, "datasetProperties", properties("new")))

@@ -47,7 +47,8 @@ LIMITS_KEY = web.AppKey("graphql_limits", QueryLimits)
 # the files after the first extend its Query and Mutation
 SCHEMA_FILES = ("schema.graphql", "access.graphql", "edits.graphql", "managed.graphql", "products.graphql",
                 "incidents.graphql", "recommendations.graphql", "versioning.graphql",
-                "ingestion.graphql", "secret_values.graphql", "assertions.graphql")
+                "ingestion.graphql", "secret_values.graphql", "assertions.graphql", "queries.graphql",
+                "policies.graphql")
 
 
 @cache

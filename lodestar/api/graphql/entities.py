@@ -49,7 +49,9 @@ ENTITY_TYPES: dict[str, tuple[str, str]] = {
     "incident": ("INCIDENT", "Incident"),
     "assertion": ("ASSERTION", "Assertion"),
     "versionSet": ("VERSION_SET", "VersionSet"),
+    "query": ("QUERY", "QueryEntity"),
 }
+TRANSIENT_TYPES = frozenset({"query"})  # nodes data goes through, not searched for by default
 BY_ENUM = {enum: name for name, (enum, _) in ENTITY_TYPES.items()}
 NOT_SEARCHABLE_ENUMS = frozenset({"DATA_PLATFORM_INSTANCE"})  # in the enum (a field's type), not an Entity
 UNKNOWN_PLATFORM = "urn:li:dataPlatform:unknown"
@@ -545,6 +547,7 @@ BY_TYPE: dict[tuple[str, str], Resolver] = {
     ("DataHubView", "description"): lambda r, ctx: (ctx.aspect(r.urn, "dataHubViewInfo") or {}).get("description"),
     ("DataHubView", "definition"): _view_definition,
     ("StructuredPropertyEntity", "definition"): _property_definition,
+    ("QueryEntity", "properties"): lambda r, ctx: ctx.aspect(r.urn, "queryProperties"),
     ("MLFeature", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("MLPrimaryKey", "featureNamespace"): lambda r, ctx: ctx.key(r.urn).get("featureNamespace"),
     ("VersionSet", "latestVersion"): lambda r, ctx: ref(

@@ -8,7 +8,9 @@ several values becomes one alternative per value, and the alternatives of an AND
 
 Fields: every index field of the registry's `Searchable` annotations that holds exact values
 (keywords, URNs, booleans, counts and names; matched case-insensitively, a URN also by its id),
-`tags`, `customProperties` (`key=value`, any properties map's entry), `browsePathV2` (CONTAIN a
+`tags`, `customProperties` (`key=value`, any properties map's entry), `structuredProperties.<qualified
+name>` (EQUAL, IN or EXISTS; a property that is not defined holds no values, a soft-deleted one is
+an error), `browsePathV2` (CONTAIN a
 container: its browse path or its `container` aspect names it), `_entityType`, `urn`, `removed`
 (soft deletion), and in lineage searches `degree`. Conditions: EQUAL, IN, IEQUAL, START_WITH,
 EXISTS (and CONTAIN for browsePathV2); `negated` only for `_entityType`, `removed` and
@@ -17,7 +19,7 @@ EXISTS (and CONTAIN for browsePathV2); `negated` only for `_entityType`, `remove
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
@@ -28,8 +30,11 @@ from lodestar.api.graphql.entities import BY_ENUM, lodestar_type
 from mcl_processor.annotations import Annotations
 from mcl_processor.search import SCHEMA_FIELDS, TAG_FIELDS
 from mcl_processor.search.document import TAGS_KEY, UPSTREAM_TAGS_KEY
+from mcl_processor.search.structured_properties import PROPERTY_PREFIX, filter_key
 
 MAX_BRANCHES = 16  # alternatives a filter may multiply out to
+STRUCTURED_FILTER = "structuredProperties."
+PropertyState = Callable[[str], str]  # a structured property's URN -> "live" | "removed" | "absent"
 EXACT = frozenset({"EQUAL", "IN", "IEQUAL"})
 DEGREES = ("1", "2", "3+")
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_.-")
@@ -80,9 +85,12 @@ def filterable_keys(annotations: Annotations) -> frozenset[str]:
 
 
 def branches(or_filters: Sequence[Mapping[str, Any]] | None, and_filters: Sequence[Mapping[str, Any]] | None,
-             annotations: Annotations, lineage: bool = False) -> list[Branch]:
+             annotations: Annotations, lineage: bool = False,
+             property_state: PropertyState = lambda urn: "live") -> list[Branch]:
     """The alternatives of `orFilters` (each AND-ed with the legacy `filters`); no filters: one
-    branch of everything. An impossible alternative is left out (all impossible: none)."""
+    branch of everything. An impossible alternative is left out (all impossible: none).
+    `property_state` tells whether a structured property filtered on is live, removed
+    (soft-deleted) or absent."""
     groups: list[list[Mapping[str, Any]]] = [list(g.get("and") or []) for g in or_filters or [] if g is not None]
     if not groups:
         groups = [[]]
@@ -90,7 +98,7 @@ def branches(or_filters: Sequence[Mapping[str, Any]] | None, and_filters: Sequen
     keys = filterable_keys(annotations)
     out: list[Branch] = []
     for group in groups:
-        choices = [_rule(rule, keys, lineage) for rule in [*common, *group]]
+        choices = [_rule(rule, keys, lineage, property_state) for rule in [*common, *group]]
         count = 1
         for c in choices:
             count *= max(1, len(c))
@@ -114,7 +122,8 @@ def _too_many(count: int) -> GraphQLError:
                         f" value); at most {MAX_BRANCHES} are supported")
 
 
-def _rule(rule: Mapping[str, Any], keys: frozenset[str], lineage: bool) -> list[Branch]:
+def _rule(rule: Mapping[str, Any], keys: frozenset[str], lineage: bool, property_state: PropertyState
+          ) -> list[Branch]:
     """The alternatives one condition allows (none: it matches nothing)."""
     name = rule.get("field")
     if not isinstance(name, str) or not name:
@@ -176,6 +185,8 @@ def _rule(rule: Mapping[str, Any], keys: frozenset[str], lineage: bool) -> list[
         _expect(where, condition, frozenset({"CONTAIN"}))
         return [Branch(terms=(_term(where, key, value, "EQUAL"),)) for value in values
                 for key in ("browsepathv2", "container")]
+    if field.startswith(STRUCTURED_FILTER):
+        return _structured(where, field.removeprefix(STRUCTURED_FILTER), condition, values, property_state)
     key = TAGS_KEY if field in TAG_FIELDS else field.lower()
     if key not in keys:
         raise GraphQLError(f"{where}: Lodestar's search index has no field {field!r} holding exact values")
@@ -183,6 +194,22 @@ def _rule(rule: Mapping[str, Any], keys: frozenset[str], lineage: bool) -> list[
     if condition == "EXISTS":
         return [Branch(terms=(_term(where, key, "", condition),))]
     return [Branch(terms=(_term(where, key, str(value), condition),)) for value in values]
+
+
+def _structured(where: str, qualified_name: str, condition: str, values: list[Any],
+                property_state: PropertyState) -> list[Branch]:
+    """The alternatives of a filter on a structured property's values."""
+    urn = PROPERTY_PREFIX + qualified_name
+    state = property_state(urn)
+    if state == "removed":
+        raise GraphQLError(f"{where}: structured property {urn} is soft-deleted; its values are not searched")
+    _expect(where, condition, EXACT | {"EXISTS"})
+    if state == "absent":
+        return []  # nothing holds a value of a property that is not defined
+    key = filter_key(qualified_name)
+    if condition == "EXISTS":
+        return [Branch(terms=(_term(where, key, "", condition),))]
+    return [Branch(terms=(_term(where, key, str(value).lower(), condition),)) for value in values]
 
 
 def _expect(where: str, condition: str, allowed: Iterable[str]) -> None:

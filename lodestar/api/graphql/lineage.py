@@ -1,14 +1,17 @@
 """Lineage searches of DataHub's GraphQL API (`searchAcrossLineage`, `scrollAcrossLineage`) on
 Lodestar's lineage graph: the walk from an entity (or, from a schemaField URN, the field-level
 walk), the nodes the caller may read, kept by degree, entity type and the filters (which the
-search index checks among the nodes), ordered by degree then URN. Each result carries one
-shortest path from the queried entity. With a groupingSpec of SCHEMA_FIELD, a field walk's
-fields are grouped into their datasets (DataHub's answer to the SDK's column lineage)."""
+search index checks among the nodes), ordered by degree then URN. Each result carries a
+shortest path from the queried entity, with the query or data job data went through between two
+nodes (`lineage_through.py`); a data job a field walk went through is a result too, at the
+degree of the fields reached through it, with the paths that led to it. With a groupingSpec of
+SCHEMA_FIELD, a field walk's fields are grouped into their datasets (DataHub's answer to the
+SDK's column lineage): the nearest field's degree, every field's path."""
 
 from __future__ import annotations
 
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,9 +19,11 @@ from graphql import GraphQLError
 
 from lodestar.api.graphql.entities import ENTITY_TYPES, EntityRef, entity_type_of
 from lodestar.api.graphql.filters import Branch
+from lodestar.api.graphql.lineage_through import field_dataset
 from lodestar.api.graphql.search import both, query_text
 from lodestar.api.limits import MAX_COUNT, MAX_HOPS
 from lodestar.api.reads import visible_lineage
+from mcl_processor.annotations import Edge
 from mcl_processor.lineage import LineageGraph, LineageResult
 from mcl_processor.search import SearchIndex
 from mcl_processor.search.cdap import RESOURCE, Expr, any_of
@@ -31,12 +36,12 @@ CHECK_CHUNK = 200  # nodes checked against the filters by one index query
 class Node:
     urn: str
     degree: int
-    path: tuple[str, ...]  # from the queried entity to this one, both included
+    paths: tuple[tuple[str, ...], ...]  # from the queried entity to this one, both included
 
 
 def walk(graph: LineageGraph, urn: str, direction: str, max_hops: int, readable: frozenset[str] | None,
-         group_fields: bool) -> list[Node]:
-    """The nodes reached (the queried one left out), with their degree and a shortest path."""
+         group_fields: bool, through: Callable[[Edge], str | None] = lambda edge: None) -> list[Node]:
+    """The nodes reached (the queried one left out), with their degree and shortest paths."""
     fields = entity_type_of(urn) == "schemaField"
     try:
         result = (graph.field_query if fields else graph.query)(urn, direction, max_hops)
@@ -44,55 +49,64 @@ def walk(graph: LineageGraph, urn: str, direction: str, max_hops: int, readable:
         raise GraphQLError(str(err)) from None
     result = visible_lineage(result, readable)
     parents = _shortest_paths(result, direction)
-    nodes = []
+    nodes: dict[str, Node] = {}
     for node, (hops, _) in result.nodes.items():
         if node == urn or node not in parents:
             continue
-        nodes.append(Node(node, hops, _path(parents, node)))
+        path = _path(parents, node, through)
+        nodes[node] = Node(node, hops, (path,))
+        if fields and len(path) > 2 and entity_type_of(path[-2]) == "dataJob":  # the job it went through
+            _add(nodes, Node(path[-2], hops, (path[:-1],)))
+    found = list(nodes.values())
     if fields and group_fields:
-        nodes = _grouped(nodes)
-    return sorted(nodes, key=lambda n: (n.degree, n.urn))
+        found = _grouped(found)
+    return sorted(found, key=lambda n: (n.degree, n.urn))
 
 
-def _shortest_paths(result: LineageResult, direction: str) -> dict[str, str | None]:
-    """Each node's predecessor on a shortest path from the root, over the edges walked."""
-    forward: dict[str, list[str]] = {}
+def _add(nodes: dict[str, Node], node: Node) -> None:
+    """A node, or more paths of one already there (its degree the least)."""
+    known = nodes.get(node.urn)
+    if known is not None:
+        node = Node(node.urn, min(known.degree, node.degree),
+                    known.paths + tuple(p for p in node.paths if p not in known.paths))
+    nodes[node.urn] = node
+
+
+def _shortest_paths(result: LineageResult, direction: str) -> dict[str, tuple[str, Edge] | None]:
+    """Each node's predecessor on a shortest path from the root, and the edge between them."""
+    forward: dict[str, list[tuple[str, Edge]]] = {}
     for edge in result.edges:
         a, b = (edge.source, edge.destination) if direction == "downstream" else (edge.destination, edge.source)
-        forward.setdefault(a, []).append(b)
-    parents: dict[str, str | None] = {result.root: None}
+        forward.setdefault(a, []).append((b, edge))
+    parents: dict[str, tuple[str, Edge] | None] = {result.root: None}
     queue = deque([result.root])
     while queue:
         at = queue.popleft()
-        for nxt in sorted(forward.get(at, ())):
+        for nxt, edge in sorted(forward.get(at, ())):
             if nxt not in parents:
-                parents[nxt] = at
+                parents[nxt] = (at, edge)
                 queue.append(nxt)
     return parents
 
 
-def _path(parents: dict[str, str | None], node: str) -> tuple[str, ...]:
+def _path(parents: dict[str, tuple[str, Edge] | None], node: str,
+          through: Callable[[Edge], str | None]) -> tuple[str, ...]:
     path = [node]
-    while (up := parents.get(path[-1])) is not None:
-        path.append(up)
+    while (step := parents.get(path[-1])) is not None:
+        up, edge = step
+        via = through(edge)
+        path += [via, up] if via is not None else [up]
     return tuple(reversed(path))
 
 
 def _grouped(nodes: list[Node]) -> list[Node]:
-    """Field nodes as their datasets: the nearest field's degree and path."""
-    best: dict[str, Node] = {}
+    """Field nodes as their datasets (the nearest field's degree, every field's paths); others as they are."""
+    grouped: dict[str, Node] = {}
     for node in sorted(nodes, key=lambda n: (n.degree, n.urn)):
-        parent = _field_parent(node.urn)
-        if parent is not None and parent not in best:
-            best[parent] = Node(parent, node.degree, node.path)
-    return list(best.values())
-
-
-def _field_parent(urn: str) -> str | None:
-    inner = urn.removeprefix("urn:li:schemaField:(")
-    if inner == urn:
-        return None
-    return inner.rpartition(",")[0] or None
+        parent = field_dataset(node.urn) if entity_type_of(node.urn) == "schemaField" else node.urn
+        if parent is not None:
+            _add(grouped, Node(parent, node.degree, node.paths))
+    return list(grouped.values())
 
 
 def max_hops(branches: Sequence[Branch]) -> int:
@@ -155,7 +169,8 @@ def _matching(urns: list[str], branch: Branch, text: str, index: SearchIndex, wi
 
 def results(nodes: Sequence[Node]) -> list[dict[str, Any]]:
     return [{"entity": EntityRef(n.urn), "degree": n.degree, "degrees": [n.degree],
-             "paths": [{"path": [EntityRef(u) if entity_type_of(u) in ENTITY_TYPES else None for u in n.path]}],
+             "paths": [{"path": [EntityRef(u) if entity_type_of(u) in ENTITY_TYPES else None for u in path]}
+                       for path in n.paths],
              "explored": True, "truncatedChildren": False, "ignoredAsHop": False, "matchedFields": [],
              "insights": []} for n in nodes]
 

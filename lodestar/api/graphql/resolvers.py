@@ -19,6 +19,7 @@ import lodestar.api.graphql.incidents as incidents
 import lodestar.api.graphql.ingestion as ingestion
 import lodestar.api.graphql.lineage as lineage
 import lodestar.api.graphql.managed as managed
+import lodestar.api.graphql.policies as policies
 import lodestar.api.graphql.products as products
 import lodestar.api.graphql.recommendations as recommendations
 import lodestar.api.graphql.relationships as relationships
@@ -26,6 +27,7 @@ import lodestar.api.graphql.secret_values as secret_values
 import lodestar.api.graphql.tokens as tokens
 import lodestar.api.graphql.versioning as versioning
 from gms.access import principal_urn
+from gms.structured_properties import property_state, stored
 from ingest.proposal import Proposal
 from lodestar.api.graphql.entities import (
     ENTITY_TYPES,
@@ -38,6 +40,7 @@ from lodestar.api.graphql.entities import (
     resolve_entity_field,
 )
 from lodestar.api.graphql.filters import Branch, branches, with_flags
+from lodestar.api.graphql.lineage_through import Through
 from lodestar.api.graphql.search import Page, Search, Searcher, query_text
 from lodestar.api.limits import MAX_COUNT, MAX_START
 from mcl_processor.search.cdap import RESOURCE, Expr, any_of
@@ -110,7 +113,8 @@ def _searcher(ctx: Context, given: Mapping[str, Any], types: Any, default_sort: 
     if given.get("viewUrn"):
         raise GraphQLError("viewUrn: views are not supported by Lodestar")
     index = ctx.api.read_models.search
-    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations),
+    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations,
+                                property_state=_property_state(ctx)),
                        flags.get("includeSoftDeleted"))
     wanted = _types(types)
     if wanted is not None:
@@ -175,6 +179,12 @@ def scroll_across_entities(ctx: Context, given: Mapping[str, Any]) -> dict[str, 
             "searchResults": _hits(page), "facets": _facets(ctx, page.facets, _max_values(given))}
 
 
+def _property_state(ctx: Context) -> Callable[[str], str]:
+    """Whether a structured property is live, soft-deleted or absent, read from the aspect store."""
+    lookup = stored(ctx.api.gms.store)
+    return lambda urn: property_state(lookup, urn)
+
+
 def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage.Node], str]:
     urn = given.get("urn")
     if not urn:
@@ -195,11 +205,13 @@ def _lineage_nodes(ctx: Context, given: Mapping[str, Any]) -> tuple[list[lineage
             raise GraphQLError("searchFlags.groupingSpec: only the grouping of SCHEMA_FIELD into its dataset is"
                                " supported (groupingEntityType SCHEMA_FIELD or DATASET)")
     index = ctx.api.read_models.search
-    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations, lineage=True),
+    found = with_flags(branches(given.get("orFilters"), given.get("filters"), index.annotations, lineage=True,
+                                property_state=_property_state(ctx)),
                        flags.get("includeSoftDeleted"))
     direction = given["direction"].lower()
-    nodes = lineage.walk(ctx.api.read_models.lineage, urn, direction, lineage.max_hops(found), ctx.readable,
-                         bool(criteria))
+    graph = ctx.api.read_models.lineage
+    nodes = lineage.walk(graph, urn, direction, lineage.max_hops(found), ctx.readable, bool(criteria),
+                         Through(graph, ctx.aspect, ctx.may_read))
     nodes = lineage.kept(nodes, found, given.get("query"), index, _within(ctx), _types(given.get("types")))
     key = json.dumps([urn, direction, query_text(given.get("query")), bool(criteria), sorted(given.get("types") or []),
                       [[list(b.terms), sorted(b.types or []), b.removed, sorted(b.urns or []),
@@ -342,6 +354,7 @@ ROOT: dict[str, Callable[[Context, Mapping[str, Any]], Any]] = {
     **assertions.ROOT,
     "listRecommendations": lambda ctx, args: recommendations.list_recommendations(ctx, args["input"],
                                                                                   search_across_entities),
+    **policies.ROOT,
     **{field: _typed(name) for field, name in {
         "dataset": "dataset", "dataJob": "dataJob", "dataFlow": "dataFlow", "chart": "chart", "dashboard": "dashboard",
         "container": "container", "corpUser": "corpuser", "corpGroup": "corpGroup", "tag": "tag",

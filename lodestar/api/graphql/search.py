@@ -23,7 +23,7 @@ from typing import Any
 
 from graphql import GraphQLError
 
-from lodestar.api.graphql.entities import ENTITY_TYPES
+from lodestar.api.graphql.entities import ENTITY_TYPES, TRANSIENT_TYPES
 from lodestar.api.graphql.filters import Branch
 from lodestar.api.limits import MAX_COUNT
 from mcl_processor.search import SearchHit, SearchIndex, SearchResult
@@ -35,7 +35,7 @@ MAX_MERGED = 10_000  # hits walked to page or count the union of several branche
 MAX_EXACT_URNS = 1_000  # URNs an `urn` filter may name
 MAX_INCLUSION_EXCLUSION = 5  # branches whose intersections are counted (2^5 - 1 queries)
 FACET_VALUES = 20
-SERVED_TYPES = tuple(sorted(ENTITY_TYPES))
+SERVED_TYPES = tuple(sorted(set(ENTITY_TYPES) - TRANSIENT_TYPES))
 
 
 @dataclass(frozen=True)
