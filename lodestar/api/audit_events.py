@@ -11,7 +11,7 @@ from typing import Any
 from aiohttp import web
 
 from gms.access.accounts import Accounts
-from gms.access.audit_search import AuditQuery, AuditQueryError, search
+from lodestar.api.audit_search import AuditQuery, AuditQueryError, search
 from lodestar.api.context import api_of, error, principal_of, query_route, read_json
 
 PATH = "/openapi/v1/events/audit/search"

@@ -17,11 +17,11 @@ from typing import Any
 
 from graphql import GraphQLError
 
+import lodestar.api.graphql.edits as edits
 from gms.access import PRIVILEGES, grants_urn
 from gms.access.admin import AccessAdmin
 from gms.errors import ProposalFailed
 from ingest.proposal import Proposal
-from lodestar.api.graphql import edits
 from lodestar.api.graphql.entities import Context
 from lodestar.api.limits import MAX_COUNT
 from schemas.metadata_entity import INSTANCE
