@@ -12,6 +12,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,12 +105,20 @@ def running_cluster(timeout: float = 300) -> Cluster:
                    {line.split()[0]: line.split()[2] for line in _script("nodes").splitlines()})
 
 
-@pytest.fixture
-def cluster() -> Iterator[Cluster]:
-    """The clusters, for this test alone: tests on them (on any pytest-xdist worker) run one at a
-    time, so the nodes one kills are never another's fault."""
+@contextmanager
+def exclusive() -> Iterator[None]:
+    """The clusters for the caller alone among those that ask (the tests on them, on any
+    pytest-xdist worker, and bench/cluster_cost.py): one at a time, so the nodes one stops are
+    never another's fault, nor its load another's figure."""
     with (Path(tempfile.gettempdir()) / f"lodestar-cluster-tests-{os.getuid()}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@pytest.fixture
+def cluster() -> Iterator[Cluster]:
+    """The clusters, for this test alone (`exclusive`)."""
+    with exclusive():
         try:
             found = running_cluster()
         except AssertionError as err:
