@@ -34,8 +34,8 @@ same round. A warm-up round (`--warmup-datasets`, printed, not counted) runs fir
 `--rounds` rounds, each printing its own ratio; the last line gives every round's.
 
 Where the time goes: beside each Lodestar run, the CPU seconds of its processes and of each
-server's process (found by its listening port; a server's figure includes any other client's
-work meanwhile), per 1,000 MCPs; beside the raw Cassandra run, Cassandra's. Figures only,
+server's (every node's, found by its listening address; a server's figure includes any other
+client's work meanwhile), per 1,000 MCPs; beside the raw Cassandra run, Cassandra's. Figures only,
 never asserted; on a shared 2-core machine they move between runs. Every topic, consumer
 group, keyspace and index made is deleted at the end, also on failure.
 """
@@ -188,14 +188,26 @@ def setups(workers: int) -> dict[str, Setup]:
 @contextmanager
 def running(setup: Setup, data_dir: Path, env: dict[str, str]
             ) -> Iterator[tuple[str, Callable[[], dict[str, float]]]]:
-    """The setup's processes on a free port; yields GMS's URL once /health answers, and a
-    function giving the CPU seconds each process (with its children) has used so far, by command."""
+    """The setup's processes on a free port, each started once the one before is ready (GMS
+    answers /health; the MCL processor says it runs): the first makes the names (keyspace,
+    tables, topics, indices) that commands started at once would race for (docs/operations.md).
+    Yields GMS's URL, and a function giving the CPU seconds each process (with its children) has
+    used so far, by command."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     procs: list[subprocess.Popen[str]] = []
     logs = data_dir.parent / "process-logs"
     logs.mkdir(exist_ok=True)
     outputs = [logs / f"{number}-{command[0]}.log" for number, command in enumerate(setup.commands)]
+    client = RestClient(url)
+
+    def ready(command: list[str], output: Path) -> bool:
+        if command[0] in ("serve", "gms"):
+            with suppress(LodestarError):
+                return client.request("GET", "/health")[0] == 200
+            return False
+        return "MCL processor on" in output.read_text()
+
     try:
         for command, output in zip(setup.commands, outputs, strict=True):
             args = [*LODESTAR, *command, "--data-dir", str(data_dir)]
@@ -203,18 +215,14 @@ def running(setup: Setup, data_dir: Path, env: dict[str, str]
                 args += ["--port", str(port), "--admin-token", TOKEN]
             procs.append(subprocess.Popen(args, env={**os.environ, **env}, stdout=output.open("w"),
                                           stderr=subprocess.STDOUT, text=True))
-        client = RestClient(url)
-        deadline = time.monotonic() + WAIT
-        while True:
-            for proc, output in zip(procs, outputs, strict=True):
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{proc.args} exited {proc.returncode}: {output.read_text()[-2000:]}")
-            with suppress(LodestarError):
-                if client.request("GET", "/health")[0] == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("lodestar did not become healthy")
-            time.sleep(0.1)
+            deadline = time.monotonic() + WAIT
+            while not ready(command, output):
+                for proc, log in zip(procs, outputs, strict=False):
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{proc.args} exited {proc.returncode}: {log.read_text()[-2000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"lodestar {command[0]} not ready within {WAIT:g} s")
+                time.sleep(0.1)
         watched = {command[0]: psutil.Process(proc.pid) for command, proc in zip(setup.commands, procs, strict=True)}
         yield url, lambda: {command: tree_cpu(process) for command, process in watched.items()}
     finally:
