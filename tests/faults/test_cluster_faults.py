@@ -68,6 +68,6 @@ def test_a_rolling_restart_of_a_node_of_each_engine_under_load(cluster: Cluster,
     (tests/support/rolling_restart.py); bench/reliability.py --cluster restarts every node."""
     nodes = [cluster.kafka_leader(cluster_stack.log.topic_name(topics.MCL_VERSIONED)), "cassandra2",
              cluster.opensearch_manager()]
-    for restarted in run_rolling(cluster_stack, rolling_restart(cluster, cluster_stack, nodes), len(nodes), 20):
+    for restarted in run_rolling(cluster_stack, rolling_restart(cluster, cluster_stack, nodes), len(nodes), 12):
         print(restarted.summary())
-        holds(restarted.report, restarted.what, versions=150)
+        holds(restarted.report, restarted.what, versions=100)

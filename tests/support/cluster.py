@@ -12,11 +12,10 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.error import URLError
 from urllib.request import Request, urlopen
 
 import pytest
@@ -79,7 +78,8 @@ class Cluster:
         """The JSON answer of an OpenSearch node (the first of the endpoints, or `node`) to a request."""
         url = f"http://{self.hosts[node]}:9200" if node else self.endpoints.opensearch_nodes[0]
         with urlopen(Request(f"{url}{path}", method=method), timeout=120) as answer:  # noqa: S310 (our node)
-            return json.load(answer)
+            body = answer.read()
+        return json.loads(body) if body else None  # (some answer 200 with no body)
 
     def opensearch_manager(self, node: str | None = None) -> str:
         """The OpenSearch node elected cluster manager (as the first of the endpoints, or `node`, knows)."""
@@ -164,71 +164,61 @@ FAULTS: dict[str, Callable[[Cluster, Stack], Fault]] = {
 
 
 # A rolling restart (tests.support.rolling_restart): each node stopped as an operator stops it,
-# started again, and awaited until it has rejoined, not merely until it serves, before the next.
+# once its engine is healthy, started again, and awaited until it has rejoined, not merely until
+# it serves, before the next.
 
 NODES = ("kafka1", "kafka2", "kafka3", "cassandra1", "cassandra2", "cassandra3", "opensearch1", "opensearch2")
 KAFKA_INTERNAL = ("__consumer_offsets", "__transaction_state")
-REJOIN = 300.0  # seconds a node may take to rejoin once it serves
+REJOIN = 300.0  # seconds an engine may take to be healthy again once the node serves (or before it stops)
 
 
 def rolling_restart(cluster: Cluster, stack: Stack, nodes: Sequence[str]) -> Fault:
-    """The k-th call stops nodes[k] (`Cluster.stop`; an OpenSearch node first hands its vote,
-    and the manager's role if it has it, to the other node: a voting configuration exclusion)
-    and returns how to bring it back: started again, then awaited until it has rejoined (see
-    `rejoined`), its exclusion lifted."""
+    """The k-th call awaits nodes[k]'s engine `healthy`, then stops the node (`Cluster.stop`;
+    an OpenSearch node first hands its vote, and the manager's role if it has it, to the other
+    node: a voting configuration exclusion) and returns how to bring it back: started again,
+    then awaited until it has `rejoined`, its exclusion lifted."""
     def fault(k: int) -> tuple[str, Callable[[], None]]:
-        node = nodes[k]
-        what = f"{node} stopped"
-        if node.startswith("opensearch"):
-            other = next(n for n in ("opensearch1", "opensearch2") if n != node)
-            cluster.opensearch(f"/_cluster/voting_config_exclusions?node_names={node}&timeout=120s", "POST", other)
-            what += f" (manager {cluster.opensearch_manager(other)}, its vote handed over)"
-            stack.await_(lambda: cluster.opensearch_manager(other) == other, f"{other} elected manager")
+        node, what, lift = nodes[k], f"{nodes[k]} stopped", ExitStack()  # lift: the exclusion's end
+        engine = node.rstrip("0123456789")
+        stack.await_(lambda: healthy(cluster, stack, engine), f"{engine} healthy before {node} stops", timeout=REJOIN)
         back = rejoined(cluster, stack, node)
+        try:
+            if engine == "opensearch":
+                other = next(n for n in ("opensearch1", "opensearch2") if n != node)
+                what += f" (the manager was {cluster.opensearch_manager(other)}; its vote handed over first)"
+                cluster.opensearch(f"/_cluster/voting_config_exclusions?node_names={node}&timeout=120s", "POST", other)
+                lift.callback(cluster.opensearch, "/_cluster/voting_config_exclusions?wait_for_removal=false",
+                              "DELETE", other)
+                stack.await_(lambda: cluster.opensearch_manager(other) == other, f"{other} elected manager")
+            cluster.stop(node)
+        except BaseException:
+            lift.close()
+            raise
+        stack.note(f"{node} stopped")
 
         def recover() -> None:
-            cluster.start(node)
-            stack.note(f"{node} serves again")
-            stack.await_(back, f"{node} rejoined", timeout=REJOIN)
-            if node.startswith("opensearch"):
-                cluster.opensearch("/_cluster/voting_config_exclusions?wait_for_removal=false", "DELETE", other)
-        cluster.stop(node)
-        stack.note(f"{node} stopped")
+            with lift:
+                cluster.start(node)
+                stack.note(f"{node} serves again")
+                stack.await_(back, f"{node} rejoined", timeout=REJOIN)
         return what, recover
     return fault
 
 
-def rejoined(cluster: Cluster, stack: Stack, node: str) -> Callable[[], bool]:
-    """Whether the node (about to stop) is back in its cluster, asked of the others:
+def healthy(cluster: Cluster, stack: Stack, engine: str) -> bool:
+    """Whether all of an engine's nodes are in and in sync, as they say themselves:
 
-    - a Kafka broker: registered, and every partition of the stack's topics and of Kafka's own
-      has all its replicas in sync again;
-    - a Cassandra node: every other node's gossip has its new generation, NORMAL and serving
-      CQL, and holds no hints for it; every node has the same schema (a node back pulls
-      the changes it missed); the stack's driver has it up;
-    - an OpenSearch node: both nodes in the cluster, every shard of the stack's indices assigned
-      (green)."""
-    if node.startswith("kafka"):
-        return lambda: _kafka_in_sync(stack)
-    if node.startswith("opensearch"):
-        other = next(n for n in ("opensearch1", "opensearch2") if n != node)
-        return lambda: _opensearch_green(cluster, stack, other)
-    address = cluster.hosts[node]
-    peers = [host for host in stack.session.cluster.metadata.all_hosts() if host.address != address]
-    before = stack.await_(lambda: _gossip(stack, peers[0], address)[0], f"{node}'s generation in gossip")
-
-    def back() -> bool:
-        for peer in peers:
-            generation, status, ready = _gossip(stack, peer, address)
-            hints = _cassandra(stack, peer, "SELECT address, files FROM system_views.pending_hints")
-            if generation <= before or not status.startswith("NORMAL") or ready != "true" or hints is None \
-                    or any(row.address == address and row.files for row in hints):
-                return False
-        hosts = stack.session.cluster.metadata.all_hosts()
-        schemas = [_cassandra(stack, host, "SELECT schema_version FROM system.local") for host in hosts]
-        return any(host.address == address and host.is_up for host in hosts) and all(schemas) \
-            and len({rows[0].schema_version for rows in schemas if rows}) == 1
-    return back
+    - Kafka: 3 brokers registered, every partition of the stack's topics and of Kafka's own with
+      all its replicas in sync;
+    - Cassandra: each node answers, has all 3 NORMAL and serving CQL in its gossip and holds no
+      hints for another; they have the same schema (a node back pulls the changes it missed);
+      the stack's driver has them all up;
+    - OpenSearch: both nodes in the cluster, every shard of the stack's indices assigned (green)."""
+    if engine == "kafka":
+        return _kafka_in_sync(stack)
+    if engine == "opensearch":
+        return _opensearch_green(cluster, stack)
+    return _cassandra_in_sync(stack)
 
 
 def _kafka_in_sync(stack: Stack) -> bool:
@@ -236,19 +226,48 @@ def _kafka_in_sync(stack: Stack) -> bool:
         metadata = stack.admin.list_topics(timeout=10)
     except KafkaException:
         return False
-    partitions = [partition for name, topic in metadata.topics.items()
-                  if name.startswith(stack.prefix) or name in KAFKA_INTERNAL for partition in topic.partitions.values()]
-    return len(metadata.brokers) == 3 and bool(partitions) \
-        and all(sorted(p.isrs) == sorted(p.replicas) for p in partitions)
+    partitions = [partition for name, topic in metadata.topics.items() if name.startswith(stack.prefix)
+                  or name in KAFKA_INTERNAL for partition in topic.partitions.values()]
+    return len(metadata.brokers) == 3 and bool(partitions) and all(sorted(p.isrs) == sorted(p.replicas)
+                                                                   for p in partitions)
 
 
-def _opensearch_green(cluster: Cluster, stack: Stack, asked: str) -> bool:
+def _opensearch_green(cluster: Cluster, stack: Stack) -> bool:
     try:
         health = cluster.opensearch(f"/_cluster/health/{stack.run}*?wait_for_status=green&wait_for_nodes=2"
-                                    "&timeout=20s", node=asked)
-    except URLError:  # 408 when not so within the timeout; the node asked restarting
+                                    "&timeout=20s")
+    except OSError:  # 408 when not so within the timeout (an HTTPError); the node asked restarting
         return False
     return health["status"] == "green" and not health["timed_out"]
+
+
+def _cassandra_in_sync(stack: Stack) -> bool:
+    hosts = stack.session.cluster.metadata.all_hosts()
+    schemas = set()
+    for host in hosts:
+        gossip = _cassandra(stack, host, "SELECT address, status_with_port, rpc_ready FROM system_views.gossip_info")
+        hints = _cassandra(stack, host, "SELECT files FROM system_views.pending_hints")
+        schema = _cassandra(stack, host, "SELECT schema_version FROM system.local")
+        if not gossip or hints is None or not schema or any(row.files for row in hints):
+            return False
+        if len(gossip) != 3 or not all((row.status_with_port or "").startswith("NORMAL") and row.rpc_ready == "true"
+                                       for row in gossip):
+            return False
+        schemas.add(schema[0].schema_version)
+    return len(hosts) == 3 and all(host.is_up for host in hosts) and len(schemas) == 1
+
+
+def rejoined(cluster: Cluster, stack: Stack, node: str) -> Callable[[], bool]:
+    """Whether the node (about to stop) is back: its engine `healthy` again, and, a Cassandra
+    node, with a new generation in every other node's gossip (not the one it had before)."""
+    engine = node.rstrip("0123456789")
+    if engine != "cassandra":
+        return lambda: healthy(cluster, stack, engine)
+    address = cluster.hosts[node]
+    peers = [host for host in stack.session.cluster.metadata.all_hosts() if host.address != address]
+    before = stack.await_(lambda: _generation(stack, peers[0], address), f"{node}'s generation in gossip")
+    return lambda: all(_generation(stack, peer, address) > before for peer in peers) \
+        and healthy(cluster, stack, engine)
 
 
 def _cassandra(stack: Stack, host: Host, query: str) -> list[Any] | None:
@@ -259,12 +278,10 @@ def _cassandra(stack: Stack, host: Host, query: str) -> list[Any] | None:
         return None
 
 
-def _gossip(stack: Stack, peer: Host, address: str) -> tuple[int, str, str]:
-    """(generation, status, rpc_ready) of the node at `address` in `peer`'s gossip ((0, "", "") unknown)."""
-    rows = _cassandra(stack, peer, "SELECT address, generation, status_with_port, rpc_ready FROM"
-                      " system_views.gossip_info") or []
-    return next(((row.generation, row.status_with_port or "", row.rpc_ready or "") for row in rows
-                 if row.address == address), (0, "", ""))
+def _generation(stack: Stack, peer: Host, address: str) -> int:
+    """The generation of the node at `address` in `peer`'s gossip (0: unknown)."""
+    rows = _cassandra(stack, peer, "SELECT address, generation FROM system_views.gossip_info") or []
+    return next((row.generation for row in rows if row.address == address), 0)
 
 
 @pytest.fixture

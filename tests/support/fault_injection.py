@@ -467,10 +467,25 @@ def await_converged(stack: Any, gms: Any, works: list[Work]) -> None:
     stack.await_mcps_applied(timeout=max(300.0, sum(work.mcps for work in works) / 50))
     stack.note("every MCP applied")
     expected = {(urn, aspect, v) for (urn, aspect), versions in wanted_versions(works).items() for v, _ in versions}
-    stack.await_(lambda: set(stack.mcl_counts()) >= expected, "every MCL on the MCL topic", timeout=300)
+    try:
+        stack.await_(lambda: set(stack.mcl_counts()) >= expected, "every MCL on the MCL topic", timeout=300)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{missing_mcls(stack, expected)}") from None
     stack.await_healthy(gms)
     stack.await_(lambda: gms.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
                  ["indexed"], "the MCL processors indexing every MCL", timeout=300)
+
+
+def missing_mcls(stack: Any, expected: set[tuple[str, str, int]]) -> str:
+    """What of the expected MCLs the MCL topic lacks, with their aspects' versions in the store
+    and the outbox entries still pending, by producer."""
+    missing = sorted(expected - set(stack.mcl_counts()))
+    stored = {(urn, aspect): [row.version for row in stack.aspects.history(urn, aspect)]
+              for urn, aspect, _ in missing[:5]}
+    pending = Counter(row.producer for row in stack.session.execute(
+        f'SELECT producer FROM "{stack.run}".outbox_pending', timeout=60))
+    return (f"{len(missing)} MCL(s) missing, e.g. {missing[:5]}; those aspects' versions in the store: {stored};"
+            f" outbox entries pending, by producer: {dict(pending)}")
 
 
 def verify_distributed(stack: Any, works: list[Work], writers: list[Driver]) -> tuple[Verdict, int]:

@@ -96,6 +96,7 @@ def run_rolling(stack: Any, restart: Fault, nodes: int, entities: int) -> list[R
         stack.note(f"restart {k + 1}: {what}")
         try:
             append(stack, rest)
+            stack.note(f"restart {k + 1}: {len(rest)} MCPs appended to the MCP topic")
         finally:  # a failed run leaves no node down behind it
             recover()
         back = time.monotonic()
