@@ -1,6 +1,7 @@
 """Nodes of the clusters (deploy/cluster.sh: 3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch
 nodes) SIGKILLed while two `lodestar gms` and two `lodestar mcl-processor` apply a workload from
-the MCP topic and a client writes over REST, then started again: every acknowledged write is
+the MCP topic and a client writes over REST, then started again, or stopped and started one
+after the other (a rolling restart, tests/support/rolling_restart.py): every acknowledged write is
 applied once, each version has one MCL, the read models converge to the store, `lodestar check`
 finds nothing, and the REST client got no answer but applied, 429 or 503
 (tests/support/fault_injection.py `run_distributed`; bench/reliability.py --cluster runs the long
@@ -61,6 +62,7 @@ def test_a_gms_and_an_mcl_processor_killed_on_the_cluster(cluster_stack: Stack) 
     holds(run_distributed(cluster_stack, ENTITIES, kills=2, seed=1, rest_entities=REST), "a gms and an mcl-processor")
 
 
+@pytest.mark.timeout(1200)  # 14 minutes beside other work (load average 16-28: a node took up to 4 to start)
 def test_a_rolling_restart_of_a_node_of_each_engine_under_load(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
     """The broker leading the MCL topic's partition, a Cassandra node, the elected OpenSearch
     manager (its vote handed over first), each stopped while a client writes over REST and MCPs
