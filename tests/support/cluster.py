@@ -108,8 +108,9 @@ def running_cluster(timeout: float = 300) -> Cluster:
 @contextmanager
 def exclusive() -> Iterator[None]:
     """The clusters for the caller alone among those that ask (the tests on them, on any
-    pytest-xdist worker, and bench/cluster_cost.py): one at a time, so the nodes one stops are
-    never another's fault, nor its load another's figure."""
+    pytest-xdist worker, and the benchmarks on them: bench/cluster_cost.py, bench/reliability.py
+    --cluster): one at a time, so the nodes one stops are never another's fault, nor its load
+    another's figure."""
     with (Path(tempfile.gettempdir()) / f"lodestar-cluster-tests-{os.getuid()}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
