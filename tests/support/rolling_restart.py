@@ -26,6 +26,7 @@ from tests.support.fault_injection import (
     RunReport,
     Work,
     append,
+    assert_settled,
     await_converged,
     seed_round,
     start_processes,
@@ -65,16 +66,19 @@ class Writer(threading.Thread):
 
 @dataclass
 class Restarted:
-    """One node's phase: its checks, and the REST MCPs answered while it was down or rejoining."""
+    """One node's phase: its checks, the REST MCPs answered while it was down or rejoining, and
+    the retryable answers the REST client got (429 or 503) in the phase."""
 
     what: str
     report: RunReport
     meanwhile: int
+    refused: int
     restart_seconds: float
 
     def summary(self) -> str:
         return (f"{self.report.summary(self.what)}; {self.meanwhile} REST MCPs answered while it was down"
-                f" or rejoining, back in {self.restart_seconds:.0f}s")
+                f" or rejoining, back in {self.restart_seconds:.0f}s; REST answers 429 or 503: {self.refused},"
+                f" proposals sent again after no answer: {self.report.resent}")
 
 
 def run_rolling(stack: Any, restart: Fault, nodes: int, entities: int) -> list[Restarted]:
@@ -105,6 +109,7 @@ def run_rolling(stack: Any, restart: Fault, nodes: int, entities: int) -> list[R
         writer.stop.set()
         writer.join(600)
         assert not writer.is_alive(), "the REST client did not finish its lot within 600 s"
+        assert_settled(writer.drivers, what)
         written = time.monotonic()
         phase = [work, *writer.works]
         await_converged(stack, running["gms-a"], phase)
@@ -113,7 +118,7 @@ def run_rolling(stack: Any, restart: Fault, nodes: int, entities: int) -> list[R
         verdict, absorbed = verify_distributed(stack, phase, writer.drivers)
         report = RunReport(sum(w.mcps for w in phase), 1, time.monotonic() - started,
                            sum(d.resent for d in writer.drivers), absorbed, verdict, converged)
-        restarted.append(Restarted(what, report, meanwhile, back - stopping))
+        restarted.append(Restarted(what, report, meanwhile, sum(d.refused for d in writer.drivers), back - stopping))
         stack.note(restarted[-1].summary())
         first = writer.next
     return restarted
