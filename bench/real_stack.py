@@ -34,8 +34,8 @@ same round. A warm-up round (`--warmup-datasets`, printed, not counted) runs fir
 `--rounds` rounds, each printing its own ratio; the last line gives every round's.
 
 Where the time goes: beside each Lodestar run, the CPU seconds of its processes and of each
-server's process (found by its listening port; a server's figure includes any other client's
-work meanwhile), per 1,000 MCPs; beside the raw Cassandra run, Cassandra's. Figures only,
+server's (every node's, found by its listening address; a server's figure includes any other
+client's work meanwhile), per 1,000 MCPs; beside the raw Cassandra run, Cassandra's. Figures only,
 never asserted; on a shared 2-core machine they move between runs. Every topic, consumer
 group, keyspace and index made is deleted at the end, also on failure.
 """
@@ -84,6 +84,7 @@ from mcl_processor.workers import default_workers
 from schemas.mcl_wire import WIRE_FORMATS
 from tests.support.processes import LODESTAR, TOKEN
 from tests.support.server import free_port
+from tests.support.stack import replication_env
 
 BATCH = 1000  # MCPs per POST, as the other benchmarks send them
 PARTITIONS = 4  # the Kafka event log's default partition count
@@ -103,8 +104,9 @@ class Names:
     def kafka_prefix(self) -> str:
         return f"{self.run}-"
 
-    def env(self, endpoints: Endpoints, wire_format: str) -> dict[str, str]:
-        return {"LODESTAR_KAFKA_WIRE_FORMAT": wire_format,
+    def env(self, endpoints: Endpoints, wire_format: str, replication: int = 1) -> dict[str, str]:
+        """`replication`: of the topics and keyspace (and, less one, the indices; see replication_env)."""
+        return {**replication_env(replication), "LODESTAR_KAFKA_WIRE_FORMAT": wire_format,
                 "LODESTAR_EVENT_LOG": "kafka", "LODESTAR_ASPECT_STORE": "cassandra",
                 "LODESTAR_READ_MODELS": "distributed", "LODESTAR_KAFKA_PREFIX": self.kafka_prefix,
                 "LODESTAR_CASSANDRA_KEYSPACE": self.run, "LODESTAR_OPENSEARCH_PREFIX": self.run,
@@ -149,7 +151,7 @@ def drop_everything(endpoints: Endpoints, names: Names) -> None:
         finally:
             cluster.shutdown()
     with suppress(Exception):
-        client = OpenSearch(endpoints.opensearch_url, timeout=120)
+        client = OpenSearch(endpoints.opensearch_nodes, timeout=120)
         for index in client.indices.get(index=f"{names.run}_*", params={"allow_no_indices": "true"}):
             client.indices.delete(index=index, params={"ignore_unavailable": "true"})
         client.close()
@@ -186,14 +188,26 @@ def setups(workers: int) -> dict[str, Setup]:
 @contextmanager
 def running(setup: Setup, data_dir: Path, env: dict[str, str]
             ) -> Iterator[tuple[str, Callable[[], dict[str, float]]]]:
-    """The setup's processes on a free port; yields GMS's URL once /health answers, and a
-    function giving the CPU seconds each process (with its children) has used so far, by command."""
+    """The setup's processes on a free port, each started once the one before is ready (GMS
+    answers /health; the MCL processor says it runs): the first makes the names (keyspace,
+    tables, topics, indices) that commands started at once would race for (docs/operations.md).
+    Yields GMS's URL, and a function giving the CPU seconds each process (with its children) has
+    used so far, by command."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     procs: list[subprocess.Popen[str]] = []
     logs = data_dir.parent / "process-logs"
     logs.mkdir(exist_ok=True)
     outputs = [logs / f"{number}-{command[0]}.log" for number, command in enumerate(setup.commands)]
+    client = RestClient(url)
+
+    def ready(command: list[str], output: Path) -> bool:
+        if command[0] in ("serve", "gms"):
+            with suppress(LodestarError):
+                return client.request("GET", "/health")[0] == 200
+            return False
+        return "MCL processor on" in output.read_text()
+
     try:
         for command, output in zip(setup.commands, outputs, strict=True):
             args = [*LODESTAR, *command, "--data-dir", str(data_dir)]
@@ -201,18 +215,14 @@ def running(setup: Setup, data_dir: Path, env: dict[str, str]
                 args += ["--port", str(port), "--admin-token", TOKEN]
             procs.append(subprocess.Popen(args, env={**os.environ, **env}, stdout=output.open("w"),
                                           stderr=subprocess.STDOUT, text=True))
-        client = RestClient(url)
-        deadline = time.monotonic() + WAIT
-        while True:
-            for proc, output in zip(procs, outputs, strict=True):
-                if proc.poll() is not None:
-                    raise RuntimeError(f"{proc.args} exited {proc.returncode}: {output.read_text()[-2000:]}")
-            with suppress(LodestarError):
-                if client.request("GET", "/health")[0] == 200:
-                    break
-            if time.monotonic() > deadline:
-                raise RuntimeError("lodestar did not become healthy")
-            time.sleep(0.1)
+            deadline = time.monotonic() + WAIT
+            while not ready(command, output):
+                for proc, log in zip(procs, outputs, strict=False):
+                    if proc.poll() is not None:
+                        raise RuntimeError(f"{proc.args} exited {proc.returncode}: {log.read_text()[-2000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"lodestar {command[0]} not ready within {WAIT:g} s")
+                time.sleep(0.1)
         watched = {command[0]: psutil.Process(proc.pid) for command, proc in zip(setup.commands, procs, strict=True)}
         yield url, lambda: {command: tree_cpu(process) for command, process in watched.items()}
     finally:
@@ -263,43 +273,61 @@ class LodestarRun:
 
 
 def lodestar_run(setup: Setup, wire_format: str, mcps: Sequence[dict[str, Any]], endpoints: Endpoints, names: Names,
-                 workdir: Path, servers: Servers) -> LodestarRun:
-    data_dir = workdir / setup.name / wire_format / "data"
+                 workdir: Path, servers: Servers, replication: int = 1) -> LodestarRun:
+    data_dir = workdir / names.run / "data"
     data_dir.mkdir(parents=True)
     # The keyspace's tables are made beforehand, as docs/operations.md advises when several
     # commands start at once on new names (the split setup starts gms and mcl-processor together).
     cluster = cassandra_session(endpoints)
     try:
-        ensure_schema(cluster.connect(), names.run, replication_factor=1)
+        ensure_schema(cluster.connect(), names.run, replication_factor=replication)
     finally:
         cluster.shutdown()
     try:
-        with running(setup, data_dir, names.env(endpoints, wire_format)) as (url, lodestar_cpu):
+        with running(setup, data_dir, names.env(endpoints, wire_format, replication)) as (url, lodestar_cpu):
             before, started = servers.cpu(), lodestar_cpu()
             accepted, elapsed = ingest(url, mcps, setup.connections)
             cpu = {**{command: spent - started[command] for command, spent in lodestar_cpu().items()},
                    **servers.since(before)}
     except BaseException:
-        for log in sorted((workdir / setup.name / wire_format).glob("*-logs/*.log")):
+        for log in sorted((workdir / names.run).glob("*-logs/*.log")):
             print(f"--- {log.name}:\n{log.read_text()[-3000:]}", file=sys.stderr)
         raise
     return LodestarRun(setup, wire_format, names, accepted, elapsed, cpu)
 
 
 class Servers:
-    """The servers' processes, found by their listening ports (see the module docstring)."""
+    """The servers' processes, every node of each, found by their listening addresses (see the
+    module docstring); their CPU read from /proc/<pid>/stat."""
 
     def __init__(self, endpoints: Endpoints):
         hosts, cassandra_port = endpoints.cassandra_contact_points()
-        ports = {"cassandra": cassandra_port, "kafka": int(endpoints.kafka_bootstrap.rsplit(":", 1)[1]),
-                 "opensearch": urlsplit(endpoints.opensearch_url).port or 9200}
-        listening = {c.laddr.port: c.pid for c in psutil.net_connections("tcp")
-                     if c.status == psutil.CONN_LISTEN and c.pid is not None}
-        self.processes = {name: psutil.Process(listening[port]) for name, port in ports.items() if port in listening}
+        kafka = [urlsplit(f"//{address}") for address in endpoints.kafka_bootstrap.split(",")]
+        opensearch = [urlsplit(url) for url in endpoints.opensearch_nodes]
+        addresses = {"kafka": [(a.hostname or "", a.port or 9092) for a in kafka],
+                     "cassandra": [(host, cassandra_port) for host in hosts],
+                     "opensearch": [(a.hostname or "", a.port or 9200) for a in opensearch]}
+        listening = {(c.laddr.ip.removeprefix("::ffff:"), c.laddr.port): c.pid  # (a JVM's IPv4 on an IPv6 socket)
+                     for c in psutil.net_connections("tcp") if c.status == psutil.CONN_LISTEN and c.pid is not None}
+        self.nodes: dict[str, psutil.Process] = {}  # `engine@address:port` -> its process
+        for engine, nodes in addresses.items():
+            for host, port in nodes:
+                ip = socket.gethostbyname(host)
+                found = [listening[a] for a in ((ip, port), ("0.0.0.0", port), ("::", port)) if a in listening]
+                if found:
+                    self.nodes[f"{engine}@{ip}:{port}"] = psutil.Process(found[0])
+
+    def node_cpu(self) -> dict[str, float]:
+        """CPU seconds of each node so far, by `engine@address:port`."""
+        return {node: sum(process.cpu_times()[:2]) for node, process in self.nodes.items()}
 
     def cpu(self) -> dict[str, float]:
-        """CPU seconds of each server so far."""
-        return {name: sum(process.cpu_times()[:2]) for name, process in self.processes.items()}
+        """CPU seconds of each server (all its nodes) so far."""
+        totals: dict[str, float] = {}
+        for node, seconds in self.node_cpu().items():
+            engine = node.split("@")[0]
+            totals[engine] = totals.get(engine, 0.0) + seconds
+        return totals
 
     def since(self, before: dict[str, float]) -> dict[str, float]:
         now = self.cpu()

@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.reliability [--entities 10900] [--kills 20] [--stack-entities 10900]
         [--stack-kills 20] [--fuzz-examples 200] [--soak-seconds 600] [--soak-warmup 300] [--skip-stack]
-        [--cluster [--cluster-entities 2000] [--cluster-kills 4]]
+        [--cluster [--cluster-entities 2000] [--cluster-kills 4] [--cluster-rolling-entities 100]
+                   [--cluster-scenarios faults,rolling]]
 
 1. Crash safety, embedded (tests/support/fault_injection.py, run_embedded): about 100,000 MCPs (UPSERT,
    PATCH and DELETE chains, each step conditioned on the version before it; timeseries points)
@@ -24,7 +25,11 @@
    manager, each SIGKILLed `--cluster-kills` times during writes and started again at the next
    fault; then a gms or an mcl-processor killed instead; a third as many entities more written over
    REST meanwhile. A line per fault: MCPs acknowledged,
-   lost, duplicates, seconds to converge after the last recovery.
+   lost, duplicates, seconds to converge after the last recovery. Then a rolling restart of
+   every Kafka broker, Cassandra node and OpenSearch node, one at a time
+   (tests/support/rolling_restart.py), `--cluster-rolling-entities` from the topic for each and
+   a REST client writing throughout: a line per node, with the MCPs answered while it was down
+   or rejoining and how long it took to be back. `--cluster-scenarios` picks either.
 
 Figures only, never asserted. On a machine shared with other work they move between runs.
 """
@@ -84,6 +89,25 @@ def crash_cluster(entities: int, kills: int) -> None:
             print(f"    e.g. {example[:300]}")
 
 
+def rolling_cluster(entities: int) -> None:
+    from tests.support.cluster import NODES, rolling_restart, running_cluster
+    from tests.support.rolling_restart import run_rolling
+    from tests.support.stack import Stack
+
+    cluster = running_cluster()
+    with tempfile.TemporaryDirectory(prefix="lodestar-reliability-rolling-") as root:
+        stack = Stack(Path(root), cluster.endpoints, replication=3)
+        stack.note = lambda _: None  # type: ignore[method-assign]
+        try:
+            restarted = run_rolling(stack, rolling_restart(cluster, stack, NODES), len(NODES), entities)
+        finally:
+            stack.close()
+    for node in restarted:
+        print(f"cluster, rolling restart: {node.summary()}")
+        for example in node.report.verdict.examples[:5]:
+            print(f"    e.g. {example[:300]}")
+
+
 def fuzz_embedded(examples: int):
     with tempfile.TemporaryDirectory(prefix="lodestar-fuzz-") as root:
         data = Path(root)
@@ -132,10 +156,19 @@ def main() -> None:
     parser.add_argument("--cluster", action="store_true", help="only the faults on deploy/cluster.sh's clusters")
     parser.add_argument("--cluster-entities", type=int, default=2000)
     parser.add_argument("--cluster-kills", type=int, default=4)
+    parser.add_argument("--cluster-rolling-entities", type=int, default=100, help="from the topic, per node restarted")
+    parser.add_argument("--cluster-scenarios", default="faults,rolling", help="comma-separated: faults, rolling")
     args = parser.parse_args()
     os.environ.setdefault("LODESTAR_LOG_FORMAT", "json")
     if args.cluster:
-        crash_cluster(args.cluster_entities, args.cluster_kills)
+        from tests.support.cluster import exclusive
+
+        scenarios = args.cluster_scenarios.split(",")
+        with exclusive():  # no cluster test stops a node meanwhile
+            if "faults" in scenarios:
+                crash_cluster(args.cluster_entities, args.cluster_kills)
+            if "rolling" in scenarios:
+                rolling_cluster(args.cluster_rolling_entities)
         return
 
     _crash_lines("crash safety (embedded)", crash_embedded(args.entities, args.kills))

@@ -1,6 +1,7 @@
 """Nodes of the clusters (deploy/cluster.sh: 3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch
 nodes) SIGKILLed while two `lodestar gms` and two `lodestar mcl-processor` apply a workload from
-the MCP topic and a client writes over REST, then started again: every acknowledged write is
+the MCP topic and a client writes over REST, then started again, or stopped and started one
+after the other (a rolling restart, tests/support/rolling_restart.py): every acknowledged write is
 applied once, each version has one MCL, the read models converge to the store, `lodestar check`
 finds nothing, and the REST client got no answer but applied, 429 or 503
 (tests/support/fault_injection.py `run_distributed`; bench/reliability.py --cluster runs the long
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import pytest
 
+from ingest import topics
 from tests.support.cluster import (  # noqa: F401 (fixtures)
     Cluster,
     cassandra_nodes,
@@ -18,8 +20,10 @@ from tests.support.cluster import (  # noqa: F401 (fixtures)
     cluster_stack,
     kafka_leaders,
     opensearch_non_manager,
+    rolling_restart,
 )
 from tests.support.fault_injection import RunReport, run_distributed
+from tests.support.rolling_restart import run_rolling
 from tests.support.stack import Stack
 
 pytestmark = [pytest.mark.slow, pytest.mark.fault_injection, pytest.mark.cluster]
@@ -56,3 +60,16 @@ def test_a_gms_and_an_mcl_processor_killed_on_the_cluster(cluster_stack: Stack) 
     """The other process of each role takes the partitions over (and the dead GMS's outbox lease
     when it comes back); seed 1 kills gms-a, then mcl-b."""
     holds(run_distributed(cluster_stack, ENTITIES, kills=2, seed=1, rest_entities=REST), "a gms and an mcl-processor")
+
+
+@pytest.mark.timeout(1200)  # 14 minutes beside other work (load average 16-28: a node took up to 4 to start)
+def test_a_rolling_restart_of_a_node_of_each_engine_under_load(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
+    """The broker leading the MCL topic's partition, a Cassandra node, the elected OpenSearch
+    manager (its vote handed over first), each stopped while a client writes over REST and MCPs
+    are appended to the topic, started again and awaited until it has rejoined before the next
+    (tests/support/rolling_restart.py); bench/reliability.py --cluster restarts every node."""
+    nodes = [cluster.kafka_leader(cluster_stack.log.topic_name(topics.MCL_VERSIONED)), "cassandra2",
+             cluster.opensearch_manager()]
+    for restarted in run_rolling(cluster_stack, rolling_restart(cluster, cluster_stack, nodes), len(nodes), 12):
+        print(restarted.summary())
+        holds(restarted.report, restarted.what, versions=100)

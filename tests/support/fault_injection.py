@@ -30,18 +30,21 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from gms.schema_registry import schema_lookup
-from gms.service import DATABASE
+from gms.service import DATABASE, MCP_GROUP
 from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
 from ingest.eventlog.sqlite import SqliteEventLog
 from ingest.proposal import Proposal
 from ingest.rest import LodestarError, RestClient
 from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.processor import GROUP as MCL_GROUP
+from mcl_processor.processor import TOPICS as MCL_TOPICS
 from schemas import mcl_wire
 from schemas.mcl_wire import MclReader
 from schemas.registry import default_registry
@@ -266,6 +269,7 @@ class Driver(threading.Thread):
         super().__init__(daemon=True)
         self.server, self.work, self.urns, self.batch, self.progress = server, work, urns, batch, progress
         self.resent = self.by_lost_attempt = 0
+        self.refused = 0  # answers 429 or 503 (the batch sent again)
         self.failures: list[str] = []
 
     def run(self) -> None:
@@ -290,7 +294,8 @@ class Driver(threading.Thread):
             active = [urn for urn in active if position[urn] < len(self.work.steps[urn])]
 
     def _send(self, client: RestClient, sent: list[Proposal]) -> tuple[list[dict[str, Any]], bool]:
-        """The results, and whether an earlier attempt's response was lost (the batch sent again)."""
+        """The results, and whether an earlier attempt may have been applied (its answer lost, or
+        a 503): the batch was sent again."""
         uncertain = False
         body = {"proposals": [p.to_json() for p in sent]}
         while True:
@@ -302,8 +307,10 @@ class Driver(threading.Thread):
                 self.resent += len(sent)
                 client.close()
                 continue
-            if status in (429, 503):
-                time.sleep(0.2)  # asked to come back later
+            if status in (429, 503):  # asked to come back later; a 503 may come after the batch was
+                uncertain = uncertain or status == 503  # applied (its MCLs not yet published: operations.md)
+                self.refused += 1
+                time.sleep(0.2)
                 continue
             if not isinstance(answer, dict) or "results" not in answer:
                 self.failures.append(f"HTTP {status}: {answer}")
@@ -323,6 +330,13 @@ class Driver(threading.Thread):
             return True
         self.failures.append(f"{step.entity_urn} {step.aspect_name} {step.change_type} {step.headers}: {result}")
         return False
+
+
+def assert_settled(drivers: list[Driver], context: str = "") -> None:
+    """Fails naming what the REST clients could not settle: proposals answered neither applied
+    nor with a retryable status (their versions are then not all made)."""
+    failures = [failure for driver in drivers for failure in driver.failures]
+    assert not failures, f"{len(failures)} proposal(s) not settled, e.g. {failures[:5]}\n{context}"
 
 
 def run_embedded(root: Path, entities: int, kills: int, clients: int = 4, batch: int = 50, seed: int = 1,
@@ -361,8 +375,7 @@ def run_embedded(root: Path, entities: int, kills: int, clients: int = 4, batch:
         for driver in drivers:
             driver.join()
         seconds = time.monotonic() - started
-        failures = [f for d in drivers for f in d.failures]
-        assert not failures, f"{len(failures)} proposal(s) not settled, e.g. {failures[:5]}\n{server.tail()}"
+        assert_settled(drivers, server.tail())
         client = RestClient(server.url, TOKEN, timeout=300)
         deadline = time.monotonic() + 600
         while not client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]:
@@ -413,6 +426,8 @@ def seed_and_rest(work: Work) -> tuple[list[Proposal], list[Proposal]]:
 # and returns what it did and how to recover (called later, while writes still go on).
 Fault = Callable[[int], tuple[str, Callable[[], None]]]
 
+PROCESSES = {"gms-a": "gms", "gms-b": "gms", "mcl-a": "mcl_processor", "mcl-b": "mcl_processor"}  # name -> Stack's
+
 
 @dataclass
 class RestTarget:
@@ -423,6 +438,88 @@ class RestTarget:
 
     def __post_init__(self) -> None:
         self.up.set()
+
+
+def start_processes(stack: Any) -> dict[str, Any]:
+    """gms-a, gms-b, mcl-a and mcl-b (PROCESSES) on the stack, once both GMS answer and both
+    consumer groups are stable with two members each."""
+    running = {name: getattr(stack, command)(name) for name, command in PROCESSES.items()}
+    stack.await_healthy(running["gms-a"], running["gms-b"])
+    stack.await_group(MCP_GROUP, topics.PROPOSAL_TOPICS, 2)
+    stack.await_group(MCL_GROUP, MCL_TOPICS, 2)
+    return running
+
+
+def seed_round(stack: Any, works: list[Work]) -> list[list[Proposal]]:
+    """The first step of every chain of `works` appended to the MCP topic and applied (before
+    any fault); returns each work's other steps."""
+    split = [seed_and_rest(work) for work in works]
+    first = [step for steps, _ in split for step in steps]
+    stack.produce(first)
+    stack.await_mcps_applied(timeout=max(90.0, len(first) / 50))
+    stack.note(f"seed round applied: {len(first)} MCPs")
+    return [rest for _, rest in split]
+
+
+def append(stack: Any, proposals: list[Proposal]) -> None:
+    """Appended to the MCP topic: a producer told its write failed (a broker down) sends it
+    again; the replays are harmless (conditional steps)."""
+    stack.await_(lambda: stack.produce(proposals) or True, "the MCPs appended to the MCP topic")
+
+
+def wanted_versions(works: list[Work]) -> dict[tuple[str, str], list[tuple[int, Any]]]:
+    return {key: versions for work in works for key, versions in expected_versions(work).items()}
+
+
+def await_converged(stack: Any, gms: Any, works: list[Work]) -> None:
+    """Until GMS's group has applied every MCP appended so far, every version of `works` has
+    its MCL on the MCL topic, and the MCL processors have indexed every MCL (`gms` asked)."""
+    stack.await_mcps_applied(timeout=max(300.0, sum(work.mcps for work in works) / 50))
+    stack.note("every MCP applied")
+    expected = {(urn, aspect, v) for (urn, aspect), versions in wanted_versions(works).items() for v, _ in versions}
+    try:
+        stack.await_(lambda: set(stack.mcl_counts()) >= expected, "every MCL on the MCL topic", timeout=300)
+    except AssertionError as err:
+        raise AssertionError(f"{err}\n{missing_mcls(stack, expected)}") from None
+    stack.await_healthy(gms)
+    stack.await_(lambda: gms.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+                 ["indexed"], "the MCL processors indexing every MCL", timeout=300)
+
+
+def missing_mcls(stack: Any, expected: set[tuple[str, str, int]]) -> str:
+    """What of the expected MCLs the MCL topic lacks, with their aspects' versions in the store
+    and the outbox entries still pending, by producer."""
+    missing = sorted(expected - set(stack.mcl_counts()))
+    stored = {(urn, aspect): [row.version for row in stack.aspects.history(urn, aspect)]
+              for urn, aspect, _ in missing[:5]}
+    pending = Counter(row.producer for row in stack.session.execute(
+        f'SELECT producer FROM "{stack.run}".outbox_pending', timeout=60))
+    return (f"{len(missing)} MCL(s) missing, e.g. {missing[:5]}; those aspects' versions in the store: {stored};"
+            f" outbox entries pending, by producer: {dict(pending)}")
+
+
+def verify_distributed(stack: Any, works: list[Work], writers: list[Driver]) -> tuple[Verdict, int]:
+    """The checks of the embedded run on Cassandra, Kafka and OpenSearch, of the entities of
+    `works` (written from the MCP topic, or over REST by `writers`), then `lodestar check` on the
+    whole stack; and how many deliveries of those entities found their version already made
+    (absorbed duplicates)."""
+    verdict = Verdict()
+    wanted = wanted_versions(works)
+    with ThreadPoolExecutor(16) as pool:
+        histories = dict(zip(wanted, pool.map(lambda key: stack.aspects.history(*key), wanted), strict=True))
+    compare_histories(verdict, wanted, lambda urn, aspect: histories[(urn, aspect)])
+    compare_mcls(verdict, wanted, stack.mcl_counts())
+    for work in works:
+        compare_points(verdict, work, lambda urn: stack.models.timeseries.query(urn, PROFILE))
+    urns = {urn for work in works for urn in work.steps}
+    failed = [f for f in stack.records(topics.FAILED_MCP) if f["mcp"].get("entityUrn") in urns]
+    replays = [f for f in failed if f["error"].startswith("precondition_failed: ")]
+    verdict.lost += len(failed) - len(replays)
+    verdict.examples += [f"failed other than as a replay: {f}" for f in failed if f not in replays][:5]
+    verdict.divergences, report = run_check(stack.root / "tool", stack.env)
+    if verdict.divergences:
+        verdict.examples.append(report)
+    return verdict, len(replays) + sum(writer.by_lost_attempt for writer in writers)
 
 
 def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1, fault: Fault | None = None,
@@ -436,22 +533,11 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1, fault:
     REST to gms-b by a client thread that sends a batch again only after a retryable answer (429,
     503) or none; any other answer is a failure. Then all is checked like the embedded run, on
     Cassandra, Kafka and OpenSearch."""
-    from gms.service import MCP_GROUP
-    from mcl_processor.processor import GROUP as MCL_GROUP
-    from mcl_processor.processor import TOPICS as MCL_TOPICS
-
     rng = random.Random(seed)
     work = workload(entities)
-    names = {"gms-a": stack.gms, "gms-b": stack.gms, "mcl-a": stack.mcl_processor, "mcl-b": stack.mcl_processor}
-    running = {name: start(name) for name, start in names.items()}
-    stack.await_healthy(running["gms-a"], running["gms-b"])
-    stack.await_group(MCP_GROUP, topics.PROPOSAL_TOPICS, 2)
-    stack.await_group(MCL_GROUP, MCL_TOPICS, 2)
+    running = start_processes(stack)
     started = time.monotonic()
-    first, rest = seed_and_rest(work)
-    stack.produce(first)
-    stack.await_mcps_applied(timeout=max(90.0, len(first) / 50))
-    stack.note(f"seed round applied: {len(first)} MCPs")
+    [rest] = seed_round(stack, [work])
     rest_work = workload(rest_entities, first=entities)
     writer = Driver(RestTarget(running["gms-b"].client().server), rest_work, list(rest_work.steps), 10, lambda _: None)
     writer.start()
@@ -465,8 +551,7 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1, fault:
             # (awaited: a broker may be down)
             committed = stack.await_(lambda: (stack.mcp_committed(),), "the MCP group's offsets")[0]
             target = committed + int(len(part) * rng.uniform(0.2, 0.8))
-            # a producer told its write failed (a broker down) sends it again; replays are harmless
-            stack.await_(lambda part=part: stack.produce(part) or True, "the chunk appended to the MCP topic")
+            append(stack, part)
             if k == kills:
                 break
             stack.await_(lambda t=target: stack.mcp_committed() >= t, "part of the chunk applied",
@@ -477,7 +562,7 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1, fault:
                 victim = rng.choice(sorted(running))
                 running[victim].kill()
                 stack.note(f"kill {k + 1}: {victim}, {stack.mcp_committed()} MCPs committed")
-                running[victim] = names[victim](victim)
+                running[victim] = getattr(stack, PROCESSES[victim])(victim)
             else:
                 what, recover = fault(k)
                 pending.append(recover)
@@ -489,31 +574,8 @@ def run_distributed(stack: Any, entities: int, kills: int, seed: int = 1, fault:
     recovered = time.monotonic()
     writer.join(600)
     assert not writer.is_alive(), "the REST client did not finish within 600 s"
-    stack.await_mcps_applied(timeout=max(300.0, work.mcps / 50))
-    stack.note("every MCP applied")
-    wanted = {**expected_versions(work), **expected_versions(rest_work)}
-    expected_mcls = {(urn, aspect, v) for (urn, aspect), versions in wanted.items() for v, _ in versions}
-    stack.await_(lambda: set(stack.mcl_counts()) >= expected_mcls, "every MCL on the MCL topic", timeout=300)
-    gms = running["gms-a"]
-    stack.await_healthy(gms)
-    stack.await_(lambda: gms.client().call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
-                 ["indexed"], "the MCL processors indexing every MCL", timeout=300)
+    assert_settled([writer])
+    await_converged(stack, running["gms-a"], [work, rest_work])
     seconds, converged = time.monotonic() - started, time.monotonic() - recovered
-    verdict = Verdict()
-    from concurrent.futures import ThreadPoolExecutor
-    with ThreadPoolExecutor(16) as pool:
-        histories = dict(zip(wanted, pool.map(lambda key: stack.aspects.history(*key), wanted), strict=True))
-    compare_histories(verdict, wanted, lambda urn, aspect: histories[(urn, aspect)])
-    compare_mcls(verdict, wanted, stack.mcl_counts())
-    for each in (work, rest_work):
-        compare_points(verdict, each, lambda urn: stack.models.timeseries.query(urn, PROFILE))
-    verdict.lost += len(writer.failures)  # an answer neither applied nor retryable
-    verdict.examples += [f"REST: {f}" for f in writer.failures[:5]]
-    failed = [f for f in stack.records(topics.FAILED_MCP) if not f["error"].startswith("precondition_failed: ")]
-    verdict.lost += len(failed)
-    verdict.examples += [f"failed other than as a replay: {f}" for f in failed[:5]]
-    verdict.divergences, report = run_check(stack.root / "tool", stack.env)
-    if verdict.divergences:
-        verdict.examples.append(report)
-    return RunReport(work.mcps + rest_work.mcps, kills, seconds, writer.resent,
-                     len(stack.records(topics.FAILED_MCP)) + writer.by_lost_attempt, verdict, converged)
+    verdict, absorbed = verify_distributed(stack, [work, rest_work], [writer])
+    return RunReport(work.mcps + rest_work.mcps, kills, seconds, writer.resent, absorbed, verdict, converged)

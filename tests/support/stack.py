@@ -106,6 +106,15 @@ def tags(*names: str) -> dict[str, Any]:
     return {"tags": [{"tag": f"urn:li:tag:{name}"} for name in names]}
 
 
+def replication_env(replication: int) -> dict[str, str]:
+    """The settings of a Lodestar whose topics and keyspace have `replication` replicas (writes
+    waiting for all in-sync ones, at least one less), its indices one less (at most 1)."""
+    return {"LODESTAR_KAFKA_REPLICATION_FACTOR": str(replication),
+            "LODESTAR_KAFKA_MIN_INSYNC_REPLICAS": str(max(replication - 1, 1)),
+            "LODESTAR_CASSANDRA_REPLICATION_FACTOR": str(replication),
+            "LODESTAR_OPENSEARCH_REPLICAS": str(min(replication - 1, 1))}
+
+
 class Lodestar:
     """One `lodestar` process; its output goes to a file (appended to across restarts).
     `crash_at`: a crash point (ingest.faults) where it is meant to die."""
@@ -196,11 +205,7 @@ class Stack:
                     "LODESTAR_CASSANDRA_HOSTS": ",".join(endpoints.cassandra_hosts),
                     "LODESTAR_OPENSEARCH_URL": endpoints.opensearch_url,
                     "LODESTAR_KAFKA_WIRE_FORMAT": wire_format, **LOOPBACK_WEBHOOKS_ENV,
-                    "LODESTAR_CASSANDRA_REPLICATION_FACTOR": str(replication),
-                    "LODESTAR_OPENSEARCH_REPLICAS": str(min(replication - 1, 1))}
-        if replication > 1:
-            self.env.update(LODESTAR_KAFKA_REPLICATION_FACTOR=str(replication),
-                            LODESTAR_KAFKA_MIN_INSYNC_REPLICAS=str(replication - 1))
+                    **replication_env(replication)}
         self.processes: list[Lodestar] = []
         self.started = time.monotonic()
         self.codec = default_codec()
