@@ -15,7 +15,7 @@ from ingest.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
-from mcl_processor.lineage import FIELD_REACH, LineageGraph, LineageResult
+from mcl_processor.lineage import FIELD_REACH, LineageGraph, LineageResult, check_walk
 from mcl_processor.lineage.contributions import (
     ENTITY,
     FIELD,
@@ -27,7 +27,7 @@ from mcl_processor.lineage.contributions import (
     fresh,
     moves_fields,
 )
-from mcl_processor.lineage.walk import RoundReader, reach, walk
+from mcl_processor.lineage.walk import RoundReader, reach_by, walk
 from mcl_processor.readmodels_db import Database, model_errors, run_script, table_exists, versions_of
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
@@ -127,7 +127,28 @@ class SqliteLineageGraph(LineageGraph):
 
     @model_errors
     def fields_reached(self, urns: Collection[str], direction: str) -> set[str]:
-        return reach(urns, direction, FIELD_REACH, self._round_reader("lineage_field_edges", self.db.writer))
+        """Walked on the nodes' numbers, from the edge tables' indexes alone (neither the edges'
+        URNs nor their types and aspects are read); URNs only for the nodes reached."""
+        check_walk(direction, FIELD_REACH)
+        conn = self.db.writer
+        near, far = ("destination", "source") if direction == "upstream" else ("source", "destination")
+
+        def neighbours(frontier: list[int]) -> set[int]:
+            found: set[int] = set()
+            for chunk in chunks(frontier):
+                found.update(row[0] for row in conn.execute(
+                    f"SELECT {far} FROM lineage_field_edges WHERE {near} IN ({','.join('?' * len(chunk))})", chunk))
+            return found
+
+        def hidden(nodes: set[int]) -> set[int]:
+            found: set[int] = set()
+            for chunk in chunks(sorted(nodes)):
+                found.update(row[0] for row in conn.execute(
+                    f"SELECT node FROM lineage_removed WHERE node IN ({','.join('?' * len(chunk))})", chunk))
+            return found
+
+        reached = reach_by(_ids_of(conn, urns).values(), FIELD_REACH, neighbours, hidden)
+        return set(_urns_of(conn, reached))
 
     def _walk(self, table: str, root: str, direction: str, max_hops: int) -> LineageResult:
         return walk(root, direction, max_hops, self._round_reader(table, self.db.reader()))
@@ -199,6 +220,15 @@ def _ids_of(conn: sqlite3.Connection, urns: Iterable[str]) -> dict[str, int]:
     for chunk in chunks(sorted(set(urns))):
         marks = ",".join("?" * len(chunk))
         found.update(conn.execute(f"SELECT urn, id FROM lineage_nodes WHERE urn IN ({marks})", chunk))
+    return found
+
+
+def _urns_of(conn: sqlite3.Connection, nodes: Iterable[int]) -> list[str]:
+    """The URNs of these numbered entities."""
+    found: list[str] = []
+    for chunk in chunks(sorted(nodes)):
+        found.extend(row[0] for row in conn.execute(
+            f"SELECT urn FROM lineage_nodes WHERE id IN ({','.join('?' * len(chunk))})", chunk))
     return found
 
 
