@@ -16,6 +16,7 @@ MAX_NESTING = 20  # tuples within tuples of one URN (DataHub's deepest, a schema
 URN_CACHE = 8192  # parsed URNs kept per process (about 600 bytes each): the URNs of a few requests' batches
 _ENCODE = {"%": "%25", "(": "%28", ")": "%29", ",": "%2C"}
 _STRUCTURE = re.compile(r"[(),]")
+_set = object.__setattr__
 _PARENTHESES = re.compile(r"[()]")
 
 
@@ -69,10 +70,16 @@ class Urn:
             if not ident.endswith(")"):
                 raise UrnError(f"{text!r}: tuple id is not closed by ')'")
             parts = _split_tuple(ident[1:-1], text)
+            if len(parts) == 1:  # written without its parentheses
+                return cls(entity_type, parts)
         else:
             _check_balanced(ident, text)
             parts = (ident,)
-        return cls(entity_type, parts)
+        urn = object.__new__(cls)  # `text` is the string form __post_init__ would make
+        _set(urn, "entity_type", entity_type)
+        _set(urn, "parts", parts)
+        _set(urn, "_text", text)
+        return urn
 
 
 @lru_cache(maxsize=URN_CACHE)
@@ -86,10 +93,17 @@ def _split_tuple(body: str, whole: str) -> tuple[str, ...]:
         if not all(flat):
             raise UrnError(f"{whole!r}: empty part in tuple")
         return flat
+    if body.count("(") == 1 and body.count(")") == 1 and (opened := body.index("(")) < (closed := body.index(")")):
+        # one nested URN without tuples of its own inside (a schemaField's dataset): the commas outside it separate
+        head, tail = body[:opened].split(","), body[closed + 1:].split(",")
+        found = (*head[:-1], head[-1] + body[opened:closed + 1] + tail[0], *tail[1:])
+        if not all(found):
+            raise UrnError(f"{whole!r}: empty part in tuple")
+        return found
     parts: list[str] = []
     depth = 0
     start = 0
-    for match in _STRUCTURE.finditer(body):  # only the parentheses and commas: a loop per character cost 5x
+    for match in _STRUCTURE.finditer(body):  # only the parentheses and commas
         ch = match[0]
         if ch == "(":
             depth += 1
