@@ -22,6 +22,7 @@ import argparse
 import gc
 import json
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -42,16 +43,20 @@ SOURCES = {"generated": generate, "datahub-file": datahub_file_mcps}
 WARM_UP = 2  # requests applied before counting
 
 
-def run(mcps: int, batch: int, source: str, dry: bool) -> tuple[int, float]:
-    """(MCPs applied after the warm-up, CPU seconds they took)."""
+def bodies(mcps: int, batch: int, source: str) -> list[bytes]:
+    """The request bodies: --batch MCPs each."""
     items = SOURCES[source](mcps)
-    bodies = [json.dumps({"proposals": items[i:i + batch]}).encode() for i in range(0, len(items), batch)]
+    return [json.dumps({"proposals": items[i:i + batch]}).encode() for i in range(0, len(items), batch)]
+
+
+def run(requests: list[bytes], dry: bool) -> tuple[int, float]:
+    """(MCPs applied after the warm-up, CPU seconds they took)."""
     with tempfile.TemporaryDirectory() as tmp:
         gms = Gms.embedded(Path(tmp) / "gms")
         api = Api(gms, TokenAuth(), SqliteReadModels.in_data_dir(Path(tmp) / "models", gms.registry))
         try:
-            started = 0.0
-            for number, raw in enumerate(bodies):
+            counted, started = 0, 0.0
+            for number, raw in enumerate(requests):
                 if number == WARM_UP:
                     if dry:
                         break
@@ -59,19 +64,19 @@ def run(mcps: int, batch: int, source: str, dry: bool) -> tuple[int, float]:
                 gc.disable()  # as on the writer thread: the request's objects are freed before a collection
                 answer = _answer_proposals(api, raw, SUPERUSER, {})
                 assert not isinstance(answer, BaseException) and answer[0] == 200, answer
+                counted += len(answer[1]["results"]) if number >= WARM_UP else 0
                 del answer
                 gc.enable()
-            return max(0, len(items) - WARM_UP * batch), time.process_time() - started
+            return counted, time.process_time() - started
         finally:
             api.read_models.close()
             gms.close()
 
 
-def callgrind(args: argparse.Namespace, dry: bool, out: Path) -> int:
-    """Instructions of a `run` in a child process under callgrind."""
+def callgrind(requests: Path, dry: bool, out: Path) -> int:
+    """Instructions of a `run` of the bodies in `requests` (pickled) in a child process under callgrind."""
     command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
-               "bench.write_path_cost", "--child", "--mcps", str(args.mcps), "--batch", str(args.batch),
-               "--source", args.source] + (["--dry"] if dry else [])
+               "bench.write_path_cost", "--child", str(requests)] + (["--dry"] if dry else [])
     subprocess.run(command, check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
     totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
     assert totals is not None, f"no totals in {out}"
@@ -85,23 +90,26 @@ def main() -> None:
     parser.add_argument("--source", choices=SOURCES, default="generated", help="where the MCPs come from")
     parser.add_argument("--callgrind", action="store_true", help="count instructions under valgrind")
     parser.add_argument("--keep", type=Path, help="keep the callgrind profiles in this (new) directory")
-    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)  # the run under callgrind
+    parser.add_argument("--child", type=Path, help=argparse.SUPPRESS)  # the run under callgrind, of these bodies
     parser.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        run(args.mcps, args.batch, args.source, args.dry)
+        run(pickle.loads(args.child.read_bytes()), args.dry)
         return
+    requests = bodies(args.mcps, args.batch, args.source)
     setup = f"{args.mcps} {args.source} MCPs in requests of {args.batch}"
     if not args.callgrind:
-        mcps, cpu = run(args.mcps, args.batch, args.source, dry=False)
+        mcps, cpu = run(requests, dry=False)
         print(f"{setup}: {cpu / mcps * 1e6:,.0f} us CPU per MCP")
         return
     with tempfile.TemporaryDirectory() as tmp:
         out = args.keep or Path(tmp)
         out.mkdir(parents=True, exist_ok=args.keep is None)
-        base = callgrind(args, True, out / "callgrind.dry.out")
-        total = callgrind(args, False, out / "callgrind.out")
-    mcps = len(SOURCES[args.source](args.mcps)) - WARM_UP * args.batch
+        saved = Path(tmp) / "requests.pickle"
+        saved.write_bytes(pickle.dumps(requests))
+        base = callgrind(saved, True, out / "callgrind.dry.out")
+        total = callgrind(saved, False, out / "callgrind.out")
+    mcps, _ = run(requests, dry=False)  # (counted again, natively)
     print(f"{setup}: {(total - base) / mcps:,.0f} instructions per MCP ({total:,} - {base:,} to start and warm up)")
 
 
