@@ -1,9 +1,11 @@
 """The MCL processor's cost per MCL, in instructions (callgrind) or CPU seconds, on a fixed input.
 
     .venv/bin/python -m bench.mcl_processor_cost [--datasets 1000] [--batch 2000] [--callgrind]
+                                                 [--source generated|datahub-file]
 
 Writes the MCPs of --datasets datasets (bench.datasets: properties, a 20-field schema, tags,
-two upstreams) through an embedded GMS into a scratch directory, untimed. Then a fresh
+two upstreams; with `--source datahub-file` as DataHub's SDK writes them, fine-grained lineage
+included: bench.datahub_file) through an embedded GMS into a scratch directory, untimed. Then a fresh
 processor on fresh read models indexes every MCL from the log, as `lodestar serve` does under
 load: it polls batches of --batch records, decodes and prepares them (its worker processes'
 part, pickled there and back as the pool does), writes the read models and commits.
@@ -29,6 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.datahub_file import datahub_file_mcps
 from bench.datasets import generate
 from gms.service import Gms
 from ingest.proposal import parse_proposal
@@ -40,13 +43,14 @@ from mcl_processor.workers import decode
 ACTOR = "urn:li:corpuser:bench"
 GROUP = "mcl-processor-cost"  # a group of its own: every run reads the log from the start
 WARM_UP = 100  # records indexed before counting
+SOURCES = {"generated": generate, "datahub-file": datahub_file_mcps}
 
 
-def write(data_dir: Path, datasets: int) -> None:
-    """The MCPs of `datasets` datasets applied by an embedded GMS in data_dir."""
+def write(data_dir: Path, datasets: int, source: str) -> None:
+    """The MCPs of `datasets` datasets (from `source`, one of SOURCES) applied by an embedded GMS in data_dir."""
     gms = Gms.embedded(data_dir / "gms")
     try:
-        mcps = generate(datasets * 4)
+        mcps = SOURCES[source](datasets * 4)
         for start in range(0, len(mcps), 1000):
             results = gms.apply([parse_proposal(mcp) for mcp in mcps[start:start + 1000]], ACTOR)
             assert all(result.failure is None for result in results)
@@ -99,6 +103,7 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--batch", type=int, default=2000, help="records per polled batch")
     parser.add_argument("--callgrind", action="store_true", help="count instructions under valgrind")
+    parser.add_argument("--source", choices=SOURCES, default="generated", help="where the MCPs come from")
     parser.add_argument("--keep", type=Path, help="keep the data and profiles in this (new) directory")
     parser.add_argument("--index", type=Path, help=argparse.SUPPRESS)  # the child under callgrind
     parser.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
@@ -109,16 +114,16 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = args.keep or Path(tmp)
         data_dir.mkdir(parents=True, exist_ok=args.keep is None)
-        write(data_dir, args.datasets)
+        write(data_dir, args.datasets, args.source)
         if args.callgrind:
             base = callgrind(data_dir, args.batch, dry=True)
             total = callgrind(data_dir, args.batch, dry=False)
             mcls, _ = index(data_dir, args.batch, dry=False)  # (counted again, natively)
-            print(f"{mcls} MCLs of {args.datasets} datasets, batches of {args.batch}: "
+            print(f"{mcls} MCLs of {args.datasets} {args.source} datasets, batches of {args.batch}: "
                   f"{(total - base) / mcls:,.0f} instructions per MCL ({total:,} - {base:,} to start and warm up)")
         else:
             mcls, cpu = index(data_dir, args.batch, dry=False)
-            print(f"{mcls} MCLs of {args.datasets} datasets, batches of {args.batch}: "
+            print(f"{mcls} MCLs of {args.datasets} {args.source} datasets, batches of {args.batch}: "
                   f"{cpu / mcls * 1e6:,.0f} us CPU per MCL")
 
 

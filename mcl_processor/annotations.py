@@ -24,7 +24,7 @@ Nothing here knows a particular aspect, so annotated aspects need no processor c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, cached_property
 from typing import Any, NamedTuple
@@ -80,29 +80,84 @@ class _Lineage:
 
 
 class _Trie:
-    """Compiled paths sharing their prefixes, so a value's nodes are visited once."""
+    """Compiled paths sharing their prefixes, so a value's nodes are visited once. `collect` runs
+    Python source generated from the trie on first use (`_compile`): each step's loop inlined,
+    a field of a single value read without a list."""
 
-    __slots__ = ("children", "leaves")
+    __slots__ = ("children", "leaves", "_collect")
 
     def __init__(self) -> None:
         self.children: dict[Step, _Trie] = {}
         self.leaves: list[Any] = []
+        self._collect: Callable[[Any], list[tuple[Any, list[Any]]]] | None = None
 
     def add(self, path: tuple[Step, ...], leaf: Any) -> None:
         node = self
         for step in path:
             node = node.children.setdefault(step, _Trie())
         node.leaves.append(leaf)
+        self._collect = None
 
-    def collect(self, values: list[Any], out: list[tuple[Any, list[Any]]]) -> list[tuple[Any, list[Any]]]:
-        """(leaf, values found at its path) for every leaf with values."""
-        for leaf in self.leaves:
-            out.append((leaf, values))
-        for step, child in self.children.items():
-            found = _advance(step, values)
-            if found:
-                child.collect(found, out)
-        return out
+    def collect(self, value: Any) -> list[tuple[Any, list[Any]]]:
+        """(leaf, values found at its path) for every leaf with values in `value`, depth first,
+        a node's leaves before its children (in the order they were added)."""
+        if self._collect is None:
+            self._collect = _compile(self)
+        return self._collect(value)
+
+    def __getstate__(self) -> tuple[dict[Step, _Trie], list[Any]]:  # the compiled function is made again
+        return self.children, self.leaves
+
+    def __setstate__(self, state: tuple[dict[Step, _Trie], list[Any]]) -> None:
+        self.children, self.leaves = state
+        self._collect = None
+
+
+def _compile(trie: _Trie) -> Callable[[Any], list[tuple[Any, list[Any]]]]:
+    """`trie.collect` as straight-line Python: what `_advance` does at each step, inlined."""
+    scope: dict[str, Any] = {}
+    lines = ["def collect(v0):", "    out = []"]
+
+    def constant(value: Any) -> str:
+        name = f"_c{len(scope)}"
+        scope[name] = value
+        return name
+
+    def visit(node: _Trie, var: str, single: bool, indent: str) -> None:
+        # `var` holds one value (`single`) or a non-empty list of values
+        listed = f"[{var}]" if single else var
+        lines.extend(f"{indent}out.append(({constant(leaf)}, {listed}))" for leaf in node.leaves)
+        for step, child in node.children.items():
+            new = f"v{len(lines)}"
+            kind = step[0]
+            if single and kind == "f":
+                lines.append(f"{indent}{new} = {var}.get({step[1]!r}) if isinstance({var}, dict) else None")
+                lines.append(f"{indent}if {new} is not None:")
+                visit(child, new, True, indent + "    ")
+                continue
+            if single and kind == "u":
+                lines.append(f"{indent}{new} = next(iter({var}.values())) if isinstance({var}, dict)"
+                             f" and len({var}) == 1 and next(iter({var})) in {constant(step[1])} else {var}")
+                visit(child, new, True, indent)
+                continue
+            if kind == "f":
+                found = f"[x for i in {listed} if isinstance(i, dict) and (x := i.get({step[1]!r})) is not None]"
+            elif kind == "a":
+                found = f"[x for i in {listed} if isinstance(i, list) for x in i]"
+            elif kind == "m":
+                found = f"[x for i in {listed} if isinstance(i, dict) for x in i.values()]"
+            elif kind == "k":
+                found = f"[x for i in {listed} if isinstance(i, dict) for x in i]"
+            else:
+                found = (f"[next(iter(i.values())) if isinstance(i, dict) and len(i) == 1 and next(iter(i))"
+                         f" in {constant(step[1])} else i for i in {listed}]")
+            lines.extend([f"{indent}{new} = {found}", f"{indent}if {new}:"])
+            visit(child, new, False, indent + "    ")
+
+    visit(trie, "v0", True, "    ")
+    lines.append("    return out")
+    exec(compile("\n".join(lines), "<annotation paths>", "exec"), scope)  # noqa: S102  (generated from a schema)
+    return scope["collect"]
 
 
 @dataclass(frozen=True)
@@ -135,7 +190,7 @@ class AspectAnnotations:
     def found(self, value: Any) -> list[tuple[SearchField, list[Any]]]:
         """Each searchable field with values in `value`, and those values (strings, numbers,
         booleans; a MAP field's dicts)."""
-        return self._search_paths.collect([value], [])  # type: ignore[attr-defined]
+        return self._search_paths.collect(value)  # type: ignore[attr-defined]
 
     def removed(self, value: Any) -> bool | None:
         """The soft-delete flag this aspect sets, or None when it carries none."""
@@ -146,7 +201,7 @@ class AspectAnnotations:
 
     def edges(self, urn: str, value: Any) -> list[Edge]:
         out = []
-        for spec, found in self._lineage_paths.collect([value], []):  # type: ignore[attr-defined]
+        for spec, found in self._lineage_paths.collect(value):  # type: ignore[attr-defined]
             for other in found:
                 if isinstance(other, str) and other != urn:
                     source, destination = (urn, other) if spec.flows_out else (other, urn)

@@ -35,6 +35,7 @@ class Database:
         self._lock = threading.RLock()
         self._local = threading.local()
         self._readers: list[sqlite3.Connection] = []
+        self.transactions = 0  # write transactions begun: what a model remembers of one is valid while it lasts
 
     @contextmanager
     def transaction(self) -> Iterator[sqlite3.Connection]:
@@ -45,6 +46,7 @@ class Database:
                 return
             try:
                 self.writer.execute("BEGIN IMMEDIATE")
+                self.transactions += 1
                 try:
                     yield self.writer
                 except BaseException:

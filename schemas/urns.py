@@ -7,6 +7,7 @@ percent-encoded, as DataHub does.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -14,6 +15,9 @@ PREFIX = "urn:li:"
 MAX_NESTING = 20  # tuples within tuples of one URN (DataHub's deepest, a schemaField's dataset's, is 2)
 URN_CACHE = 8192  # parsed URNs kept per process (about 600 bytes each): the URNs of a few requests' batches
 _ENCODE = {"%": "%25", "(": "%28", ")": "%29", ",": "%2C"}
+_STRUCTURE = re.compile(r"[(),]")
+_set = object.__setattr__
+_PARENTHESES = re.compile(r"[()]")
 
 
 class UrnError(ValueError):
@@ -66,10 +70,16 @@ class Urn:
             if not ident.endswith(")"):
                 raise UrnError(f"{text!r}: tuple id is not closed by ')'")
             parts = _split_tuple(ident[1:-1], text)
+            if len(parts) == 1:  # written without its parentheses
+                return cls(entity_type, parts)
         else:
             _check_balanced(ident, text)
             parts = (ident,)
-        return cls(entity_type, parts)
+        urn = object.__new__(cls)  # `text` is the string form __post_init__ would make
+        _set(urn, "entity_type", entity_type)
+        _set(urn, "parts", parts)
+        _set(urn, "_text", text)
+        return urn
 
 
 @lru_cache(maxsize=URN_CACHE)
@@ -83,10 +93,18 @@ def _split_tuple(body: str, whole: str) -> tuple[str, ...]:
         if not all(flat):
             raise UrnError(f"{whole!r}: empty part in tuple")
         return flat
+    if body.count("(") == 1 and body.count(")") == 1 and (opened := body.index("(")) < (closed := body.index(")")):
+        # one nested URN without tuples of its own inside (a schemaField's dataset): the commas outside it separate
+        head, tail = body[:opened].split(","), body[closed + 1:].split(",")
+        found = (*head[:-1], head[-1] + body[opened:closed + 1] + tail[0], *tail[1:])
+        if not all(found):
+            raise UrnError(f"{whole!r}: empty part in tuple")
+        return found
     parts: list[str] = []
     depth = 0
     start = 0
-    for i, ch in enumerate(body):
+    for match in _STRUCTURE.finditer(body):  # only the parentheses and commas
+        ch = match[0]
         if ch == "(":
             depth += 1
             if depth >= MAX_NESTING:
@@ -95,7 +113,8 @@ def _split_tuple(body: str, whole: str) -> tuple[str, ...]:
             depth -= 1
             if depth < 0:
                 raise UrnError(f"{whole!r}: unbalanced ')'")
-        elif ch == "," and depth == 0:
+        elif depth == 0:
+            i = match.start()
             parts.append(body[start:i])
             start = i + 1
     if depth != 0:
@@ -107,9 +126,11 @@ def _split_tuple(body: str, whole: str) -> tuple[str, ...]:
 
 
 def _check_balanced(ident: str, whole: str) -> None:
+    if "(" not in ident and ")" not in ident:
+        return
     depth = 0
-    for ch in ident:
-        depth += (ch == "(") - (ch == ")")
+    for match in _PARENTHESES.finditer(ident):
+        depth += 1 if match[0] == "(" else -1
         if depth > MAX_NESTING:
             raise UrnError(f"{whole[:200]!r}...: tuples nested over {MAX_NESTING} deep")
         if depth < 0:

@@ -15,7 +15,7 @@ from ingest.faults import crash_point
 from mcl_processor.annotations import Annotations, Edge
 from mcl_processor.changes import AspectChange, ChangeBatch, chunks
 from mcl_processor.divergence import Divergence
-from mcl_processor.lineage import FIELD_REACH, LineageGraph, LineageResult
+from mcl_processor.lineage import FIELD_REACH, LineageGraph, LineageResult, check_walk
 from mcl_processor.lineage.contributions import (
     ENTITY,
     FIELD,
@@ -27,7 +27,7 @@ from mcl_processor.lineage.contributions import (
     fresh,
     moves_fields,
 )
-from mcl_processor.lineage.walk import RoundReader, reach, walk
+from mcl_processor.lineage.walk import RoundReader, reach_by, walk
 from mcl_processor.readmodels_db import Database, model_errors, run_script, table_exists, versions_of
 
 _EDGE_TABLES = ("lineage_edges", "lineage_field_edges")
@@ -61,6 +61,7 @@ class SqliteLineageGraph(LineageGraph):
     def __init__(self, db: Database, annotations: Annotations):
         self.db = db
         self.annotations = annotations
+        self._memo: tuple[int, _Numbers] | None = None  # (the writer's transaction, its numbers)
         with db.schema_change() as conn:  # processes opening it at once take turns
             if table_exists(conn, "lineage_versions") and not table_exists(conn, "lineage_nodes"):
                 _number_the_nodes(conn)
@@ -70,20 +71,25 @@ class SqliteLineageGraph(LineageGraph):
     @model_errors
     def apply(self, batch: ChangeBatch) -> set[str]:
         conn = self.db.writer
+        numbers = self._numbers()
         moved: set[str] = set()
         if batch.resets:
-            resets = [(node,) for node in _ids_of(conn, batch.resets).values()]
+            resets = [(node,) for node in numbers.ids_of(conn, batch.resets).values()]
             moved |= self._destinations(conn, "owner = ?", resets)
             for table, (node, _) in _OWNER_COLUMNS.items():
                 conn.executemany(f"DELETE FROM {table} WHERE {node} = ?", resets)
         changes = [c for c in batch.changes if self.annotations.traced(c.aspect)]
         if not changes:
             return moved
-        current = versions_of(conn, _VERSIONS, "urn", [c.urn for c in changes])
+        # every changed entity numbered first (an entity new to the graph has no version yet, so
+        # its change applies: the same numbers in the same order as numbering the applied ones)
+        ids = numbers.number(conn, [c.urn for c in changes])
+        urn_of = {ids[c.urn]: c.urn for c in changes}
+        current = {(urn_of[node], aspect): version
+                   for (node, aspect), version in versions_of(conn, "lineage_versions", "node", urn_of).items()}
         applied = fresh(changes, current, batch.replace_equal)
         contributions = [contribution(self.annotations, c) for c in applied]
-        ids = _numbered(conn, [c.urn for c in contributions]
-                        + [urn for c in contributions for e in (*c.edges, *c.field_edges) for urn in e[:2]])
+        ids = numbers.number(conn, [urn for c in contributions for e in (*c.edges, *c.field_edges) for urn in e[:2]])
         replaced = [(ids[c.urn], c.aspect) for c in applied if (c.urn, c.aspect) in current]
         moved |= self._destinations(conn, "owner = ? AND via = ?",
                                     [key for key in replaced if moves_fields(self.annotations, key[1])])
@@ -110,8 +116,18 @@ class SqliteLineageGraph(LineageGraph):
                 f" WHERE {where}", owner))
         return found
 
+    def _numbers(self) -> _Numbers:
+        """The numbers of the nodes met in the writer's current transaction, in which nothing
+        renumbers a node but `clear` (which forgets them); outside a transaction, a new memo."""
+        if not self.db.writer.in_transaction:
+            return _Numbers()
+        if self._memo is None or self._memo[0] != self.db.transactions:
+            self._memo = (self.db.transactions, _Numbers())
+        return self._memo[1]
+
     @model_errors
     def clear(self) -> None:
+        self._memo = None
         for table in (*_OWNER_COLUMNS, "lineage_nodes"):
             self.db.writer.execute(f"DELETE FROM {table}")
 
@@ -127,7 +143,29 @@ class SqliteLineageGraph(LineageGraph):
 
     @model_errors
     def fields_reached(self, urns: Collection[str], direction: str) -> set[str]:
-        return reach(urns, direction, FIELD_REACH, self._round_reader("lineage_field_edges", self.db.writer))
+        """Walked on the nodes' numbers, from the edge tables' indexes alone (neither the edges'
+        URNs nor their types and aspects are read); URNs only for the nodes reached."""
+        check_walk(direction, FIELD_REACH)
+        conn = self.db.writer
+        near, far = ("destination", "source") if direction == "upstream" else ("source", "destination")
+
+        def neighbours(frontier: list[int]) -> set[int]:
+            found: set[int] = set()
+            for chunk in chunks(frontier):
+                found.update(row[0] for row in conn.execute(
+                    f"SELECT {far} FROM lineage_field_edges WHERE {near} IN ({','.join('?' * len(chunk))})", chunk))
+            return found
+
+        def hidden(nodes: set[int]) -> set[int]:
+            found: set[int] = set()
+            for chunk in chunks(sorted(nodes)):
+                found.update(row[0] for row in conn.execute(
+                    f"SELECT node FROM lineage_removed WHERE node IN ({','.join('?' * len(chunk))})", chunk))
+            return found
+
+        numbers = self._numbers()
+        reached = reach_by(numbers.ids_of(conn, urns).values(), FIELD_REACH, neighbours, hidden)
+        return set(numbers.urns_of(conn, reached))
 
     def _walk(self, table: str, root: str, direction: str, max_hops: int) -> LineageResult:
         return walk(root, direction, max_hops, self._round_reader(table, self.db.reader()))
@@ -202,15 +240,41 @@ def _ids_of(conn: sqlite3.Connection, urns: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def _numbered(conn: sqlite3.Connection, urns: Sequence[str]) -> dict[str, int]:
-    """The numbers of these entities, the new ones numbered next in the order given."""
-    ids = _ids_of(conn, urns)
-    new = [urn for urn in dict.fromkeys(urns) if urn not in ids]
-    if new:
-        start = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM lineage_nodes").fetchone()[0]
-        ids.update(zip(new, range(start, start + len(new)), strict=True))
-        conn.executemany("INSERT INTO lineage_nodes (urn, id) VALUES (?, ?)", [(urn, ids[urn]) for urn in new])
-    return ids
+class _Numbers:
+    """Entities' numbers (`lineage_nodes`) met so far, both ways: each is read once."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.urns: dict[int, str] = {}
+
+    def _learn(self, found: Iterable[tuple[str, int]]) -> None:
+        for urn, node in found:
+            self.ids[urn] = node
+            self.urns[node] = urn
+
+    def ids_of(self, conn: sqlite3.Connection, urns: Iterable[str]) -> dict[str, int]:
+        """The numbers of those of these entities the graph has numbered."""
+        urns = set(urns)
+        self._learn(_ids_of(conn, urns - self.ids.keys()).items())
+        return {urn: self.ids[urn] for urn in urns if urn in self.ids}
+
+    def urns_of(self, conn: sqlite3.Connection, nodes: Iterable[int]) -> list[str]:
+        """The URNs of these numbered entities."""
+        nodes = set(nodes)
+        for chunk in chunks(sorted(nodes - self.urns.keys())):
+            self._learn(conn.execute(f"SELECT urn, id FROM lineage_nodes WHERE id IN ({','.join('?' * len(chunk))})",
+                                     chunk))
+        return [self.urns[node] for node in nodes]
+
+    def number(self, conn: sqlite3.Connection, urns: Sequence[str]) -> dict[str, int]:
+        """Every number known, with these entities', the new ones numbered next in the order given."""
+        self.ids_of(conn, urns)
+        new = [urn for urn in dict.fromkeys(urns) if urn not in self.ids]
+        if new:
+            start = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM lineage_nodes").fetchone()[0]
+            self._learn(zip(new, range(start, start + len(new)), strict=True))
+            conn.executemany("INSERT INTO lineage_nodes (urn, id) VALUES (?, ?)", [(urn, self.ids[urn]) for urn in new])
+        return self.ids
 
 
 def _number_the_nodes(conn: sqlite3.Connection) -> None:

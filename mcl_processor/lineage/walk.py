@@ -14,11 +14,13 @@ each side is walked separately and a node reached on both keeps its upstream dis
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Protocol
+from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from typing import Protocol, TypeVar
 
 from mcl_processor.annotations import Edge
 from mcl_processor.lineage import LineageResult, check_walk
+
+Node = TypeVar("Node", bound=Hashable)
 
 
 class RoundReader(Protocol):
@@ -90,18 +92,30 @@ def reach(roots: Collection[str], direction: str, max_hops: int, read: RoundRead
     the number of roots."""
     check_walk(direction, max_hops)
     upstream = direction == "upstream"
-    reached: set[str] = set()
+
+    def neighbours(frontier: list[str]) -> set[str]:
+        found, _ = read({direction: frontier}, ())
+        return {edge.source if upstream else edge.destination for edge in found.get(direction, ())}
+
+    return reach_by(roots, max_hops, neighbours, lambda candidates: read({}, candidates)[1])
+
+
+def reach_by(roots: Iterable[Node], max_hops: int, neighbours: Callable[[list[Node]], Collection[Node]],
+             hidden: Callable[[set[Node]], Collection[Node]]) -> set[Node]:
+    """`reach`'s walk on any kind of node (an adapter's own numbers, say): `neighbours` gives the
+    nodes one hop from a frontier (the walk's direction is the adapter's), `hidden` which of
+    some nodes are soft-deleted."""
+    reached: set[Node] = set()
     expanded = set(roots)
-    frontier = list(roots)
+    frontier = list(expanded)
     for _ in range(max_hops):
         if not frontier:
             break
-        found, _ = read({direction: frontier}, ())
-        candidates = {edge.source if upstream else edge.destination for edge in found.get(direction, ())} - reached
+        candidates = set(neighbours(frontier)) - reached
         if not candidates:
             break
-        _, hidden = read({}, candidates)
-        reached |= candidates - hidden
-        frontier = [urn for urn in candidates - hidden if urn not in expanded]
+        shown = candidates - set(hidden(candidates))
+        reached |= shown
+        frontier = [node for node in shown if node not in expanded]
         expanded.update(frontier)
     return reached

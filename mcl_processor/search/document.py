@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from itertools import chain, groupby, pairwise
+from itertools import chain, pairwise
 from typing import Any, NamedTuple
 
 import orjson
@@ -221,9 +221,12 @@ _PAIR_TOKENS: dict[tuple[str, str], str] = {}  # "": a pair that has no token
 class _Parts:
     """A fragment being built."""
 
+    __slots__ = ("lines", "runs", "tokens", "names", "properties", "suggestions", "facets", "title", "title_rank",
+                 "description", "description_rank", "removed", "cdap")
+
     def __init__(self) -> None:
         self.lines: tuple[list[str], ...] = ([], [], [], [])
-        self.fields: tuple[list[str], ...] = ([], [], [], [])
+        self.runs: tuple[list[list[Any]], ...] = ([], [], [], [])  # per column, [[index field, lines]]
         self.tokens: set[tuple[str, str, str]] = set()
         self.names: set[str] = set()
         self.properties: set[tuple[str, str, str]] = set()
@@ -236,16 +239,25 @@ class _Parts:
         self.removed = False
         self.cdap: set[str] = set()  # CDAP search terms (mcl_processor/search/cdap.py)
 
-    def line(self, column: int, field: str, text: str) -> None:
-        self.lines[column].append(text.replace("\n", " ") if "\n" in text else text)
-        self.fields[column].append(field)
+    def add_lines(self, column: int, field: str, texts: list[str]) -> None:
+        """Lines of one index field, their line breaks made spaces."""
+        if not texts:
+            return
+        self.lines[column].extend([text.replace("\n", " ") if "\n" in text else text for text in texts])
+        runs = self.runs[column]
+        if runs and runs[-1][0] == field:
+            runs[-1][1] += len(texts)
+        else:
+            runs.append([field, len(texts)])
 
     def fragment(self, entries: list[tuple[str, str, str]] | None = None) -> Fragment:
-        meta = [property_token(scope, key, lvalue) for key, lvalue, scope in entries or sorted(self.tokens)]
+        memo = _PROPERTY_TOKENS  # (read here: a call per entry cost more than the rest of this)
+        meta = [memo.get((scope, key, lvalue)) or property_token(scope, key, lvalue)
+                for key, lvalue, scope in entries or sorted(self.tokens)]
         meta += [name_token(n) for n in sorted(self.names)]
         return Fragment(
             tuple("\n".join(lines) for lines in self.lines),  # type: ignore[arg-type]
-            tuple(_runs(fields) for fields in self.fields), " ".join(meta), self.title, self.title_rank,
+            self.runs, " ".join(meta), self.title, self.title_rank,
             self.description, self.description_rank, self.removed, sorted(self.facets),  # type: ignore[arg-type]
             sorted(self.properties), sorted(self.suggestions), " ".join(sorted(self.cdap)))  # type: ignore[arg-type]
 
@@ -258,15 +270,24 @@ Handler = Callable[[list[Any], _Parts], None]
 
 
 def _scalars(found: list[Any]) -> list[str]:
+    """The strings, booleans and numbers found, as strings (`found` itself when all are strings)."""
+    for item in found:
+        if item.__class__ is not str:
+            break
+    else:
+        return found
     out = []
     for item in found:
         if isinstance(item, str):
             out.append(item)
         elif isinstance(item, bool):
             out.append("true" if item else "false")
-        elif isinstance(item, int | float):
+        elif isinstance(item, _NUMBERS):
             out.append(str(item))
     return out
+
+
+_NUMBERS = (int, float)
 
 
 def field_filter_key(spec: SearchField) -> str | None:
@@ -308,7 +329,7 @@ def _handler(spec: SearchField) -> Handler:
                             continue
                         value = value if isinstance(value, str) else str(value)
                         entry = (key.lower(), value.lower(), scope)
-                        parts.line(KEYWORDS, key, f"{key} {value}")
+                        parts.add_lines(KEYWORDS, key, [f"{key} {value}"])
                         parts.tokens.add(entry)
                         parts.properties.add(entry)
                         if facet is not None:  # a faceted map: its keys are listed and suggested
@@ -318,9 +339,9 @@ def _handler(spec: SearchField) -> Handler:
 
     if field in SCHEMA_FIELDS:
         def on_field_name(found: list[Any], parts: _Parts) -> None:
-            for value in _scalars(found):
-                parts.line(SCHEMA, field, value)
-                parts.suggestions.add((value.lower(), "field", value))
+            values = _scalars(found)
+            parts.add_lines(SCHEMA, field, values)
+            parts.suggestions.update([(value.lower(), "field", value) for value in values])
         return on_field_name
 
     if spec.field_type in _TEXT_TYPES and spec.boost > 1:  # a name
@@ -329,7 +350,7 @@ def _handler(spec: SearchField) -> Handler:
         def on_name(found: list[Any], parts: _Parts) -> None:
             for value in _scalars(found):
                 lvalue = value.lower()
-                parts.line(NAME, field, value)
+                parts.add_lines(NAME, field, [value])
                 parts.tokens.add((key, lvalue, scope))
                 parts.names.add(lvalue)
                 parts.suggestions.add((lvalue, "name", value))
@@ -341,23 +362,24 @@ def _handler(spec: SearchField) -> Handler:
         rank = DESCRIPTION_FIELDS.index(field) if field in DESCRIPTION_FIELDS else NO_RANK
 
         def on_text(found: list[Any], parts: _Parts) -> None:
-            for value in _scalars(found):
-                parts.line(TEXT, field, value)
-                if rank < parts.description_rank:
-                    parts.description, parts.description_rank = value, rank
+            values = _scalars(found)
+            parts.add_lines(TEXT, field, values)
+            if values and rank < parts.description_rank:  # the first value of the best-ranked field
+                parts.description, parts.description_rank = values[0], rank
         return on_text
 
     is_tag, texted = field in TAG_FIELDS, spec.field_type not in _UNTEXTED_TYPES
     key = field_filter_key(spec)
 
     def on_keyword(found: list[Any], parts: _Parts) -> None:  # keywords, URNs, flags, counts
+        texts, tokens = [], parts.tokens
         for value in _scalars(found):
             shown = simple_id(value) if value.startswith("urn:li:") else value
             if texted and shown is not None:
-                parts.line(KEYWORDS, field, shown)
-            parts.tokens.add((key, value.lower(), scope))
+                texts.append(shown)
+            tokens.add((key, value.lower(), scope))
             if shown is not None and shown is not value:
-                parts.tokens.add((key, shown.lower(), scope))
+                tokens.add((key, shown.lower(), scope))
             if is_tag and shown is not None:
                 parts.properties.add((key, shown.lower(), scope))
                 parts.suggestions.add((shown.lower(), "tag", shown))
@@ -365,12 +387,8 @@ def _handler(spec: SearchField) -> Handler:
                 parts.facets.add((facet, shown or value))
             if field == REMOVED_FIELD and value == "true":
                 parts.removed = True
+        parts.add_lines(KEYWORDS, field, texts)
     return on_keyword
-
-
-def _runs(fields: list[str]) -> list[list[Any]]:
-    """[[field, count]] of the runs of equal fields."""
-    return [[field, len(list(run))] for field, run in groupby(fields)] if fields else []
 
 
 class Analyzer:

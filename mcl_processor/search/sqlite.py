@@ -233,16 +233,18 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
                                       " AND aspect = ? AND fragment IS NOT NULL", (*chunk, part)))
         return found
 
-    def _doc_ids(self, conn: sqlite3.Connection, types: dict[str, str]) -> tuple[dict[str, int], set[int]]:
+    def _doc_ids(self, conn: sqlite3.Connection, types: dict[str, str]) -> tuple[dict[str, int], dict[int, str]]:
+        """The document ids of these entities, and the new ones (id -> URN): numbered next, in
+        the order given, as SQLite would number them; their rows are written by `_rebuild`,
+        whole, instead of inserted here and updated there."""
         ids = self._ids(conn, list(types))
         missing = [urn for urn in types if urn not in ids]
         if not missing:
-            return ids, set()
-        conn.executemany(f"INSERT INTO {self.t.docs} (urn, entity_type) VALUES (?, ?)",
-                         [(urn, types[urn]) for urn in missing])
-        new = self._ids(conn, missing)
-        ids.update(new)
-        return ids, set(new.values())
+            return ids, {}
+        start = conn.execute(f"SELECT coalesce(max(id), 0) + 1 FROM {self.t.docs}").fetchone()[0]
+        created = dict(zip(range(start, start + len(missing)), missing, strict=True))
+        ids.update((urn, doc_id) for doc_id, urn in created.items())
+        return ids, created
 
     def _ids(self, conn: sqlite3.Connection, urns: Sequence[str]) -> dict[str, int]:
         ids: dict[str, int] = {}
@@ -262,28 +264,35 @@ class SqliteSearchIndex(SqliteSearchQueries, SearchIndex):
         conn.executemany(f"DELETE FROM {self.t.properties} WHERE key = ? AND lvalue = ? AND scope = ? AND doc_id = ?"
                          " AND aspect = ?", properties)
 
-    def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: set[int],
+    def _rebuild(self, conn: sqlite3.Connection, touched: dict[int, str], created: Mapping[int, str],
                  new_parts: dict[int, list[tuple[str, Fragment]]], premade: Mapping[int, DocumentRows]) -> None:
         """Re-merge the documents of `touched` (id -> entity type) from their aspects' fragments
-        (those of documents created in this batch are at hand, some already merged: `premade`)."""
+        (those of documents created in this batch, `created` (id -> URN), are at hand, some
+        already merged: `premade`)."""
         fragments = stored_fragments(conn, self.t, [doc_id for doc_id in touched if doc_id not in created])
         fragments.update((doc_id, sorted(parts, key=lambda part: part[0])) for doc_id, parts in new_parts.items()
                          if doc_id not in premade)
         stale_names = self._names_rowids(conn, [doc_id for doc_id in touched if doc_id not in created])
-        updates, fts_rows, name_rows, term_rows, suggest_rows = [], [], [], [], []
+        updates, inserts, fts_rows, name_rows, term_rows, suggest_rows = [], [], [], [], [], []
         for doc_id, entity_type in touched.items():
             rows = premade.get(doc_id)
             if rows is None and doc_id in fragments:
                 rows = document_rows(entity_type, [fragment for _, fragment in fragments[doc_id]])
+            shown = (None, None, 0, 0, None) if rows is None else (rows.name, rows.description, 1, int(rows.removed),
+                                                                   rows.facets)
+            if doc_id in created:
+                inserts.append((doc_id, created[doc_id], entity_type, *shown))
+            else:
+                updates.append((*shown, doc_id))
             if rows is None:
-                updates.append((None, None, 0, 0, None, doc_id))
                 continue
-            updates.append((rows.name, rows.description, 1, int(rows.removed), rows.facets, doc_id))
             fts_rows.append((doc_id, *rows.fts))
             name_rows.append((names_rowid(doc_id, rows.name), rows.fts[0], rows.name_meta))
             term_rows.append((doc_id, rows.terms))
             if rows.suggest:
                 suggest_rows.append((doc_id, rows.suggest))
+        conn.executemany(f"INSERT INTO {self.t.docs} (id, urn, entity_type, name, description, live, removed, facets)"
+                         " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", inserts)
         conn.executemany(f"UPDATE {self.t.docs} SET name = ?, description = ?, live = ?, removed = ?, facets = ?"
                          " WHERE id = ?", updates)
         existing = [(doc_id,) for doc_id in touched if doc_id not in created]

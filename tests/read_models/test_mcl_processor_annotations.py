@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import pickle
+import random
 import shutil
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 from gms.service import Gms
 from gms.store.sqlite import SqliteAspectStore
 from ingest.eventlog.sqlite import SqliteEventLog
-from mcl_processor.annotations import Edge, annotations_of
+from mcl_processor.annotations import AspectAnnotations, Edge, _resolve, annotations_of
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, TOPICS, MclProcessor
 from schemas.registry import REGISTRY_FILE, SCHEMA_DIR, load_registry
@@ -43,6 +46,42 @@ def test_searchable_fields_inside_arrays_maps_and_nested_records(registry):
     specs = {s.name: s for s in annotations_of(registry)["schemaMetadata"].searchable}
     assert not specs["fieldTags"].facet
     assert found(registry, "datasetProperties", {"customProperties": {"a": "b"}})["customProperties"] == [{"a": "b"}]
+
+
+def shaped_value(rng: random.Random, annotations: AspectAnnotations) -> Any:
+    """A value of roughly an aspect's shape: its annotated paths, some of them broken or missing."""
+    def build(steps: list[tuple[Any, ...]]) -> Any:
+        if not steps or rng.random() < 0.1:
+            return rng.choice(["x", "urn:li:tag:pii", 3, 2.5, True, None, ["y", None], {"z": 1}])
+        kind, rest = steps[0][0], steps[1:]
+        if kind == "f":
+            return {steps[0][1]: build(rest), **({"other": build(rest)} if rng.random() < 0.2 else {})}
+        if kind == "a":
+            return [build(rest) for _ in range(rng.randint(0, 3))]
+        if kind in ("m", "k"):
+            return {f"key{i}": build(rest) for i in range(rng.randint(0, 2))}
+        return {rng.choice([*steps[0][1], "another.Type"]): build(rest)} if rng.random() < 0.7 else build(rest)
+
+    specs = annotations.searchable
+    value: dict[str, Any] = {}
+    for spec in rng.sample(specs, min(len(specs), 3)):
+        part = build(list(spec.path))
+        if isinstance(part, dict):
+            value.update(part)
+    return value
+
+
+def test_found_values_are_those_at_each_searchable_path(registry):
+    """`found` runs code generated from the aspect's paths: it finds what resolving each path
+    alone finds, for every searchable field of every aspect, and survives pickling (workers)."""
+    rng = random.Random(5)
+    for aspect, compiled in annotations_of(registry).by_aspect.items():
+        compiled = pickle.loads(pickle.dumps(compiled))
+        order = {id(spec): i for i, spec in enumerate(compiled.searchable)}
+        for _ in range(20):
+            value = shaped_value(rng, compiled)
+            expected = [(spec, values) for spec in compiled.searchable if (values := _resolve(value, spec.path))]
+            assert sorted(compiled.found(value), key=lambda pair: order[id(pair[0])]) == expected, (aspect, value)
 
 
 def test_lineage_edges_follow_the_data(registry):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from schemas.registry import EntityRegistry, RegistryError, load_registry
@@ -73,3 +75,56 @@ def test_urns_round_trip_with_nested_tuples_and_encoded_parts(registry: EntityRe
 def test_malformed_urns(text, message):
     with pytest.raises(UrnError, match=message.replace("(", r"\(")):
         Urn.parse(text)
+
+
+def plain_parse(text: str) -> tuple[str, tuple[str, ...]] | str:
+    """A URN's (entity type, parts) read character by character, or the first words of the
+    error it raises: what the parser's quicker paths must agree with."""
+    if not text.startswith("urn:li:"):
+        return "does not start"
+    entity_type, sep, ident = text[len("urn:li:"):].partition(":")
+    if not sep or not entity_type.isidentifier():
+        return "has no entity type"
+    if not ident:
+        return "has an empty id"
+    tupled = ident.startswith("(")
+    if tupled and not ident.endswith(")"):
+        return "tuple id is not closed"
+    body = ident[1:-1] if tupled else ident
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(body):
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return "unbalanced ')'"
+        if ch == "," and depth == 0 and tupled:
+            parts.append(body[start:i])
+            start = i + 1
+    if depth:
+        return "unbalanced '('"
+    parts.append(body[start:])
+    if not all(parts):
+        return "empty part"
+    return entity_type, tuple(parts)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_urn_parsing_agrees_with_a_plain_reading(seed):
+    rng = random.Random(seed)
+    shapes = ["urn:li:dataset:(urn:li:dataPlatform:hive,{a},PROD)",
+              "urn:li:schemaField:(urn:li:dataset:(urn:li:dataPlatform:hive,{a},PROD),{b})",
+              "urn:li:dataJob:(urn:li:dataFlow:(airflow,{a},PROD),{b})", "urn:li:tag:{a}", "urn:li:corpuser:{a}{b}"]
+    for _ in range(3000):
+        text = rng.choice(shapes).format(a="".join(rng.choices("ab(),", k=rng.randint(0, 4))),
+                                         b="".join(rng.choices("xy(),", k=rng.randint(0, 3))))
+        if rng.random() < 0.3:  # a character dropped, doubled or moved
+            i = rng.randrange(len(text))
+            text = rng.choice([text[:i] + text[i + 1:], text[:i] + text[i] + text[i:], text[i:] + text[:i]])
+        expected = plain_parse(text)
+        try:
+            urn = Urn._parse(text)
+        except UrnError as err:
+            assert isinstance(expected, str) and expected in str(err), (text, expected, err)
+            continue
+        assert (urn.entity_type, urn.parts) == expected, text
+        assert urn == Urn(urn.entity_type, urn.parts) and str(urn) == str(Urn(urn.entity_type, urn.parts))
+        assert hash(urn) == hash(Urn(urn.entity_type, urn.parts))
