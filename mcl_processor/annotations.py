@@ -82,7 +82,8 @@ class _Lineage:
 class _Trie:
     """Compiled paths sharing their prefixes, so a value's nodes are visited once. `collect` runs
     Python source generated from the trie on first use (`_compile`): each step's loop inlined,
-    a field of a single value read without a list."""
+    a field of a single value read without a list, the records of a list picked out once for
+    the fields read from them."""
 
     __slots__ = ("children", "leaves", "_collect")
 
@@ -127,6 +128,10 @@ def _compile(trie: _Trie) -> Callable[[Any], list[tuple[Any, list[Any]]]]:
         # `var` holds one value (`single`) or a non-empty list of values
         listed = f"[{var}]" if single else var
         lines.extend(f"{indent}out.append(({constant(leaf)}, {listed}))" for leaf in node.leaves)
+        records = None  # a list's records, picked out once for the fields of two or more children
+        if not single and sum(step[0] == "f" for step in node.children) > 1:
+            records = f"r{len(lines)}"
+            lines.append(f"{indent}{records} = [i for i in {var} if isinstance(i, dict)]")
         for step, child in node.children.items():
             new = f"v{len(lines)}"
             kind = step[0]
@@ -140,7 +145,9 @@ def _compile(trie: _Trie) -> Callable[[Any], list[tuple[Any, list[Any]]]]:
                              f" and len({var}) == 1 and next(iter({var})) in {constant(step[1])} else {var}")
                 visit(child, new, True, indent)
                 continue
-            if kind == "f":
+            if kind == "f" and records is not None:
+                found = f"[x for i in {records} if (x := i.get({step[1]!r})) is not None]"
+            elif kind == "f":
                 found = f"[x for i in {listed} if isinstance(i, dict) and (x := i.get({step[1]!r})) is not None]"
             elif kind == "a":
                 found = f"[x for i in {listed} if isinstance(i, list) for x in i]"

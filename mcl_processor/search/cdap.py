@@ -110,8 +110,14 @@ def terms(aspect: str, value: Any) -> set[str]:
         for tag in value.get("tags") or []:
             _add(out, scope, "tags", str(tag))
     elif aspect == "schemaMetadata":
+        memo = _FIELD_TERMS  # (read here: a call per field cost more than its terms' lookup)
         for field in value.get("fields") or []:
-            out.update(_field_terms(field))
+            found = None
+            if isinstance(field, dict):
+                path, native = field.get("fieldPath"), field.get("nativeDataType")
+                if path.__class__ is str and native.__class__ is str:
+                    found = memo.get((path, native))
+            out.update(_field_terms(field) if found is None else found)
     elif aspect == "subTypes":
         names = [str(t) for t in value.get("typeNames") or []]
         out.update(term("SYSTEM", SUBTYPE, name.lower()) for name in names)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import orjson
 
+from mcl_processor.search import cdap
 from mcl_processor.search.document import Fragment
 from tests.contracts.cdap_search import CUSTOMERS, ORDERS, CdapSearchContract, _user
 from tests.support.builders import proposal
@@ -54,6 +55,21 @@ def test_terms_kept_for_repeated_values_follow_each_value(tmp_path):
     assert found(harness, "room:x(1)") == {CUSTOMERS}
     assert found(harness, "room:x(*") == {CUSTOMERS, ORDERS}
     harness.close()
+
+
+def test_schema_terms_read_from_the_kept_ones_are_those_made_afresh():
+    """A schema's terms taken from those kept per (field name, native type) are the ones made
+    anew; fields of other shapes (no name, a name that is no string, no native type) get theirs."""
+    value = {"fields": [{"fieldPath": "order_id", "nativeDataType": "long", "type": {"type": {"NumberType": {}}}},
+                        {"fieldPath": "", "nativeDataType": "string"},
+                        {"fieldPath": ["a", "b"], "nativeDataType": "string"},
+                        {"fieldPath": 7, "nativeDataType": ["x"]},
+                        {"nativeDataType": "string"}, {"fieldPath": "note"}]}
+    cdap._FIELD_TERMS.clear()
+    fresh = cdap.terms("schemaMetadata", value)
+    assert cdap._FIELD_TERMS  # kept, and read the second time
+    assert cdap.terms("schemaMetadata", value) == fresh
+    assert cdap.term("SYSTEM", "schema", "order") in fresh and cdap.term("SYSTEM", "7", "x") not in fresh
 
 
 class TestOpenSearchCdapSearch(OnOpenSearch, CdapSearchContract):
