@@ -10,7 +10,7 @@ HTTP in batches of 1,000, timed until everything is searchable (bench.real_stack
 
 * `single RF1`: the servers of deploy/servers.sh (one node of each), topics, keyspace and
   indices with one copy;
-* `cluster RF3`: the clusters (3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch nodes), topics
+* `cluster RF3`: the clusters (3 Kafka brokers, 3 Cassandra nodes, 3 OpenSearch nodes, 2 with data), topics
   with 3 replicas (min.insync.replicas 2), keyspace with 3 (QUORUM and SERIAL), indices with 1
   replica: `deploy/cluster.sh env`;
 * `cluster RF1`: the same clusters, topics and keyspace with 1 replica, indices with none: the

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # Runs Lodestar's backends as clusters on this machine, without Docker: a 3-broker KRaft Kafka,
-# a 3-node Cassandra ring, a 2-node OpenSearch cluster and a Spark standalone master with 2
-# workers, each node a JVM bound to its own loopback address (127.0.0.2-4 by default), on the
+# a 3-node Cassandra ring, a 3-node OpenSearch cluster (two data nodes and a cluster-manager-only
+# node holding no data, so that losing any one still leaves a majority of voters) and a Spark
+# standalone master with 2 workers, each node a JVM bound to its own loopback address (127.0.0.2-4 by default), on the
 # downloads of deploy/servers.sh. See deploy/README.md "Clusters".
 #
 #   deploy/cluster.sh start  [NODE|ENGINE ...]   start (all when none named), wait until healthy
@@ -14,7 +15,7 @@
 #   deploy/cluster.sh nodes                      the nodes, one per line: NAME ENGINE HOST PORT
 #   deploy/cluster.sh env                        the LODESTAR_* settings of a Lodestar on this cluster
 #
-# NODE: kafka1-3, cassandra1-3, opensearch1-2, spark-master, spark-worker1-2; ENGINE: kafka,
+# NODE: kafka1-3, cassandra1-3, opensearch1-3 (opensearch3 the manager-only one), spark-master, spark-worker1-2; ENGINE: kafka,
 # cassandra, opensearch, spark. `deploy/servers.sh --cluster CMD ...` runs this script.
 # Its run dir is LODESTAR_SERVERS_RUN (default $LODESTAR_SERVERS_HOME/cluster).
 set -euo pipefail
@@ -27,6 +28,7 @@ source "$DEPLOY_DIR/lib/common.sh"
 LODESTAR_KAFKA_HEAP="${LODESTAR_CLUSTER_KAFKA_HEAP:-256m}"
 LODESTAR_CASSANDRA_HEAP="${LODESTAR_CLUSTER_CASSANDRA_HEAP:-512M}"
 LODESTAR_OPENSEARCH_HEAP="${LODESTAR_CLUSTER_OPENSEARCH_HEAP:-384m}"
+OPENSEARCH_MANAGER_HEAP="${LODESTAR_CLUSTER_OPENSEARCH_MANAGER_HEAP:-256m}"  # opensearch3: no data
 source "$DEPLOY_DIR/lib/kafka.sh"
 source "$DEPLOY_DIR/lib/cassandra.sh"
 source "$DEPLOY_DIR/lib/opensearch.sh"
@@ -38,7 +40,7 @@ SPARK_MASTER_UI_PORT="${LODESTAR_SPARK_MASTER_UI_PORT:-18080}"
 SPARK_WORKER_UI_PORT="${LODESTAR_SPARK_WORKER_UI_PORT:-18081}"
 STOP_TIMEOUT="${LODESTAR_STOP_TIMEOUT:-60}"
 ENGINES=(kafka cassandra opensearch spark)
-ALL_NODES=(kafka1 kafka2 kafka3 cassandra1 cassandra2 cassandra3 opensearch1 opensearch2
+ALL_NODES=(kafka1 kafka2 kafka3 cassandra1 cassandra2 cassandra3 opensearch1 opensearch2 opensearch3
   spark-master spark-worker1 spark-worker2)
 
 run_dir() {
@@ -53,7 +55,7 @@ engine_of() {
   case "$1" in
     kafka[1-3]) echo kafka ;;
     cassandra[1-3]) echo cassandra ;;
-    opensearch[1-2]) echo opensearch ;;
+    opensearch[1-3]) echo opensearch ;;
     spark-master | spark-worker[1-2]) echo spark ;;
     *) return 1 ;;
   esac
@@ -114,10 +116,12 @@ launch_node() {
         HOST="$host" NATIVE_PORT="$CASSANDRA_PORT" STORAGE_PORT="$CASSANDRA_STORAGE_PORT" \
         SEEDS="$(joined , "${seeds[@]}")" ;;
     opensearch)
-      for i in 0 1; do seeds+=("${HOSTS[i]}:$OPENSEARCH_TRANSPORT_PORT"); done
-      opensearch_launch_node "$node" "$DEPLOY_DIR/conf/opensearch/cluster.yml" \
+      for i in 0 1 2; do seeds+=("${HOSTS[i]}:$OPENSEARCH_TRANSPORT_PORT"); done
+      local roles="cluster_manager, data, ingest" heap="$OPENSEARCH_HEAP"
+      if [[ "$node" == opensearch3 ]]; then roles="cluster_manager" heap="$OPENSEARCH_MANAGER_HEAP"; fi
+      OPENSEARCH_HEAP="$heap" opensearch_launch_node "$node" "$DEPLOY_DIR/conf/opensearch/cluster.yml" \
         HOST="$host" PORT="$OPENSEARCH_PORT" TRANSPORT_PORT="$OPENSEARCH_TRANSPORT_PORT" NODE_NAME="$node" \
-        SEEDS="$(joined , "${seeds[@]}")" MANAGERS="opensearch1,opensearch2" ;;
+        SEEDS="$(joined , "${seeds[@]}")" MANAGERS="opensearch1,opensearch2,opensearch3" ROLES="$roles" ;;
     spark)
       if [[ "$node" == spark-master ]]; then
         spark_launch_node "$node" org.apache.spark.deploy.master.Master "$host" \
@@ -233,7 +237,7 @@ cmd_start() {
   ((failed == 0)) || die "not all nodes came up (see above)"
   if ((${#todo[@]} == ${#ALL_NODES[@]})); then
     await 120 kafka_brokers_at_least "${HOSTS[0]}" "$KAFKA_PORT" 3 || die "kafka: fewer than 3 brokers registered"
-    await 120 opensearch_nodes_at_least "${HOSTS[0]}" "$OPENSEARCH_PORT" 2 || die "opensearch: fewer than 2 nodes joined"
+    await 120 opensearch_nodes_at_least "${HOSTS[0]}" "$OPENSEARCH_PORT" 3 || die "opensearch: fewer than 3 nodes joined"
     await 120 spark_workers_at_least "${HOSTS[0]}" 2 || die "spark: fewer than 2 workers registered"
     info "cluster up: $(cmd_env | tr '\n' ' ')"
   fi
@@ -301,7 +305,7 @@ LODESTAR_ASPECT_STORE=cassandra
 LODESTAR_READ_MODELS=distributed
 LODESTAR_KAFKA_BOOTSTRAP=$(joined , "${kafka[@]}")
 LODESTAR_CASSANDRA_HOSTS=$(joined , "${cassandra[@]}")
-LODESTAR_OPENSEARCH_URL=http://${HOSTS[0]}:$OPENSEARCH_PORT,http://${HOSTS[1]}:$OPENSEARCH_PORT
+LODESTAR_OPENSEARCH_URL=http://${HOSTS[0]}:$OPENSEARCH_PORT,http://${HOSTS[1]}:$OPENSEARCH_PORT,http://${HOSTS[2]}:$OPENSEARCH_PORT
 LODESTAR_KAFKA_REPLICATION_FACTOR=3
 LODESTAR_KAFKA_MIN_INSYNC_REPLICAS=2
 LODESTAR_CASSANDRA_REPLICATION_FACTOR=3

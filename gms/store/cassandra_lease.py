@@ -26,7 +26,7 @@ import time
 import uuid
 import weakref
 
-from gms.store.cassandra_schema import Runner, applied, prepare, quoted_keyspace
+from gms.store.cassandra_schema import START_WAIT, Runner, applied, prepare, quoted_keyspace
 from ingest.backends import MIN_LEASE_TTL
 from ingest.backends.errors import BackendUnavailable
 
@@ -100,10 +100,10 @@ class Lease:
 
     def acquire(self, wait: float) -> None:
         """Acquire the lease, waiting up to `wait` seconds for its holder to release it or to
-        die (its lease expiring), and through Cassandra's unavailability (a replica down or slow:
-        the attempt's outcome unknown, it is asked again); else ProducerInUse, or the last
-        BackendUnavailable."""
-        deadline = time.monotonic() + wait
+        die (its lease expiring), else ProducerInUse; and through Cassandra's unavailability (a
+        replica down or slow, contention on the lease's row: the attempt's outcome unknown, it is
+        asked again) for up to START_WAIT seconds, else the last BackendUnavailable."""
+        started = time.monotonic()
         while True:
             try:
                 if self.try_acquire():
@@ -111,8 +111,9 @@ class Lease:
                 failure: BackendUnavailable = ProducerInUse(
                     f"producer id {self.producer!r} is held by another open store (its lease was not released nor"
                     f" expired within {wait:g}s)")
+                deadline = started + wait
             except BackendUnavailable as err:
-                failure = err
+                failure, deadline = err, started + max(wait, START_WAIT)
             if time.monotonic() > deadline:
                 raise failure
             time.sleep(min(1.0, self.ttl * RENEW_EVERY / 2))  # no notification when a lease expires

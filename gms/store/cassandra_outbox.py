@@ -23,6 +23,7 @@ from gms.store.cassandra_lease import ProducerInUse
 from gms.store.cassandra_schema import (
     OUTBOX,
     SERIAL,
+    START_WAIT,
     Runner,
     applied,
     prepare,
@@ -36,7 +37,6 @@ REMEMBERED = 100_000  # events kept in memory for the relay, at most
 # Entities whose acknowledged events one request removes (Cassandra warns of unlogged batches
 # over more partitions than its unlogged_batch_across_partitions_warn_threshold, 10 by default).
 ACK_PARTITIONS = 10
-REGISTER_WAIT = 30.0  # seconds a producer's registration is retried through Cassandra's unavailability
 FENCE_TTL = 86_400  # seconds a fence outlives the write it stopped (Cassandra gives up on a write in seconds)
 
 
@@ -57,7 +57,7 @@ class OutboxIds:
         register = prepare(session, f"INSERT INTO {ks}.producers (producer, next_id) VALUES (?, 1) IF NOT EXISTS")
         # IF NOT EXISTS is idempotent: asked again through a timeout (e.g. contention on a
         # cluster while a process restarts), a row an earlier attempt wrote is read back
-        result = while_unavailable(lambda: db.execute(register, (producer,)), wait=REGISTER_WAIT)
+        result = while_unavailable(lambda: db.execute(register, (producer,)), wait=START_WAIT)
         self.first = 1 if applied(result) else result.one().next_id
         self._next = self._end = self.first  # no block reserved yet
         self._inflight: set[int] = set()

@@ -138,6 +138,12 @@ def _row_class(colnames: tuple[str, ...]) -> type[tuple[Any, ...]]:
     return type(named_tuple_factory(colnames, [[None] * len(colnames)])[0])
 
 
+# Seconds a starting store asks its set-up statements (a producer's registration, its lease) again
+# through Cassandra's unavailability: on a busy ring, where a replica restarts or another process
+# contends for the same row, one lightweight transaction can time out after tens of seconds.
+START_WAIT = 120.0
+
+
 def while_unavailable(call: Callable[[], Result], wait: float, pause: float = 0.5) -> Result:
     """call(), asked again while it raises BackendUnavailable (a replica down or slow, a
     lightweight transaction timing out under contention), for up to `wait` seconds; then its last

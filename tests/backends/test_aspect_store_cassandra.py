@@ -18,9 +18,9 @@ from gms.service import Gms
 from gms.store import AspectStore, cassandra_outbox
 from gms.store import cassandra as cassandra_store
 from gms.store.cassandra import CassandraAspectStore
-from gms.store.cassandra_lease import ProducerInUse
+from gms.store.cassandra_lease import Lease, Leases, ProducerInUse
 from gms.store.cassandra_outbox import Reserved
-from gms.store.cassandra_schema import SERIAL, applied, unlogged_batch
+from gms.store.cassandra_schema import SERIAL, Runner, applied, unlogged_batch
 from gms.write_path import Result
 from ingest.backends import Endpoints
 from ingest.backends.errors import BackendUnavailable
@@ -82,6 +82,28 @@ def test_a_second_open_store_with_the_same_producer_id_is_refused(keyspace: Scra
         keyspace.store(producer, lease_ttl=2)  # waits twice its TTL for the first's lease, renewed meanwhile
     insert(first, row(urn, "status", 1, {"removed": False}))
     assert first.get(urn, "status").version == 1
+
+
+def test_a_lease_is_asked_again_through_unavailability_longer_than_its_holders_wait(keyspace: ScratchKeyspace):
+    """A starting store's lease request timing out (a busy ring, contention on the lease's row, as
+    a gms restarting on the cluster saw) is asked again past the wait for another holder (here
+    none), up to START_WAIT; a lease that another holds is still refused after that wait."""
+    leases = Leases(Runner(keyspace.session), keyspace.name)
+    answers = iter([BackendUnavailable("Cassandra at 127.0.0.2:9042: WriteTimeout (CAS, SERIAL)")] * 3)
+    real_acquire = leases.acquire
+
+    def times_out_three_times(producer: str, holder: str, ttl: int) -> bool:
+        if (timeout := next(answers, None)) is not None:
+            raise timeout
+        return real_acquire(producer, holder, ttl)
+
+    leases.acquire = times_out_three_times  # type: ignore[method-assign]
+    producer = unique_name("producer")
+    lease = Lease(leases, producer, ttl=2)
+    lease.acquire(wait=0)
+    assert lease.check() == 1
+    with pytest.raises(ProducerInUse, match=producer):
+        Lease(leases, producer, ttl=2).acquire(wait=0)
 
 
 def test_the_relay_waits_for_an_earlier_write_still_in_progress(keyspace: ScratchKeyspace, urn: str):

@@ -20,9 +20,9 @@ def test_every_node_of_the_clusters_and_of_the_single_servers_is_found_by_its_ad
     assert sorted(on_cluster.nodes) == sorted(
         [f"kafka@{cluster.hosts[f'kafka{n}']}:9092" for n in (1, 2, 3)]
         + [f"cassandra@{cluster.hosts[f'cassandra{n}']}:9042" for n in (1, 2, 3)]
-        + [f"opensearch@{cluster.hosts[f'opensearch{n}']}:9200" for n in (1, 2)])
+        + [f"opensearch@{cluster.hosts[f'opensearch{n}']}:9200" for n in (1, 2, 3)])
     assert sorted(node.split("@")[0] for node in single.nodes) == ["cassandra", "kafka", "opensearch"]
-    assert len({process.pid for process in [*on_cluster.nodes.values(), *single.nodes.values()]}) == 11
+    assert len({process.pid for process in [*on_cluster.nodes.values(), *single.nodes.values()]}) == 12
     assert all(process.name() == "java" for process in on_cluster.nodes.values())
     per_engine, per_node = on_cluster.cpu(), on_cluster.node_cpu()
     assert set(per_engine) == {"kafka", "cassandra", "opensearch"}

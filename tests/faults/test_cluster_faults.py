@@ -1,5 +1,5 @@
-"""Nodes of the clusters (deploy/cluster.sh: 3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch
-nodes) SIGKILLed while two `lodestar gms` and two `lodestar mcl-processor` apply a workload from
+"""Nodes of the clusters (deploy/cluster.sh: 3 Kafka brokers, 3 Cassandra nodes, 3 OpenSearch
+nodes, 2 with data) SIGKILLed while two `lodestar gms` and two `lodestar mcl-processor` apply a workload from
 the MCP topic and a client writes over REST, then started again, or stopped and started one
 after the other (a rolling restart, tests/support/rolling_restart.py): every acknowledged write is
 applied once, each version has one MCL, the read models converge to the store, `lodestar check`
@@ -19,7 +19,7 @@ from tests.support.cluster import (  # noqa: F401 (fixtures)
     cluster,
     cluster_stack,
     kafka_leaders,
-    opensearch_non_manager,
+    opensearch_nodes,
     rolling_restart,
 )
 from tests.support.fault_injection import RunReport, run_distributed
@@ -50,10 +50,12 @@ def test_a_cassandra_node_killed_during_writes(cluster: Cluster, cluster_stack: 
     holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault, rest_entities=REST), "a Cassandra node")
 
 
-def test_an_opensearch_node_killed_during_indexing(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
-    """Its primaries' replicas on the other node are promoted."""
-    fault = opensearch_non_manager(cluster, cluster_stack)
-    holds(run_distributed(cluster_stack, ENTITIES, kills=1, fault=fault, rest_entities=REST), "an OpenSearch node")
+def test_opensearch_nodes_killed_the_elected_manager_then_a_data_node(cluster: Cluster,  # noqa: F811
+                                                                       cluster_stack: Stack) -> None:  # noqa: F811
+    """The other two nodes elect a manager; a data node's primaries' replicas on the other are
+    promoted; each node back recovers its shards."""
+    fault = opensearch_nodes(cluster, cluster_stack)
+    holds(run_distributed(cluster_stack, ENTITIES, kills=2, fault=fault, rest_entities=REST), "OpenSearch nodes")
 
 
 def test_a_gms_and_an_mcl_processor_killed_on_the_cluster(cluster_stack: Stack) -> None:  # noqa: F811
@@ -65,7 +67,7 @@ def test_a_gms_and_an_mcl_processor_killed_on_the_cluster(cluster_stack: Stack) 
 @pytest.mark.timeout(1200)  # 14 minutes beside other work (load average 16-28: a node took up to 4 to start)
 def test_a_rolling_restart_of_a_node_of_each_engine_under_load(cluster: Cluster, cluster_stack: Stack) -> None:  # noqa: F811
     """The broker leading the MCL topic's partition, a Cassandra node, the elected OpenSearch
-    manager (its vote handed over first), each stopped while a client writes over REST and MCPs
+    manager, each stopped while a client writes over REST and MCPs
     are appended to the topic, started again and awaited until it has rejoined before the next
     (tests/support/rolling_restart.py); bench/reliability.py --cluster restarts every node."""
     nodes = [cluster.kafka_leader(cluster_stack.log.topic_name(topics.MCL_VERSIONED)), "cassandra2",

@@ -1,5 +1,5 @@
-"""The clusters of `deploy/cluster.sh` (3 Kafka brokers, 3 Cassandra nodes, 2 OpenSearch nodes,
-a Spark master with 2 workers) for the tests that kill their nodes. `bin/test` starts them
+"""The clusters of `deploy/cluster.sh` (3 Kafka brokers, 3 Cassandra nodes, 3 OpenSearch nodes of
+which 2 hold data, a Spark master with 2 workers) for the tests that kill their nodes. `bin/test` starts them
 (unless LODESTAR_CLUSTER=external); a test that needs them fails, saying how to start them, when
 they are not all up (never a skip)."""
 
@@ -12,7 +12,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,59 +149,53 @@ def cassandra_nodes(cluster: Cluster, stack: Stack) -> Fault:
     return fault
 
 
-def opensearch_non_manager(cluster: Cluster, stack: Stack) -> Fault:
-    """The OpenSearch node that is not the elected cluster manager (with two nodes, losing the
-    manager stops the cluster: docs/operations.md)."""
+def opensearch_nodes(cluster: Cluster, stack: Stack) -> Fault:
+    """The elected OpenSearch cluster manager (the other two elect another), then a data node that
+    is not the manager (its primaries' replicas on the other data node are promoted), ..."""
     def fault(k: int) -> tuple[str, Callable[[], None]]:
         manager = cluster.opensearch_manager()
-        node = "opensearch2" if manager == "opensearch1" else "opensearch1"
+        if k % 2 == 0:
+            node, what = manager, f"SIGKILL {manager}, the elected manager"
+        else:
+            node = "opensearch2" if manager == "opensearch1" else "opensearch1"
+            what = f"SIGKILL {node}, a data node (manager: {manager})"
         cluster.kill(node)
-        return f"SIGKILL {node} (manager: {manager})", lambda: cluster.start(node)
+        return what, lambda: cluster.start(node)
     return fault
 
 
 FAULTS: dict[str, Callable[[Cluster, Stack], Fault]] = {
-    "Kafka brokers": kafka_leaders, "a Cassandra node": cassandra_nodes, "an OpenSearch node": opensearch_non_manager}
+    "Kafka brokers": kafka_leaders, "a Cassandra node": cassandra_nodes, "OpenSearch nodes": opensearch_nodes}
 
 
 # A rolling restart (tests.support.rolling_restart): each node stopped as an operator stops it,
 # once its engine is healthy, started again, and awaited until it has rejoined, not merely until
 # it serves, before the next.
 
-NODES = ("kafka1", "kafka2", "kafka3", "cassandra1", "cassandra2", "cassandra3", "opensearch1", "opensearch2")
+NODES = ("kafka1", "kafka2", "kafka3", "cassandra1", "cassandra2", "cassandra3", "opensearch1", "opensearch2",
+         "opensearch3")
 KAFKA_INTERNAL = ("__consumer_offsets", "__transaction_state")
 REJOIN = 300.0  # seconds an engine may take to be healthy again once the node serves (or before it stops)
 
 
 def rolling_restart(cluster: Cluster, stack: Stack, nodes: Sequence[str]) -> Fault:
-    """The k-th call awaits nodes[k]'s engine `healthy`, then stops the node (`Cluster.stop`;
-    an OpenSearch node first hands its vote, and the manager's role if it has it, to the other
-    node: a voting configuration exclusion) and returns how to bring it back: started again,
-    then awaited until it has `rejoined`, its exclusion lifted."""
+    """The k-th call awaits nodes[k]'s engine `healthy`, then stops the node (`Cluster.stop`)
+    and returns how to bring it back: started again, then awaited until it has `rejoined`."""
     def fault(k: int) -> tuple[str, Callable[[], None]]:
-        node, what, lift = nodes[k], f"{nodes[k]} stopped", ExitStack()  # lift: the exclusion's end
+        node = nodes[k]
         engine = node.rstrip("0123456789")
         stack.await_(lambda: healthy(cluster, stack, engine), f"{engine} healthy before {node} stops", timeout=REJOIN)
         back = rejoined(cluster, stack, node)
-        try:
-            if engine == "opensearch":
-                other = next(n for n in ("opensearch1", "opensearch2") if n != node)
-                what += f" (the manager was {cluster.opensearch_manager(other)}; its vote handed over first)"
-                cluster.opensearch(f"/_cluster/voting_config_exclusions?node_names={node}&timeout=120s", "POST", other)
-                lift.callback(cluster.opensearch, "/_cluster/voting_config_exclusions?wait_for_removal=false",
-                              "DELETE", other)
-                stack.await_(lambda: cluster.opensearch_manager(other) == other, f"{other} elected manager")
-            cluster.stop(node)
-        except BaseException:
-            lift.close()
-            raise
+        what = f"{node} stopped"
+        if engine == "opensearch":
+            what += f" (the manager was {cluster.opensearch_manager()})"
+        cluster.stop(node)
         stack.note(f"{node} stopped")
 
         def recover() -> None:
-            with lift:
-                cluster.start(node)
-                stack.note(f"{node} serves again")
-                stack.await_(back, f"{node} rejoined", timeout=REJOIN)
+            cluster.start(node)
+            stack.note(f"{node} serves again")
+            stack.await_(back, f"{node} rejoined", timeout=REJOIN)
         return what, recover
     return fault
 
@@ -214,7 +208,7 @@ def healthy(cluster: Cluster, stack: Stack, engine: str) -> bool:
     - Cassandra: each node answers, has all 3 NORMAL and serving CQL in its gossip and holds no
       hints for another; they have the same schema (a node back pulls the changes it missed);
       the stack's driver has them all up;
-    - OpenSearch: both nodes in the cluster, every shard of the stack's indices assigned (green)."""
+    - OpenSearch: all 3 nodes in the cluster, every shard of the stack's indices assigned (green)."""
     if engine == "kafka":
         return _kafka_in_sync(stack)
     if engine == "opensearch":
@@ -235,7 +229,7 @@ def _kafka_in_sync(stack: Stack) -> bool:
 
 def _opensearch_green(cluster: Cluster, stack: Stack) -> bool:
     try:
-        health = cluster.opensearch(f"/_cluster/health/{stack.run}*?wait_for_status=green&wait_for_nodes=2"
+        health = cluster.opensearch(f"/_cluster/health/{stack.run}*?wait_for_status=green&wait_for_nodes=3"
                                     "&timeout=20s")
     except OSError:  # 408 when not so within the timeout (an HTTPError); the node asked restarting
         return False

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from cassandra.cluster import Session
 from cassandra.concurrent import execute_concurrent_with_args
 
 from gms.store.cassandra import CassandraAspectStore
@@ -19,6 +20,11 @@ class ScratchKeyspace:
         self.endpoints = endpoints
         # A loaded test machine's Cassandra may take longer than the product's 5 s to list its schema.
         self._owner = CassandraAspectStore.connect(endpoints, self.name, connect_timeout=30)
+
+    @property
+    def session(self) -> Session:
+        """The session the keyspace was made with."""
+        return self._owner.session
 
     def store(self, producer_id: str | None = None, **options: Any) -> CassandraAspectStore:
         """A store in this keyspace, by default with a producer id of its own."""
