@@ -151,29 +151,29 @@ node_healthy() {
   esac
 }
 
-# wait_node NODE STARTED_AT: 0 once healthy; else its log's tail, the node stopped, 1.
+# wait_node NODE STARTED_AT: 0 once healthy; else what its log says went wrong (explain_failure),
+# the node stopped, 1.
 wait_node() {
   local node="$1" t0="$2" timeout pid
   timeout="$(timeout_of "$node")"
   while :; do
-    if ! pid="$(server_pid "$node")"; then
-      if ((SECONDS - t0 < 5)) && still_starting "$node"; then sleep 0.2; continue; fi
-      echo "$(_ts) ERROR: $node exited during start-up (after $((SECONDS - t0))s); last lines of $(log_file "$node"):" >&2
-      tail -n 30 "$(log_file "$node")" >&2 || true
-      return 1
-    fi
-    if node_healthy "$node"; then
+    if pid="$(server_pid "$node")" && node_healthy "$node"; then
       info "$node: up on $(host_of "$node") (pid $pid, $((SECONDS - t0))s)"
       return 0
     fi
+    if [[ -z "$pid" ]] && ! still_starting "$node"; then
+      exit_reason "$node"
+      explain_failure "$node" "$(log_file "$node")" "exited during start-up (after $((SECONDS - t0))s): $EXIT_REASON"
+      return 1
+    fi
     if ((SECONDS - t0 >= timeout)); then
-      echo "$(_ts) ERROR: $node (pid $pid) not healthy after ${timeout}s; stopping it; last lines of its log:" >&2
-      tail -n 30 "$(log_file "$node")" >&2 || true
+      pid="${pid:-${LAUNCHED[$node]:-}}"
+      explain_failure "$node" "$(log_file "$node")" "(pid $pid) not healthy after ${timeout}s; stopping it"
       stop_pid "$node" "$pid" "$STOP_TIMEOUT"
       rm -f "$(pid_file "$node")"
       return 1
     fi
-    sleep 1
+    if [[ -n "$pid" ]]; then sleep 1; else sleep 0.2; fi
   done
 }
 

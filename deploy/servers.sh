@@ -68,41 +68,30 @@ parse_servers() {
   ((${#SERVERS[@]})) || SERVERS=("${ALL_SERVERS[@]}")
 }
 
-print_log_tail() {
-  local log; log="$(log_file "$1")"
-  if [[ -s "$log" ]]; then
-    echo "---- last ${2:-40} lines of $log ----" >&2
-    tail -n "${2:-40}" "$log" >&2
-    echo "----" >&2
-  else
-    echo "(no output in $log)" >&2
-  fi
-}
-
-# wait_healthy SERVER STARTED_AT: 0 when healthy; otherwise explains, stops it and returns 1.
+# wait_healthy SERVER STARTED_AT: 0 when healthy; otherwise explains (explain_failure), stops it
+# and returns 1.
 wait_healthy() {
   local s="$1" t0="$2" timeout pid
   timeout="$(start_timeout "$s")"
   while :; do
-    if ! pid="$(server_pid "$s")"; then
-      if ((SECONDS - t0 < 5)) && still_starting "$s"; then sleep 0.2; continue; fi
-      echo "$(_ts) ERROR: $s exited during start-up (after $((SECONDS - t0))s)" >&2
-      print_log_tail "$s"
-      return 1
-    fi
-    if "${s}_healthy"; then
+    if pid="$(server_pid "$s")" && "${s}_healthy"; then
       info "$s: up on $("${s}_describe") (pid $pid, $((SECONDS - t0))s)"
       return 0
     fi
+    if [[ -z "$pid" ]] && ! still_starting "$s"; then
+      exit_reason "$s"
+      explain_failure "$s" "$(log_file "$s")" "exited during start-up (after $((SECONDS - t0))s): $EXIT_REASON"
+      return 1
+    fi
     if ((SECONDS - t0 >= timeout)); then
-      echo "$(_ts) ERROR: $s (pid $pid) not healthy after ${timeout}s; stopping it" \
-        "(raise LODESTAR_${s^^}_START_TIMEOUT on a slow machine)" >&2
-      print_log_tail "$s"
+      pid="${pid:-${LAUNCHED[$s]:-}}"
+      explain_failure "$s" "$(log_file "$s")" "(pid $pid) not healthy after ${timeout}s; stopping it
+  (raise LODESTAR_${s^^}_START_TIMEOUT on a slow machine)"
       stop_pid "$s" "$pid" "$STOP_TIMEOUT"
       rm -f "$(pid_file "$s")"
       return 1
     fi
-    sleep 1
+    if [[ -n "$pid" ]]; then sleep 1; else sleep 0.2; fi
   done
 }
 

@@ -20,9 +20,11 @@ class LodestarError(Exception):
 
 class RestClient:
     """Requests refused with 429 (GMS is applying or indexing behind) are sent again after the
-    server's Retry-After, for up to `overload_wait` seconds in all; nothing of them was done."""
+    server's Retry-After, for up to `overload_wait` seconds in all; nothing of them was done.
+    `unreachable_hint` is said after "cannot reach Lodestar at ...": where the address came from."""
 
-    def __init__(self, server: str, token: str | None = None, timeout: float = 60.0, overload_wait: float = 300.0):
+    def __init__(self, server: str, token: str | None = None, timeout: float = 60.0, overload_wait: float = 300.0,
+                 unreachable_hint: str | None = None):
         parts = urlsplit(server if "://" in server else f"http://{server}")
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise LodestarError(f"invalid server address {server!r}")
@@ -33,6 +35,7 @@ class RestClient:
         self._token = token
         self._overload_wait = overload_wait
         self._conn: http.client.HTTPConnection | None = None
+        self._unreachable_hint = unreachable_hint
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
         """(status, decoded JSON body); raises LodestarError if the server cannot be reached."""
@@ -58,7 +61,8 @@ class RestClient:
             except (ConnectionError, http.client.HTTPException, OSError) as err:
                 self.close()
                 if attempt == 2 or isinstance(err, ConnectionRefusedError):
-                    raise LodestarError(f"cannot reach Lodestar at {self.server}: {err}") from None
+                    hint = f" ({self._unreachable_hint})" if self._unreachable_hint else ""
+                    raise LodestarError(f"cannot reach Lodestar at {self.server}: {err}{hint}") from None
         try:
             decoded = json.loads(raw) if raw else None
         except ValueError:

@@ -37,6 +37,7 @@ from lodestar.api.auth import ADMIN, TokenAuth
 from lodestar.assembly import open_gms, open_read_models
 from lodestar.config import Config
 from lodestar.priority import lower_priority
+from lodestar.server_address import published
 from lodestar.webhook_delivery import WebhookDispatcher
 from mcl_processor.platform_events import PlatformEventPublisher
 from mcl_processor.processor import MclProcessor
@@ -165,16 +166,20 @@ def _sweep_outbox(gms: Gms, stop: threading.Event) -> None:
 
 def serve_one(data_dir: Path, host: str, port: int, token: str, config: Config | None = None,
               roles: Roles = Roles.ALL, access_log: Mapping[str, Any] = NO_ACCESS_LOG) -> None:
-    """GMS and its background `roles` in this process, until SIGINT or SIGTERM. `access_log`:
+    """GMS and its background `roles` in this process, until SIGINT or SIGTERM; its address is in
+    the data directory meanwhile (lodestar.server_address). `access_log`:
     `lodestar.api.access_log.access_log_options`."""
-    node = Node(data_dir, roles, config)
-    app = node.app(token)
-    node.run(lambda: _run_app(app, host, port, access_log))
+    with _listen(host, port) as listener:
+        node = Node(data_dir, roles, config)
+        app = node.app(token)
+        with published(data_dir, host, listener.getsockname()[1]):
+            node.run(lambda: web.run_app(app, sock=listener, print=None, handle_signals=True, **access_log))
 
 
-def _run_app(app: web.Application, host: str, port: int, access_log: Mapping[str, Any]) -> None:
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket listening on host:port (port 0: one the kernel picks)."""
     try:
-        web.run_app(app, host=host, port=port, print=None, handle_signals=True, **access_log)
+        return socket.create_server((host, port), backlog=1024)
     except OSError as err:
         raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
 
@@ -195,10 +200,7 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
     running on until the lag limit refuses every write at once and the CPU the serial indexing
     cannot use stays idle while they wait. On the distributed stack the workers run below the
     indexing throughout (`_priorities`)."""
-    try:
-        listener = socket.create_server((host, port), backlog=1024)
-    except OSError as err:
-        raise ServeError(f"cannot listen on {host}:{port}: {err.strerror or err}") from None
+    listener = _listen(host, port)
     metrics.use_directory(data_dir / "metrics")  # /metrics in any worker adds up every process's counts
     channels: list[socket.socket] = []
     background = roles & ~Roles.WEBHOOKS
@@ -230,19 +232,20 @@ def serve_workers(data_dir: Path, host: str, port: int, token: str, workers: int
         channels.append(parent_end)
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    turn = 0
-    while not flags["stopping"]:
-        try:
-            conn, _ = listener.accept()
-        except OSError:
-            break
-        with conn:
+    with published(data_dir, host, listener.getsockname()[1]):
+        turn = 0
+        while not flags["stopping"]:
             try:
-                socket.send_fds(channels[turn % workers], [b"c"], [conn.fileno()])
-            except OSError:  # a worker died: stop serving rather than drop connections silently
+                conn, _ = listener.accept()
+            except OSError:
                 break
-        turn += 1
-    return _stop_children(children, flags["asked"])
+            with conn:
+                try:
+                    socket.send_fds(channels[turn % workers], [b"c"], [conn.fileno()])
+                except OSError:  # a worker died: stop serving rather than drop connections silently
+                    break
+            turn += 1
+        return _stop_children(children, flags["asked"])
 
 
 def _priorities(indexing_in_background: bool, embedded: bool) -> tuple[int, int, int]:

@@ -144,15 +144,62 @@ server_pid() {
   printf '%s' "$pid"
 }
 
-# still_starting SERVER: its launched process is alive though not yet recognisable as SERVER (the
-# moment between launch's fork and its exec, when neither its command line nor its environment
-# names it yet).
+# still_starting SERVER: the process this script launched for SERVER is alive though not yet
+# recognisable as SERVER (the moment between launch's fork and its exec, when neither its command
+# line nor its environment names it yet). On a loaded machine that moment can come late: the
+# check once ran right after a launch whose storage format had taken 7 s, past a fixed 5 s grace
+# counted from the start, and a starting broker was reported as exited. So no time limit decides
+# but the process itself: bash reaps a child that exits, and its /proc entry goes.
 still_starting() {
-  local f pid
-  f="$(pid_file "$1")"
-  [[ -r "$f" ]] || return 1
-  pid="$(tr -dc '0-9' <"$f")"
-  [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null
+  local pid="${LAUNCHED[$1]:-}" state
+  [[ -n "$pid" ]] || return 1
+  state="$(sed -E 's/^.*\) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1)"
+  [[ -n "$state" && "$state" != Z && "$state" != X ]]
+}
+
+# exit_reason SERVER: sets EXIT_REASON to how the process this script launched for SERVER ended,
+# once it has: "exited with status N", "killed by SIGNAME"; "exited" when another script launched
+# it. (Not for $(...): only this shell can wait for its child.)
+exit_reason() {
+  local pid="${LAUNCHED[$1]:-}" status
+  EXIT_REASON="exited"
+  [[ -n "$pid" ]] || return 0
+  wait "$pid" 2>/dev/null && status=0 || status=$?
+  if ((status > 128)); then
+    EXIT_REASON="killed by SIG$(kill -l $((status - 128)))"
+    ((status - 128 != 9)) || EXIT_REASON+=" (out of memory? see dmesg)"
+  else
+    EXIT_REASON="exited with status $status"
+  fi
+}
+
+# log_reason LOG [N]: the last N (default 5) lines of a server's LOG that say what went wrong
+# (errors, fatal errors, exceptions and their causes), each cut to 300 characters; not the
+# configuration a server dumps at start (Kafka's tab-indented `key = value` lines, also those of
+# its storage format run before it) nor stack frames.
+log_reason() {
+  [[ -s "$1" ]] || return 0
+  grep -E '(^|[^[:alnum:]_])(ERROR|FATAL|SEVERE|PANIC)([^[:alnum:]_]|$)|Exception|Error:|^Caused by|[Aa]ddress already in use|[Nn]o space left' "$1" |
+    grep -vE '^[[:space:]]+(at |[[:alnum:]._-]+ = )' | tail -n "${2:-5}" | cut -c1-300 || true
+}
+
+# explain_failure SERVER LOG WHAT: one line "ERROR: SERVER WHAT", then what LOG says went wrong
+# (log_reason; else its last line that is not configuration), indented, and where LOG is, on stderr.
+explain_failure() {
+  local server="$1" log="$2" what="$3" reason
+  printf '%s ERROR: %s %s\n' "$(_ts)" "$server" "$what" >&2
+  reason="$(log_reason "$log")"
+  if [[ -n "$reason" ]]; then
+    printf '  its log says:\n' >&2
+  elif [[ -s "$log" ]]; then
+    printf '  its log names no error; its last line:\n' >&2
+    reason="$(grep -vE '^[[:space:]]+[[:alnum:]._-]+ = ' "$log" | tail -n 1 | cut -c1-300)"
+  fi
+  [[ -z "$reason" ]] || sed 's/^/    /' <<<"$reason" >&2
+  local crash
+  crash="$(find "$(dirname "$log")" -maxdepth 1 -name "hs_err_pid${LAUNCHED[$server]:-none}.log" 2>/dev/null)"
+  [[ -z "$crash" ]] || printf '  the JVM crashed: %s\n' "$crash" >&2
+  printf '  full log: %s\n' "$log" >&2
 }
 
 # find_server_pid SERVER: like server_pid, but falls back to scanning /proc for the markers of
@@ -198,6 +245,9 @@ rotate_log() {
   : >"$1"
 }
 
+# The pid of each server this script launched (still_starting, exit_reason).
+declare -A LAUNCHED=()
+
 # launch SERVER LOG CMD...: starts CMD detached (own session, stdin closed, output to LOG) and
 # writes its pid to the pid file. CMD must exec the JVM in the end so that the pid is the JVM's.
 launch() {
@@ -205,6 +255,7 @@ launch() {
   # 9>&-: the server must not inherit (and keep holding) servers.sh's lock.
   LODESTAR_DEV_SERVER="$server" LODESTAR_DEV_RUN="$(run_dir "$server")" setsid "$@" </dev/null >>"$log" 2>&1 9>&- &
   local pid=$!
+  LAUNCHED[$server]=$pid
   printf '%s\n' "$pid" >"$(pid_file "$server")"
 }
 

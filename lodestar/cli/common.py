@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ingest.rest import RestClient
+from lodestar.server_address import ADDRESS_FILE, published_url
 
 if TYPE_CHECKING:
     from lodestar.config import Config
@@ -31,13 +32,29 @@ def default_data_dir() -> Path:
 
 
 def client_of(args: argparse.Namespace) -> RestClient:
-    """A REST client for --server/--token, LODESTAR_SERVER/LODESTAR_TOKEN, or the data directory's admin token."""
+    """A REST client for the server of `server_of` and --token, LODESTAR_TOKEN or the data
+    directory's admin token."""
     token = args.token or os.environ.get("LODESTAR_TOKEN")
     if token is None:
         token_file = Path(args.data_dir) / "admin.token"
         if token_file.exists():
             token = token_file.read_text().strip()
-    return RestClient(args.server or os.environ.get("LODESTAR_SERVER") or DEFAULT_SERVER, token)
+    server, hint = server_of(args)
+    return RestClient(server, token, unreachable_hint=hint)
+
+
+def server_of(args: argparse.Namespace) -> tuple[str, str | None]:
+    """The server to ask: --server, else LODESTAR_SERVER, else the address the data directory's
+    server published (lodestar.server_address), else DEFAULT_SERVER; and, for a published
+    address, what to say if nothing answers there."""
+    if given := args.server or os.environ.get("LODESTAR_SERVER"):
+        return given, None
+    address_file = Path(args.data_dir) / ADDRESS_FILE
+    if (url := published_url(Path(args.data_dir))) is None:
+        return DEFAULT_SERVER, None
+    return url, (f"the address is from {address_file}, which the server of that data directory writes when"
+                 " it starts and removes when it stops; one that was killed leaves it behind: start the"
+                 " server again, or give --server or LODESTAR_SERVER")
 
 
 def config_of(args: argparse.Namespace) -> Config:

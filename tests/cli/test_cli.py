@@ -172,6 +172,39 @@ def test_serve_reports_a_taken_port(tmp_path, served):
     assert f"cannot listen on 127.0.0.1:{served.port}" in done.stderr and "Traceback" not in done.stderr
 
 
+def test_the_cli_finds_a_server_on_another_port_through_its_data_directory(tmp_path, monkeypatch):
+    """No --server and no LODESTAR_SERVER: the CLI asks the address the data directory's server
+    wrote into server.url, which is there while it runs and gone after a clean stop."""
+    monkeypatch.delenv("LODESTAR_SERVER", raising=False)
+    data_dir = tmp_path / "data"
+    env = {"LODESTAR_DATA_DIR": str(data_dir)}
+    file = write(tmp_path / "mcps.json", [mcp(URN, "datasetProperties", properties("found by its data directory"))])
+    with ServeProcess(data_dir, None, "--workers", "2") as serve:
+        assert serve.port != 8080 and (data_dir / "server.url").read_text() == f"{serve.url}\n"
+        done = run_cli("ingest", file, env=env)
+        assert done.returncode == 0 and "1 applied" in done.stdout, done.stderr
+        got = run_cli("get", URN, "--aspect", "datasetProperties", env=env)
+        assert json.loads(got.stdout)["value"]["description"] == "found by its data directory", got.stderr
+    assert serve.proc.returncode == 0 and not (data_dir / "server.url").exists()
+
+
+def test_a_killed_servers_address_is_named_as_such_when_nothing_answers_there(tmp_path, monkeypatch):
+    monkeypatch.delenv("LODESTAR_SERVER", raising=False)
+    data_dir = tmp_path / "data"
+    serve = ServeProcess(data_dir).start()
+    serve.proc.kill()  # no clean stop: server.url stays behind
+    serve.wait()
+    done = run_cli("get", URN, env={"LODESTAR_DATA_DIR": str(data_dir)})
+    assert done.returncode == 1 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert done.stderr.startswith(f"lodestar: error: cannot reach Lodestar at {serve.url}: ")
+    assert f"the address is from {data_dir / 'server.url'}" in done.stderr
+    assert "start the server again, or give --server or LODESTAR_SERVER" in done.stderr
+    other = ServeProcess(tmp_path / "other")  # --server beats the data directory's address
+    with other:
+        done = run_cli("get", URN, "--server", other.url, "--token", TOKEN, env={"LODESTAR_DATA_DIR": str(data_dir)})
+        assert "HTTP 404" in done.stderr
+
+
 def test_serve_with_examples_loads_the_seed_examples(tmp_path):
     with ServeProcess(tmp_path / "ex", None, "--examples") as serve:
         app = serve.client().entity("urn:li:dataFlow:(cdap,PurchaseHistory,default)")

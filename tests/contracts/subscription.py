@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import os
 import re
 import signal
@@ -40,6 +41,9 @@ ORDERS, ITEMS = dataset_urn("db.orders"), dataset_urn("db.items")
 
 
 TAG = "urn:li:tag:pii"
+
+
+KAFKA_MEMBER_LOG = "ingest.eventlog.kafka_consumer"  # the logger of a Kafka consumer-group member
 
 
 def take(subscription, count: int, timeout: float = WAIT) -> list[Change]:
@@ -231,8 +235,9 @@ class SubscriptionContract(ABC):
         second.close()
         assert drain(self.sub(gms, auto_commit=False)) == []
 
-    def test_the_asyncio_flavour(self, gms):
+    def test_the_asyncio_flavour(self, gms, caplog):
         self.write_sample(gms)
+        sample = [(ITEMS, 1), (ORDERS, 1), (ORDERS, 2), (ORDERS, 3)]
 
         async def run() -> list[tuple[str, int | None]]:
             found = []
@@ -244,9 +249,18 @@ class SubscriptionContract(ABC):
                         subscription.stop()
             return found
 
-        assert sorted(asyncio.run(run()), key=str) == sorted(
-            [(ITEMS, 1), (ORDERS, 1), (ORDERS, 2), (ORDERS, 3)], key=str)
-        assert drain(self.sub(gms, "async", aspects=["datasetProperties"])) == []  # all four were committed
+        with caplog.at_level(logging.INFO, logger=KAFKA_MEMBER_LOG):
+            assert sorted(asyncio.run(run()), key=str) == sorted(sample, key=str)
+        again = drain(self.sub(gms, "async", aspects=["datasetProperties"]))
+        # All four were committed on the way out; unless, on Kafka, the group had taken the member's
+        # partitions first (its session timed out: a starved machine), which the member says as it
+        # drops the commit. Then they come again (at least once), and nothing else does.
+        lost = [r.getMessage() for r in caplog.records if r.name == KAFKA_MEMBER_LOG
+                and re.search(r"not committing revoked partitions|records are read again", r.getMessage())]
+        if not lost:
+            assert again == []
+        else:
+            assert {(c.urn, c.version) for c in again} <= set(sample), (lost, again)
 
     @staticmethod
     def append_numbered(gms: Gms, numbers: range) -> None:

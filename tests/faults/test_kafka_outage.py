@@ -17,6 +17,8 @@ indexed), and nothing is lost or doubled (versions contiguous, one MCL each).
 
 from __future__ import annotations
 
+import re
+import shutil
 import socket
 import threading
 from collections import Counter
@@ -31,7 +33,7 @@ from confluent_kafka.admin import AdminClient
 from ingest.backends import Endpoints
 from tests.support.builders import dataset_urn
 from tests.support.outages import Gms, mcls_of, start_ready, step, versions
-from tests.support.private_kafka import PrivateKafka
+from tests.support.private_kafka import KEPT_LOGS, PrivateKafka
 from tests.support.stack import Stack
 
 pytestmark = pytest.mark.slow
@@ -62,6 +64,30 @@ def test_servers_sh_acts_only_on_the_servers_of_its_run_dir(private_kafka: Priva
     assert brokers(kafka_bootstrap) == 1  # the shared broker is untouched
     private_kafka.start()
     assert private_kafka.running() and brokers(private_kafka.bootstrap) == 1
+
+
+def test_a_broker_that_dies_at_start_is_reported_with_its_reason_and_its_logs_are_kept(tmp_path: Path):
+    """servers.sh says why from the broker's own log (not its configuration, which it dumps
+    first), with the exit status; the test's helper keeps the logs outside the run dir."""
+    broker = PrivateKafka(tmp_path / "run")
+    storage = tmp_path / "run" / "kafka" / "data"
+    storage.mkdir(parents=True)
+    (storage / "meta.properties").write_text(  # another node's storage: the broker refuses it and exits
+        "version=1\nnode.id=7\ncluster.id=M0Xk7yUfQbm8ZqG1s3a9Pw\ndirectory.id=Zb4pL2nqRSuQv1pYw0sVhA\n")
+    done = broker.servers("start", check=False)
+    assert done.returncode == 1
+    said = done.stderr.splitlines()
+    assert re.fullmatch(r"\S+ ERROR: kafka exited during start-up \(after \d+s\): exited with status 1", said[0]), said
+    assert "Stored node id 7 doesn't match previous node id 1" in done.stderr
+    assert not [line for line in said if re.search(r"^\s+[\w.-]+ = ", line)], said  # no configuration
+    assert f"  full log: {tmp_path / 'run' / 'kafka' / 'logs' / 'kafka.log'}" in said
+    assert len(said) <= 10, said
+
+    with pytest.raises(pytest.fail.Exception, match=r"servers.sh start kafka failed \(its logs: (\S+)\)") as failed:
+        broker.start()
+    kept = Path(re.search(r"its logs: (\S+)\)", str(failed.value))[1])
+    assert kept.is_relative_to(KEPT_LOGS) and "Stored node id 7" in (kept / "kafka.log").read_text()
+    shutil.rmtree(kept)
 
 
 # -- the broker stopped mid-run ------------------------------------------------------------

@@ -34,7 +34,8 @@ def test_a_new_data_directory_and_everything_lodestar_writes_in_it_are_private(t
             running = modes(data_dir)
     finally:
         os.umask(previous)
-    for name in ("lodestar.db", "lodestar.db-wal", "readmodels.db", "readmodels.db-wal", "admin.token", "metrics"):
+    for name in ("lodestar.db", "lodestar.db-wal", "readmodels.db", "readmodels.db-wal", "admin.token", "metrics",
+                 "server.url"):
         assert name in running, sorted(running)
     assert {name: mode for name, mode in running.items() if mode & 0o077} == {}
     assert running["."] == 0o700 and running["lodestar.db"] == 0o600 and running["metrics"] == 0o700

@@ -21,6 +21,11 @@ from tests.contracts.subscription import ACTOR, ORDERS, TAG, WAIT, SubscriptionC
 from tests.support.backends import drop_kafka_names, unique_name
 from tests.support.builders import proposal
 
+# A group member's session: long enough that a starved machine does not lose it (a member went
+# unheard for 6.2 s beside CPU burners, and the group took its partitions before it committed; Kafka's
+# own default is 45 s); it is also how long a killed `lodestar tail`'s partitions wait for the next one.
+SESSION_TIMEOUT_MS = 30_000
+
 
 class TestSubscriptionOnSqlite(SubscriptionContract):
     def open_gms(self, data_dir: Path) -> Gms:
@@ -39,12 +44,12 @@ class TestSubscriptionOnKafka(SubscriptionContract):
 
     def open_gms(self, data_dir: Path) -> Gms:
         data_dir.mkdir(parents=True, exist_ok=True)
-        log_: EventLog = KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT)
+        log_: EventLog = KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=SESSION_TIMEOUT_MS, timeout=WAIT)
         return Gms(SqliteAspectStore(data_dir / "lodestar.db"), log_)
 
     def cli_env(self) -> dict[str, str]:
         return {"LODESTAR_EVENT_LOG": "kafka", "LODESTAR_KAFKA_BOOTSTRAP": self.bootstrap,
-                "LODESTAR_KAFKA_PREFIX": self.prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": "6000"}
+                "LODESTAR_KAFKA_PREFIX": self.prefix, "LODESTAR_KAFKA_SESSION_TIMEOUT_MS": str(SESSION_TIMEOUT_MS)}
 
 
 class TestSubscriptionOnKafkaInConfluentFormat(TestSubscriptionOnKafka):
@@ -55,7 +60,7 @@ class TestSubscriptionOnKafkaInConfluentFormat(TestSubscriptionOnKafka):
         would), so the contract's counts of changes from the earliest record hold."""
         fresh = not (data_dir / "lodestar.db").exists()
         data_dir.mkdir(parents=True, exist_ok=True)
-        log_: EventLog = KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT)
+        log_: EventLog = KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=SESSION_TIMEOUT_MS, timeout=WAIT)
         gms = Gms(SqliteAspectStore(data_dir / "lodestar.db"), log_, wire_format="confluent")
         for topic in MCL_TOPICS if fresh else ():
             for part in range(log_.partitions(topic)):

@@ -52,6 +52,14 @@ def test_the_demo_installs_nothing_more_and_its_banner_leads_to_the_ui(browser: 
     url = re.search(r"Web UI:\s+(http://127\.0\.0\.1:\d+/)", banner)
     token_file = re.search(r"cat (\S+/admin\.token)", banner)
     assert url and token_file, banner
+    # the banner's CLI and HTTP lines, run as printed, reach this demo on its port (not 8080)
+    shell = {key: value for key, value in os.environ.items() if key not in ("LODESTAR_SERVER", "LODESTAR_DATA_DIR")}
+    for line, answer in ((r"CLI:\s+(export LODESTAR_DATA_DIR=.*)", "purchases"), (r"HTTP:\s+(GMS=.*)", '"ok"')):
+        command = re.search(line, banner)
+        assert command, banner
+        done = subprocess.run(["bash", "-c", command[1]], cwd=ROOT, env=shell, capture_output=True, text=True,
+                              timeout=120)
+        assert done.returncode == 0 and answer in done.stdout, (command[1], done.stdout, done.stderr)
     page = browser.new_page()
     page.goto(url[1])
     page.fill("#token", Path(token_file[1]).read_text().strip())
