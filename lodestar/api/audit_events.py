@@ -33,13 +33,13 @@ async def audit_search(request: web.Request) -> web.Response:
         return error(err.status, "forbidden" if err.status == 403 else "invalid_request", str(err))
 
 
-_INT = {"type": "integer", "format": "int64"}
+_TIME = {"type": "integer", "format": "int64", "minimum": -1}
 OPENAPI_PATHS: dict[str, Any] = {PATH: {"post": {
     "summary": "DataHub: search the security audit log (sign-ins, tokens, users, grants, policies, ingestion"
                " sources), newest first; ADMIN reads every event, others their own",
     "parameters": [
-        {"name": "startTime", "in": "query", "schema": _INT, "description": "Epoch ms; -1: a day before endTime"},
-        {"name": "endTime", "in": "query", "schema": _INT, "description": "Epoch ms; -1: now"},
+        {"name": "startTime", "in": "query", "schema": _TIME, "description": "Epoch ms; -1: a day before endTime"},
+        {"name": "endTime", "in": "query", "schema": _TIME, "description": "Epoch ms; -1: now"},
         {"name": "size", "in": "query", "schema": {"type": "integer", "default": 10, "maximum": 1000}},
         {"name": "scrollId", "in": "query", "schema": {"type": "string"},
          "description": "The nextScrollId of the previous page"}],

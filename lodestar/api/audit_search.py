@@ -19,6 +19,8 @@ FILTERS = {"eventTypes": "eventType", "entityTypes": "entityType", "aspectTypes"
            "actorUrns": "actorUrn"}
 SHOWN = ("eventType", "timestamp", "actorUrn", "entityUrn", "entityType", "aspectName", "loginSource")
 
+INT64_MAX = 2**63 - 1
+
 
 class AuditQueryError(ValueError):
     """A search refused: `status` 400 (bad input) or 403 (another principal's events)."""
@@ -54,7 +56,7 @@ class AuditQuery:
                 raise AuditQueryError(f"body.{name}: must be a list of strings")
             filters[field] = frozenset(given)
         now = int(time.time() * 1000)
-        end = _number(params, "endTime", -1)
+        end = _time(params, "endTime")
         offset = 0
         if scroll := params.get("scrollId"):
             frozen, _, skip = scroll.partition(":")
@@ -62,7 +64,7 @@ class AuditQuery:
                 raise AuditQueryError(f"scrollId: {scroll!r} is not one this search returned")
             end, offset = int(frozen), int(skip)
         end = now if end < 0 else end
-        start = _number(params, "startTime", -1)
+        start = _time(params, "startTime")
         size = _number(params, "size", 10)
         if not 0 <= size <= MAX_SIZE:
             raise AuditQueryError(f"size: {size} is not between 0 and {MAX_SIZE}")
@@ -97,6 +99,14 @@ def search(timeseries: TimeseriesStore, query: AuditQuery) -> dict[str, Any]:
 def _shown(point: Mapping[str, Any]) -> dict[str, Any]:
     event = {**point, "timestamp": point.get("timestampMillis")}
     return {field: event[field] for field in SHOWN if event.get(field) is not None}
+
+
+def _time(params: Mapping[str, str], name: str) -> int:
+    """A time parameter: epoch milliseconds (int64), or -1 (absent: -1) for its default."""
+    value = _number(params, name, -1)
+    if not -1 <= value <= INT64_MAX:
+        raise AuditQueryError(f"{name}: {value} is neither -1 nor epoch milliseconds (0 to {INT64_MAX})")
+    return value
 
 
 def _number(params: Mapping[str, str], name: str, default: int) -> int:

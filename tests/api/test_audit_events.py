@@ -122,7 +122,9 @@ def test_pages_follow_the_scroll_id_and_bad_input_is_a_400(server: LiveServer):
     assert second["usageEvents"][0]["eventType"] == "FailedLogInEvent" and "nextScrollId" not in second
     for body, params, named in (({"actorUrns": "urn:li:corpuser:pager"}, {}, "actorUrns"),
                                 ([], {}, "body"), ({}, {"size": "ten"}, "size"), ({}, {"size": 5000}, "size"),
-                                ({}, {"scrollId": "nope"}, "scrollId"), ({}, {"startTime": "noon"}, "startTime")):
+                                ({}, {"scrollId": "nope"}, "scrollId"), ({}, {"startTime": "noon"}, "startTime"),
+                                ({}, {"startTime": -2}, "startTime"), ({}, {"endTime": -(2**72)}, "endTime"),
+                                ({}, {"endTime": 2**63}, "endTime")):
         answer = _search(_admin(), server, body, **params)
         assert answer.status_code == 400 and named in answer.json()["message"], (body, params, answer.text)
     assert _search(_admin(), server, {}, startTime=0, endTime=1).json()["usageEvents"] == []
