@@ -22,15 +22,12 @@ keeps the scratch data and the callgrind profile of the indexing run there
 from __future__ import annotations
 
 import argparse
-import os
 import pickle
-import re
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.callgrind import instructions
 from bench.datahub_file import datahub_file_mcps
 from bench.datasets import generate
 from gms.service import Gms
@@ -90,12 +87,8 @@ def index(data_dir: Path, batch: int, dry: bool) -> tuple[int, float]:
 def callgrind(data_dir: Path, batch: int, dry: bool) -> int:
     """Instructions of an `index` run in a child process under callgrind."""
     out = data_dir / ("callgrind.dry.out" if dry else "callgrind.out")
-    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
-               "bench.mcl_processor_cost", "--index", str(data_dir), "--batch", str(batch)] + (["--dry"] if dry else [])
-    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
-    assert totals is not None, f"no totals in {out}"
-    return int(totals.group(1))
+    return instructions("bench.mcl_processor_cost", ["--index", str(data_dir), "--batch", str(batch)]
+                        + (["--dry"] if dry else []), out)
 
 
 def main() -> None:

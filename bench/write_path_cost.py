@@ -21,15 +21,12 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import pickle
-import re
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
+from bench.callgrind import instructions
 from bench.datahub_file import datahub_file_mcps
 from bench.datasets import generate
 from gms.access import SUPERUSER
@@ -75,12 +72,7 @@ def run(requests: list[bytes], dry: bool) -> tuple[int, float]:
 
 def callgrind(requests: Path, dry: bool, out: Path) -> int:
     """Instructions of a `run` of the bodies in `requests` (pickled) in a child process under callgrind."""
-    command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable, "-m",
-               "bench.write_path_cost", "--child", str(requests)] + (["--dry"] if dry else [])
-    subprocess.run(command, check=True, capture_output=True, env={**os.environ, "PYTHONHASHSEED": "0"})
-    totals = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.MULTILINE)
-    assert totals is not None, f"no totals in {out}"
-    return int(totals.group(1))
+    return instructions("bench.write_path_cost", ["--child", str(requests)] + (["--dry"] if dry else []), out)
 
 
 def main() -> None:
@@ -96,6 +88,8 @@ def main() -> None:
     if args.child:
         run(pickle.loads(args.child.read_bytes()), args.dry)
         return
+    if args.mcps <= WARM_UP * args.batch:
+        parser.error(f"--mcps must be more than the {WARM_UP} warm-up requests of --batch {args.batch} MCPs")
     requests = bodies(args.mcps, args.batch, args.source)
     setup = f"{args.mcps} {args.source} MCPs in requests of {args.batch}"
     if not args.callgrind:
