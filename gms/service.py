@@ -24,6 +24,7 @@ from gms.validation import DEFAULT_MAX_ASPECT_BYTES, ProposalValidator, ValidPro
 from gms.version_sets import follow_ups
 from gms.write_path import Result, WritePath
 from ingest import topics
+from ingest.backends.errors import BackendUnavailable
 from ingest.emitters import ACTOR_HEADER
 from ingest.eventlog import EventLog, LogMessage, LogRecord
 from ingest.eventlog.loop import ConsumeLoop, Retry
@@ -83,7 +84,17 @@ class Gms:
         #: whether proposals from the MCP topic are checked against their actor's grants
         #: (`lodestar serve` and `lodestar gms` turn it on; library users are trusted)
         self.authorize_consumed = False
-        self.relay.publish_pending()  # whatever a previous process committed but did not publish
+        self._publish_left_pending()
+
+    def _publish_left_pending(self) -> None:
+        """Publish what a previous process committed but did not publish. The backends being
+        unavailable (a lightweight transaction timing out on a busy ring, the log's brokers down)
+        does not stop the start: it is published by the next write or the relay's next sweep."""
+        try:
+            self.relay.publish_pending()
+        except BackendUnavailable as err:
+            log.warning("publishing the MCLs a previous process left pending: %s; left to the next write or"
+                        " relay sweep", err)
 
     def schema_text(self, schema_id: int) -> str | None:
         """The text of a schema in the registry (None: no such id): the lookup of MCL readers."""

@@ -54,6 +54,7 @@ def test_grants_are_listed_as_policies_that_are_not_editable(server):
 def test_a_policy_is_created_updated_filtered_and_deleted(server):
     urn = ask(server, CREATE, input=STEWARDS)["data"]["createPolicy"]
     assert urn.startswith("urn:li:dataHubPolicy:")
+    wait_indexed(server)  # listed from the search index, as DataHub lists them
     [made] = [p for p in policies(server) if p["urn"] == urn]
     assert (made["name"], made["editable"], made["resources"]["type"], made["privileges"]) == (
         "Stewards tag datasets", True, "dataset", ["EDIT_ENTITY_TAGS"])

@@ -3,6 +3,7 @@ in both MCL wire formats."""
 
 from __future__ import annotations
 
+import sqlite3
 import subprocess
 import sys
 from collections import Counter
@@ -13,6 +14,7 @@ import pytest
 from gms.service import DATABASE, Gms
 from gms.store.sqlite import SqliteAspectStore
 from ingest import topics
+from ingest.backends import sqlite as sqlite_backend
 from ingest.eventlog.sqlite import SqliteEventLog
 from ingest.rest import LodestarError
 from schemas.mcl_wire import WIRE_FORMATS, MclReader
@@ -88,6 +90,29 @@ def test_outbox_relay_killed_around_publication_publishes_each_mcl_once(tmp_path
     restarted.apply([mcp_proposal("after restart")], "urn:li:corpuser:a")
     assert restarted.store.pending_outbox() == []
     assert mcl_versions(restarted.log) == EXPECTED
+    restarted.close()
+
+
+def test_a_restart_that_cannot_publish_what_was_left_pending_starts_and_the_next_write_publishes_it(
+        tmp_path, monkeypatch, caplog, wire_format):
+    """The log unavailable when GMS starts (here: locked past its busy timeout; on a cluster, a
+    lightweight transaction of the outbox timing out on a busy ring) does not stop the start."""
+    outbox_gms(tmp_path, wire_format).close()
+    died = subprocess.run([sys.executable, "-c", _OUTBOX_WRITER, str(tmp_path), URN, wire_format],
+                          env={"LODESTAR_CRASH_AT": "after-commit", "PYTHONPATH": str(Path.cwd())}, capture_output=True)
+    assert died.returncode == 137, died.stderr
+    monkeypatch.setattr(sqlite_backend, "BUSY_TIMEOUT_S", 1)
+    store, log = SqliteAspectStore(tmp_path / "aspects.db"), SqliteEventLog(tmp_path / "log.db")
+    locker = sqlite3.connect(tmp_path / "log.db", isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    restarted = Gms(store, log, wire_format=wire_format)
+    locker.execute("ROLLBACK")
+    locker.close()
+    assert "MCLs a previous process left pending" in caplog.text
+    assert [m.key for _, m in store.pending_outbox()] == [URN, URN]  # the key aspect's and the properties'
+    restarted.apply([mcp_proposal("after restart")], "urn:li:corpuser:a")
+    assert store.pending_outbox() == []
+    assert mcl_versions(log) == EXPECTED
     restarted.close()
 
 
