@@ -34,8 +34,7 @@ from gms.service import Gms
 from ingest.proposal import parse_proposal
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import TOPICS, MclProcessor
-from mcl_processor.readmodels import collector_paused
-from mcl_processor.workers import decode
+from mcl_processor.workers import decode, uncollected
 
 ACTOR = "urn:li:corpuser:bench"
 GROUP = "mcl-processor-cost"  # a group of its own: every run reads the log from the start
@@ -68,7 +67,7 @@ def index(data_dir: Path, batch: int, dry: bool) -> tuple[int, float]:
     done, started = -WARM_UP, 0.0
     try:
         while records := consumer.poll(batch if done >= 0 else WARM_UP, 0):
-            with collector_paused():  # as in the workers (workers.decode_in_worker)
+            with uncollected():  # as in the workers (workers.decode_in_worker)
                 decoded = pickle.dumps(decode(processor.decoder, preparer, [r.value for r in records]))
             processor.process(records, pickle.loads(decoded))
             consumer.commit(records)

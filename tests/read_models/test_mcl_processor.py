@@ -29,7 +29,7 @@ from ingest.proposal import Proposal
 from mcl_processor import processor as processor_module
 from mcl_processor import restore as restore_module
 from mcl_processor import workers
-from mcl_processor.decode import MclDecoder
+from mcl_processor.decode import MclDecoder, PoisonRecord
 from mcl_processor.embedded import SqliteReadModels
 from mcl_processor.processor import GROUP, TOPICS, MclProcessor
 from mcl_processor.readmodels_db import FILE_NAME
@@ -344,6 +344,25 @@ def test_worker_processes_pause_the_collector_while_they_decode():
     try:
         assert pool.submit(workers.decode_in_worker, [b"mcl"]).result() == [False]
         assert pool.submit(gc.isenabled).result() is True  # and only meanwhile
+    finally:
+        pool.shutdown()
+
+
+def test_a_workers_batches_leave_nothing_frozen_behind(indexed):
+    """A worker freezes what its batch leaves alive rather than let the collector scan it: a
+    batch must then make no garbage cycles (a poison record's exception is kept without the
+    frames holding the batch), or the frozen garbage would grow by a batch's worth each time."""
+    indexed.gms.log.append(topics.MCL_VERSIONED, [LogMessage(CLEAN, b"garbage")])
+    indexed.gms.apply(sample_proposals(), ACTOR)
+    values = [record.value for record in indexed.gms.log.read(topics.MCL_VERSIONED, limit=100)]
+    pool = workers.pool(MclDecoder(default_registry(), default_codec()), indexed.models.preparer(), 1)
+    try:
+        frozen = []
+        for _ in range(5):
+            decoded = pool.submit(workers.decode_in_worker, values).result()
+            frozen.append(pool.submit(gc.get_freeze_count).result())
+        assert isinstance(decoded[0], PoisonRecord) and len(decoded) == len(values)
+        assert frozen[2:] == [frozen[1]] * 3, frozen  # the first batches fill the readers' caches, once
     finally:
         pool.shutdown()
 

@@ -19,7 +19,7 @@ from mcl_processor.distributed import DistributedReadModels
 from mcl_processor.readmodels import ReadModels
 from schemas.registry import default_registry
 from tests.contracts.replay import WAIT, ReplayCommandContract, ReplayContract, catalog
-from tests.support.backends import drop_kafka_names, unique_name
+from tests.support.backends import SESSION_TIMEOUT_MS, drop_kafka_names, unique_name
 from tests.support.readmodels import OnOpenSearch, OnSqlite
 
 
@@ -40,7 +40,7 @@ class KafkaLog:
     def open_gms(self, data_dir: Path) -> Gms:
         data_dir.mkdir(parents=True, exist_ok=True)
         return Gms(SqliteAspectStore(data_dir / "lodestar.db"),
-                   KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=6000, timeout=WAIT),
+                   KafkaEventLog(self.bootstrap, self.prefix, session_timeout_ms=SESSION_TIMEOUT_MS, timeout=WAIT),
                    wire_format=self.wire_format)
 
     def cli_env(self) -> dict[str, str]:

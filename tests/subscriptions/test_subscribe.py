@@ -18,13 +18,8 @@ from ingest.subscribe import MCL_TOPICS, subscribe
 from lodestar.assembly import open_event_log
 from lodestar.config import Config
 from tests.contracts.subscription import ACTOR, ORDERS, TAG, WAIT, SubscriptionContract, take
-from tests.support.backends import drop_kafka_names, unique_name
+from tests.support.backends import SESSION_TIMEOUT_MS, drop_kafka_names, unique_name
 from tests.support.builders import proposal
-
-# A group member's session: long enough that a starved machine does not lose it (a member went
-# unheard for 6.2 s beside CPU burners, and the group took its partitions before it committed; Kafka's
-# own default is 45 s); it is also how long a killed `lodestar tail`'s partitions wait for the next one.
-SESSION_TIMEOUT_MS = 30_000
 
 
 class TestSubscriptionOnSqlite(SubscriptionContract):

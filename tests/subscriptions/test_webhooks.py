@@ -21,7 +21,7 @@ from gms.store.sqlite import SqliteAspectStore
 from ingest.eventlog.kafka import KafkaEventLog
 from lodestar.webhook_delivery import WebhookDispatcher, signature
 from lodestar.webhooks import Webhooks
-from tests.support.backends import drop_kafka_names, unique_name
+from tests.support.backends import SESSION_TIMEOUT_MS, drop_kafka_names, unique_name
 from tests.support.builders import dataset_urn, mcp, proposal
 from tests.support.processes import LODESTAR, ServeProcess
 from tests.support.server import LOOPBACK_WEBHOOKS, LOOPBACK_WEBHOOKS_ENV, LiveServer
@@ -252,7 +252,7 @@ def test_bad_registrations_are_refused_with_a_reason(server, body, message):
 def test_delivery_from_the_kafka_log(tmp_path, kafka_bootstrap, receiver):
     prefix = unique_name("webhooks") + "-"
     gms = Gms(SqliteAspectStore(tmp_path / "lodestar.db"),
-              KafkaEventLog(kafka_bootstrap, prefix, session_timeout_ms=6000, timeout=WAIT))
+              KafkaEventLog(kafka_bootstrap, prefix, session_timeout_ms=SESSION_TIMEOUT_MS, timeout=WAIT))
     try:
         hook = Webhooks(gms, addresses=LOOPBACK_WEBHOOKS).register(
             SUPERUSER, {"url": receiver.url, "secret": "k", "aspects": ["globalTags"]})

@@ -25,6 +25,12 @@ from ingest.backends import Endpoints
 START_HINT = "start the servers with `deploy/servers.sh start` (bin/test does it) or set LODESTAR_* endpoints"
 
 
+# A group member's session: long enough that a starved machine does not lose it (a member went
+# unheard for 6.2 s beside CPU burners, and the group took its partitions before it committed; Kafka's
+# own default is 45 s); it is also how long a killed `lodestar tail`'s partitions wait for the next one.
+SESSION_TIMEOUT_MS = 30_000
+
+
 def unique_name(prefix: str) -> str:
     """A fresh lowercase name usable as a Kafka topic prefix, Cassandra keyspace or index prefix."""
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
