@@ -15,7 +15,7 @@ from typing import IO, Any, TypeVar
 
 import jsonpatch
 import pytest
-from confluent_kafka import ConsumerGroupState
+from confluent_kafka import ConsumerGroupState, KafkaException
 from confluent_kafka.admin import AdminClient
 
 from gms.schema_registry import schema_lookup
@@ -286,7 +286,7 @@ class Stack:
         lag; each running process's thread stacks (SIGUSR1) follow in the outputs printed at close."""
         try:
             lines = self._groups()
-        except BackendUnavailable as err:  # Kafka itself is what does not answer
+        except (BackendUnavailable, KafkaException) as err:  # Kafka itself is what does not answer
             lines = [f"consumer groups: {err}"]
         for process in self.processes:
             if process.running:
