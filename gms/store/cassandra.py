@@ -43,7 +43,8 @@ holds a lease on its producer id (`leases`, gms.store.cassandra_lease): it write
 only while the lease is renewed; once a dead store's lease has expired, another store takes its
 outbox over (`orphaned_producers`, `take_over`: gms.store.cassandra_takeover). Outbox ids
 come from the producer's counter row, reserved in blocks by an LWT (a second store using the
-same id is detected when it reserves). For each event the store writes its pointer first,
+same id is detected when it reserves; a reservation whose answer was lost, a timeout, is
+taken by the next one if it was applied). For each event the store writes its pointer first,
 then the conditional batch; a batch that did not apply removes its pointers. (The entities a
 batch was told of (`prefetch`) are read READ_TOGETHER at a time, when the first of them is
 needed, and the pointers of the ids their versions will take are written together; an id is

@@ -8,6 +8,7 @@ in the same conditional batch as its version. The relay follows the pointers in 
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -31,6 +32,9 @@ from gms.store.cassandra_schema import (
     unlogged_batch,
     while_unavailable,
 )
+from ingest.backends.errors import BackendUnavailable
+
+log = logging.getLogger(__name__)
 
 _NO_LIMIT = 2**31 - 1
 REMEMBERED = 100_000  # events kept in memory for the relay, at most
@@ -60,6 +64,7 @@ class OutboxIds:
         result = while_unavailable(lambda: db.execute(register, (producer,)), wait=START_WAIT)
         self.first = 1 if applied(result) else result.one().next_id
         self._next = self._end = self.first  # no block reserved yet
+        self._unanswered: int | None = None  # the end a reservation asked for, its outcome unknown
         self._inflight: set[int] = set()
         self._uncertain: set[int] = set()
         self._settled = threading.Condition()
@@ -67,16 +72,31 @@ class OutboxIds:
     def allocate(self, n: int) -> list[int]:
         """n fresh ids, in flight until settled."""
         with self._settled:
-            if self._next + n > self._end:
-                size = max(n, self._block)
-                result = self._db.execute(self._reserve, (self._end + size, self.producer, self._end))
-                if not applied(result):
-                    raise ProducerInUse(f"producer id {self.producer!r} is used by another store at the same time")
-                self._next, self._end = self._end, self._end + size
+            while self._next + n > self._end:
+                self._reserve_block(max(n, self._block))
             ids = list(range(self._next, self._next + n))
             self._next += n
             self._inflight.update(ids)
             return ids
+
+    def _reserve_block(self, size: int) -> None:
+        """Move the counter on by size and take the ids in between. A reservation whose answer
+        was lost (a lightweight transaction timing out) may have been applied: the next one then
+        finds the counter where that one put it, and takes that block instead."""
+        wanted = self._end + size
+        try:
+            result = self._db.execute(self._reserve, (wanted, self.producer, self._end))
+        except BackendUnavailable:
+            self._unanswered = wanted
+            raise
+        if applied(result):
+            end = wanted
+        elif self._unanswered is not None and result.one().next_id == self._unanswered:
+            end = self._unanswered
+        else:
+            raise ProducerInUse(f"producer id {self.producer!r} is used by another store at the same time")
+        self._unanswered = None
+        self._next, self._end = self._end, end
 
     def settle(self, ids: Sequence[int], certain: bool) -> None:
         """The writes of ids are over: with a known outcome, or (certain=False) an unknown one."""
@@ -91,7 +111,9 @@ class OutboxIds:
         handed out before this call."""
         with self._settled:
             handed_out = self._next
-            self._settled.wait_for(lambda: min(self._inflight, default=handed_out) >= handed_out, timeout)
+            if not self._settled.wait_for(lambda: min(self._inflight, default=handed_out) >= handed_out, timeout):
+                log.warning("producer id %s: outbox id %d still being written after %gs; publishing the events"
+                            " before it only", self.producer, min(self._inflight), timeout)
             return min(self._inflight, default=self._next)
 
     def uncertain(self, outbox_id: int) -> bool:

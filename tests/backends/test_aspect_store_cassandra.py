@@ -106,14 +106,42 @@ def test_a_lease_is_asked_again_through_unavailability_longer_than_its_holders_w
         Lease(leases, producer, ttl=2).acquire(wait=0)
 
 
-def test_the_relay_waits_for_an_earlier_write_still_in_progress(keyspace: ScratchKeyspace, urn: str):
+def test_the_relay_waits_for_an_earlier_write_still_in_progress(keyspace: ScratchKeyspace, urn: str,
+                                                                  caplog: pytest.LogCaptureFixture):
     store = keyspace.store(settle_after=0.2)
     outbox = store._outbox  # a write begun (id handed out) but not yet settled, as in another thread
     (early,) = outbox.ids.allocate(1)
     insert(store, row(urn, "status", 1, {"removed": False}))
     assert store.pending_outbox() == []  # id `early` might still be published: nothing after it goes first
+    assert f"outbox id {early} still being written after 0.2s" in caplog.text  # what holds the relay, told
     outbox.ids.settle([early], certain=True)
     assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]
+
+
+def test_a_reservation_of_outbox_ids_applied_but_unanswered_is_taken_by_the_next(keyspace: ScratchKeyspace,
+                                                                                   urn: str):
+    """The lightweight transaction moving a producer's counter timed out after it was applied (a
+    replica dying under it): the next reservation takes that block rather than refusing the
+    producer as used by another store, which stopped every later write of the process."""
+    store = keyspace.store()
+    ids = store._outbox.ids
+    runner = ids._db
+
+    class AnswerLost:
+        session = runner.session
+
+        def execute(self, statement: Any, params: Any = None) -> Any:
+            runner.execute(statement, params)
+            raise BackendUnavailable("Cassandra: a lightweight transaction timed out (CAS)")
+
+    ids._db = AnswerLost()  # type: ignore[assignment]
+    with pytest.raises(BackendUnavailable):
+        ids.allocate(1)
+    ids._db = runner
+    assert ids.allocate(2) == [ids.first, ids.first + 1]
+    ids.settle([ids.first, ids.first + 1], certain=True)
+    insert(store, row(urn, "status", 1, {"removed": False}))
+    assert [(i, m.value) for i, m in store.pending_outbox()] == [(ids.first + 2, b"status v1")]
 
 
 def test_an_event_whose_write_failed_is_fenced_the_relay_goes_on_and_the_late_batch_never_applies(
