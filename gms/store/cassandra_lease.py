@@ -59,7 +59,10 @@ class Leases:
         self._held = prepare(session, f"SELECT producer FROM {ks}.leases")
 
     def acquire(self, producer: str, holder: str, ttl: int) -> bool:
-        return applied(self._db.execute(self._acquire, (producer, holder, ttl)))
+        """Whether holder has the lease now: acquired by this request, or by an earlier one of
+        the same holder whose answer was lost (a timeout)."""
+        result = self._db.execute(self._acquire, (producer, holder, ttl))
+        return applied(result) or result.one().holder == holder
 
     def renew(self, producer: str, holder: str, ttl: int) -> bool:
         return applied(self._db.execute(self._renew, (ttl, holder, producer, holder)))

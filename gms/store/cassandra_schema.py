@@ -16,7 +16,14 @@ from cassandra.concurrent import execute_concurrent
 from cassandra.query import BatchStatement, BatchType, PreparedStatement, Statement, named_tuple_factory
 
 from ingest.backends import SCHEMA_TIMEOUT
-from ingest.backends.cassandra import DRIVER_ERRORS, backend_error, contact_points, translated
+from ingest.backends.cassandra import (
+    DRIVER_ERRORS,
+    backend_error,
+    conditional,
+    contact_points,
+    is_conditional,
+    translated,
+)
 from ingest.backends.errors import BackendUnavailable
 
 QUORUM = ConsistencyLevel.QUORUM
@@ -71,13 +78,17 @@ def ensure_schema(session: Session, keyspace: str, replication_factor: int) -> N
             session.execute(ddl.format(ks=ks), timeout=SCHEMA_TIMEOUT)
 
 
+_CONDITION = re.compile(r"\sIF\s")
+
+
 def prepare(session: Session, cql: str, consistency: int = QUORUM) -> PreparedStatement:
-    """A prepared statement with the store's consistency levels, whatever the session's defaults."""
+    """A prepared statement with the store's consistency levels, whatever the session's defaults;
+    one with a condition (IF) is marked `conditional`, so the driver never sends it twice."""
     with translated(contact_points(session)):
         statement = session.prepare(cql)
     statement.consistency_level = consistency
     statement.serial_consistency_level = SERIAL
-    return statement
+    return conditional(statement) if _CONDITION.search(cql) else statement
 
 
 def unlogged_batch(statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) -> BatchStatement:
@@ -86,7 +97,7 @@ def unlogged_batch(statements: list[tuple[PreparedStatement, tuple[Any, ...]]]) 
     batch = BatchStatement(BatchType.UNLOGGED, consistency_level=QUORUM, serial_consistency_level=SERIAL)
     for statement, params in statements:
         batch.add(statement, params)
-    return batch
+    return conditional(batch) if any(is_conditional(statement) for statement, _ in statements) else batch
 
 
 class Runner:

@@ -64,7 +64,8 @@ RECONNECT_AT_MOST = 5.0  # seconds between attempts to reach a Cassandra node th
 def cassandra_session(endpoints: Endpoints, *, connect_timeout: float = 5.0, request_timeout: float = 10.0,
                       local_dc: str | None = None) -> Session:
     """A session on its own cluster connection (`session.cluster.shutdown()` closes it): token-aware
-    routing, QUORUM reads and writes, SERIAL for lightweight transactions, the coordinator's clock
+    routing, QUORUM reads and writes, SERIAL for lightweight transactions, which are never sent twice
+    (ingest.backends.cassandra.ConditionalWritesSentOnce), the coordinator's clock
     for plain writes (as LWT ballots use), protocol v4, TCP_NODELAY, a node that went down tried again
     every RECONNECT_AT_MOST seconds at most (so work resumes soon after an outage). Raises BackendUnavailable
     naming the contact points when none answers within connect_timeout.
@@ -83,7 +84,10 @@ def cassandra_session(endpoints: Endpoints, *, connect_timeout: float = 5.0, req
     from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
     hosts, port = endpoints.cassandra_contact_points()
+    from ingest.backends.cassandra import ConditionalWritesSentOnce
+
     profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc)),
+                               retry_policy=ConditionalWritesSentOnce(),
                                request_timeout=request_timeout, consistency_level=ConsistencyLevel.QUORUM,
                                serial_consistency_level=ConsistencyLevel.SERIAL)
     cluster = Cluster(hosts, port=port, protocol_version=4, execution_profiles={EXEC_PROFILE_DEFAULT: profile},

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from cassandra.connection import ConnectionShutdown
+from cassandra.policies import RetryPolicy
 from cassandra.query import BatchStatement
 
 from gms.service import Gms
@@ -20,7 +22,7 @@ from gms.store import cassandra as cassandra_store
 from gms.store.cassandra import CassandraAspectStore
 from gms.store.cassandra_lease import Lease, Leases, ProducerInUse
 from gms.store.cassandra_outbox import Reserved
-from gms.store.cassandra_schema import SERIAL, Runner, applied, unlogged_batch
+from gms.store.cassandra_schema import QUORUM, SERIAL, Runner, applied, unlogged_batch
 from gms.write_path import Result
 from ingest.backends import Endpoints
 from ingest.backends.errors import BackendUnavailable
@@ -118,30 +120,65 @@ def test_the_relay_waits_for_an_earlier_write_still_in_progress(keyspace: Scratc
     assert [m.value for _, m in store.pending_outbox()] == [b"status v1"]
 
 
+class AnswerLostOnce:
+    """A runner whose first request is applied but answered with a timeout, as when the replica
+    coordinating a lightweight transaction dies under it."""
+
+    def __init__(self, runner: Runner):
+        self.runner, self.session, self.lost = runner, runner.session, False
+
+    def execute(self, statement: Any, params: Any = None) -> Any:
+        result = self.runner.execute(statement, params)
+        if not self.lost:
+            self.lost = True
+            raise BackendUnavailable("Cassandra at 127.0.0.2:9042: WriteTimeout (CAS, SERIAL)")
+        return result
+
+
 def test_a_reservation_of_outbox_ids_applied_but_unanswered_is_taken_by_the_next(keyspace: ScratchKeyspace,
                                                                                    urn: str):
-    """The lightweight transaction moving a producer's counter timed out after it was applied (a
-    replica dying under it): the next reservation takes that block rather than refusing the
-    producer as used by another store, which stopped every later write of the process."""
+    """The lightweight transaction moving a producer's counter was applied but its answer lost:
+    the next reservation takes that block rather than refusing the producer as used by another
+    store, which stopped every later write of the process."""
     store = keyspace.store()
     ids = store._outbox.ids
     runner = ids._db
-
-    class AnswerLost:
-        session = runner.session
-
-        def execute(self, statement: Any, params: Any = None) -> Any:
-            runner.execute(statement, params)
-            raise BackendUnavailable("Cassandra: a lightweight transaction timed out (CAS)")
-
-    ids._db = AnswerLost()  # type: ignore[assignment]
+    ids._db = AnswerLostOnce(runner)  # type: ignore[assignment]
     with pytest.raises(BackendUnavailable):
         ids.allocate(1)
-    ids._db = runner
     assert ids.allocate(2) == [ids.first, ids.first + 1]
     ids.settle([ids.first, ids.first + 1], certain=True)
     insert(store, row(urn, "status", 1, {"removed": False}))
     assert [(i, m.value) for i, m in store.pending_outbox()] == [(ids.first + 2, b"status v1")]
+
+
+def test_a_lease_acquired_by_a_request_whose_answer_was_lost_is_held(keyspace: ScratchKeyspace):
+    """The lease's lightweight transaction was applied but its answer lost: asked again, it finds
+    its own holder and has the lease, instead of refusing the start as if another store held it."""
+    leases = Leases(Runner(keyspace.session), keyspace.name)
+    leases._db = AnswerLostOnce(leases._db)  # type: ignore[assignment]
+    lease = Lease(leases, unique_name("producer"), ttl=2)
+    lease.acquire(wait=0)
+    assert leases._db.lost and lease.check() == 1
+
+
+def test_the_stores_lightweight_transactions_are_never_sent_twice_by_the_driver(keyspace: ScratchKeyspace,
+                                                                                  urn: str):
+    """A request whose connection closed while it was in flight (the node coordinating it died)
+    is sent to the next node, except a conditional one, which may have been applied: a second
+    attempt would answer [applied] = false for the first one's own rows, and the store took
+    that for a conflict and dropped the event's pointer (an MCL never published)."""
+    store = keyspace.store()
+    policy = keyspace.session.cluster.profile_manager.default.retry_policy
+    outbox, lost = store._outbox, ConnectionShutdown("Connection to 127.0.0.2:9042 was closed")
+    event_row = (outbox._add, (urn, outbox.producer, 1, MCL_VERSIONED, urn, b"v1"))
+    pointer = (outbox._point, (outbox.producer, 1, urn))
+    for statement, decision in [(outbox._add.bind(event_row[1]), RetryPolicy.RETHROW),
+                                (unlogged_batch([pointer, event_row]), RetryPolicy.RETHROW),
+                                (outbox.ids._reserve.bind((2, outbox.producer, 1)), RetryPolicy.RETHROW),
+                                (outbox._point.bind(pointer[1]), RetryPolicy.RETRY_NEXT_HOST),
+                                (unlogged_batch([pointer]), RetryPolicy.RETRY_NEXT_HOST)]:
+        assert policy.on_request_error(statement, QUORUM, lost, 0)[0] == decision
 
 
 def test_an_event_whose_write_failed_is_fenced_the_relay_goes_on_and_the_late_batch_never_applies(
