@@ -73,6 +73,48 @@ def start_unactivated(folder: Path, name: str, server: str, token: str, *extra: 
                              *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
+PROGRAM = """\
+import sys
+
+from pyspark.sql import SparkSession, functions as F, types as T
+
+from spark_emitter import EndPoint, InputField, ReadOperation, TransformOperation, WriteOperation, attach, lodestar_run
+
+master, server, token, name, source, out = sys.argv[1:]
+spark = SparkSession.builder.master(master).appName(name).getOrCreate()
+listener = attach(spark, server=server, token=token)
+with lodestar_run(spark, program=name) as run:
+    shout = F.udf(lambda value: value.upper(), T.StringType())  # Python, on the executors
+    rows = spark.read.schema("name string, n int").csv(source)
+    rows.select(shout("name").alias("name"), "n").write.json(out)
+    src, dst = EndPoint.of("default", source), EndPoint.of("default", out)
+    run.lineage.record([
+        ReadOperation("In.read", "read", src, ["name", "n"]),
+        TransformOperation("Shout.upper", "upper-case the name", [InputField("In.read", "name")], ["name"]),
+        WriteOperation("Out.write", "write", dst, [InputField("Shout.upper", "name"), InputField("In.read", "n")])])
+assert listener.flush(60) and (listener.counts.failed, listener.counts.dropped) == (0, 0), listener.counts
+listener.close(30)
+spark.stop()
+print(f"run {run.urn} of {name}: SUCCEEDED")
+"""
+
+
+def run_program_unactivated(folder: Path, name: str, server: str, token: str, master: str,
+                            timeout: float = 900) -> Ran:
+    """A `lodestar_run` program (the pipeline's File -> Python upper-case -> File, written with
+    the DataFrame API, a Python UDF and the listener attached) run by the virtualenv's
+    interpreter by its path, PATH holding no Python of the virtualenv and PYSPARK_PYTHON unset."""
+    source, out = folder / f"{name}.csv", folder / f"{name}-out"
+    source.write_text("".join(f"{NAMES[i]},{i + 1}\n" for i in range(3)))
+    program = folder / f"{name}.py"
+    program.write_text(PROGRAM)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    env.update(PATH=BARE_PATH)
+    process = subprocess.Popen([sys.executable, str(program), master, server, token, name, str(source), str(out)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=folder)
+    return finished(process, timeout)
+
+
 def finished(process: subprocess.Popen[str], timeout: float = 900) -> Ran:
     """The run of a pipeline started by start_unactivated, once it succeeded."""
     stdout, stderr = process.communicate(timeout=timeout)
