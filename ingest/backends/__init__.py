@@ -83,9 +83,9 @@ def cassandra_session(endpoints: Endpoints, *, connect_timeout: float = 5.0, req
     from cassandra.cluster import EXEC_PROFILE_DEFAULT, Cluster, ExecutionProfile, NoHostAvailable
     from cassandra.policies import DCAwareRoundRobinPolicy, ExponentialReconnectionPolicy, TokenAwarePolicy
 
-    hosts, port = endpoints.cassandra_contact_points()
     from ingest.backends.cassandra import ConditionalWritesSentOnce
 
+    hosts, port = endpoints.cassandra_contact_points()
     profile = ExecutionProfile(load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy(local_dc)),
                                retry_policy=ConditionalWritesSentOnce(),
                                request_timeout=request_timeout, consistency_level=ConsistencyLevel.QUORUM,

@@ -10,7 +10,7 @@ from cassandra import AuthenticationFailed, DriverException, RequestValidationEx
 from cassandra.cluster import NoHostAvailable, Session
 from cassandra.connection import ConnectionBusy, ConnectionException
 from cassandra.policies import RetryPolicy
-from cassandra.query import Statement
+from cassandra.query import PreparedStatement, Statement
 
 from ingest.backends.errors import BackendError, BackendFailure, BackendUnavailable
 
@@ -56,7 +56,7 @@ class translated:  # lowercase: used as a function, `with translated(where):`
 
 
 _CONDITIONAL = "lodestar_conditional"  # set on statements that must reach Cassandra at most once
-S = TypeVar("S", bound=Statement)
+S = TypeVar("S", bound=Statement | PreparedStatement)
 
 
 def conditional(statement: S) -> S:
