@@ -109,7 +109,8 @@ launch_node() {
       for i in 1 2 3; do kafka_voters+=("$i@${HOSTS[i - 1]}:$KAFKA_CONTROLLER_PORT"); done
       kafka_launch_node "$node" "$DEPLOY_DIR/conf/kafka/server.properties" "$RUN_ROOT/kafka-cluster.id" \
         HOST="$host" PORT="$KAFKA_PORT" CONTROLLER_PORT="$KAFKA_CONTROLLER_PORT" NODE_ID="${node#kafka}" \
-        VOTERS="$(joined , "${kafka_voters[@]}")" REPLICAS=3 MIN_ISR=2 SESSION_TIMEOUT_MS=20000 ;;
+        VOTERS="$(joined , "${kafka_voters[@]}")" REPLICAS=3 MIN_ISR=2 SESSION_TIMEOUT_MS=20000 \
+        REGISTRATION_TIMEOUT_MS=110000 ;;
     cassandra)
       for i in 0 1 2; do seeds+=("${HOSTS[i]}:$CASSANDRA_STORAGE_PORT"); done
       cassandra_launch_node "$node" "$DEPLOY_DIR/conf/cassandra/cassandra.yaml" \

@@ -17,8 +17,10 @@ indexed), and nothing is lost or doubled (versions contiguous, one MCL each).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import signal
 import socket
 import threading
 from collections import Counter
@@ -35,6 +37,7 @@ from tests.support.builders import dataset_urn
 from tests.support.outages import Gms, mcls_of, start_ready, step, versions
 from tests.support.private_kafka import KEPT_LOGS, PrivateKafka
 from tests.support.stack import Stack
+from tests.support.waiting import await_
 
 pytestmark = pytest.mark.slow
 
@@ -62,6 +65,18 @@ def test_servers_sh_acts_only_on_the_servers_of_its_run_dir(private_kafka: Priva
     private_kafka.stop()
     assert not private_kafka.running() and not listening(private_kafka.port)
     assert brokers(kafka_bootstrap) == 1  # the shared broker is untouched
+    private_kafka.start()
+    assert private_kafka.running() and brokers(private_kafka.bootstrap) == 1
+
+
+def test_a_broker_killed_with_sigkill_starts_again(private_kafka: PrivateKafka):
+    """A killed node stays registered with the controller until its broker session runs out; the
+    restarted broker must wait for that rather than give up (it once exited after 60 s of
+    DUPLICATE_BROKER_REGISTRATION answers, just before the 60 s session expired)."""
+    pid = int((private_kafka.run_dir / "kafka" / "kafka.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    await_(lambda: not private_kafka.running(), f"the broker (pid {pid}) gone after SIGKILL")
+
     private_kafka.start()
     assert private_kafka.running() and brokers(private_kafka.bootstrap) == 1
 

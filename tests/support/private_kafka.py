@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVERS = ROOT / "deploy" / "servers.sh"
 KEPT_LOGS = ROOT / "test-artifacts" / "private-servers"
 # A deadline, not a delay: the broker starts in ~30 s on a quiet machine; servers.sh's default
-# 120 s can run out beside CPU burners and a loaded suite, which is a slow machine, not a finding.
+# 180 s can run out beside CPU burners and a loaded suite, which is a slow machine, not a finding.
 START_DEADLINE_S = 400
 
 
