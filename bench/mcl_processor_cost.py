@@ -14,7 +14,10 @@ Without --callgrind this prints the CPU seconds per MCL of that second part (noi
 machine). With --callgrind the second part runs twice under `valgrind --tool=callgrind`, once
 indexing and once (--dry) only starting up and indexing the first WARM_UP records; the
 difference of their instruction counts per MCL after those is printed, which a loaded machine
-does not move (hash seeds are fixed: two runs of the same code count the same). `--keep DIR`
+does not move (hash seeds are fixed: two runs of the same code count the same). With `--parts` it also
+prints where that CPU goes: the workers' share (decoding and preparing, pickled there and back)
+and the writer's, and inside the writer the read models' parts (the methods named in PARTS,
+timed around each call). `--keep DIR`
 keeps the scratch data and the callgrind profile of the indexing run there
 (`callgrind_annotate DIR/callgrind.out`).
 """
@@ -25,21 +28,37 @@ import argparse
 import pickle
 import tempfile
 import time
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from functools import wraps
 from pathlib import Path
+from typing import Any
 
 from bench.callgrind import instructions
 from bench.datahub_file import datahub_file_mcps
 from bench.datasets import generate
 from gms.service import Gms
 from ingest.proposal import parse_proposal
+from mcl_processor import upstream_tags
 from mcl_processor.embedded import SqliteReadModels
+from mcl_processor.lineage.sqlite import SqliteLineageGraph
 from mcl_processor.processor import TOPICS, MclProcessor
+from mcl_processor.search import sqlite as sqlite_search
 from mcl_processor.workers import decode, uncollected
 
 ACTOR = "urn:li:corpuser:bench"
 GROUP = "mcl-processor-cost"  # a group of its own: every run reads the log from the start
 WARM_UP = 100  # records indexed before counting
 SOURCES = {"generated": generate, "datahub-file": datahub_file_mcps}
+# The writer's parts timed by --parts: (owner, attribute, label); an indented label is inside the one above.
+PARTS = (
+    (sqlite_search.SqliteSearchIndex, "apply", "search: the changes' fragments and documents"),
+    (sqlite_search.SqliteSearchIndex, "_rebuild", "  documents merged and written (FTS5 tables)"),
+    (sqlite_search, "document_rows", "    merging fragments into rows (Python)"),
+    (SqliteLineageGraph, "apply", "lineage: edges and field edges"),
+    (upstream_tags, "refresh", "upstream tags of fields whose lineage moved"),
+)
 
 
 def write(data_dir: Path, datasets: int, source: str) -> None:
@@ -54,10 +73,36 @@ def write(data_dir: Path, datasets: int, source: str) -> None:
         gms.close()
 
 
-def index(data_dir: Path, batch: int, dry: bool) -> tuple[int, float]:
+@contextmanager
+def timed_parts(spent: Counter[str]) -> Iterator[None]:
+    """Meanwhile, the CPU seconds of each call to a part of PARTS are added to spent[label]."""
+    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in PARTS]
+
+    def timed(method: Any, label: str) -> Any:
+        @wraps(method)
+        def part(*args: Any, **kwargs: Any) -> Any:
+            started = time.process_time()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                spent[label] += time.process_time() - started
+        return part
+
+    for (owner, name, method), (_, _, label) in zip(originals, PARTS, strict=True):
+        setattr(owner, name, timed(method, label))
+    try:
+        yield
+    finally:
+        for owner, name, method in originals:
+            setattr(owner, name, method)
+
+
+def index(data_dir: Path, batch: int, dry: bool, spent: Counter[str] | None = None) -> tuple[int, float]:
     """Index every MCL of data_dir's log into fresh read models, but for a first batch of
     WARM_UP records, which also a `dry` run indexes (once-only work: loading the registry,
-    compiling the readers and statements): (MCLs indexed after it, CPU seconds they took)."""
+    compiling the readers and statements): (MCLs indexed after it, CPU seconds they took).
+    Given `spent`, the CPU seconds of the workers' share, the writer's and the writer's PARTS
+    after the first batch are added to it."""
     gms = Gms.embedded(data_dir / "gms")
     models_dir = Path(tempfile.mkdtemp(dir=data_dir, prefix="models-"))
     models = SqliteReadModels.in_data_dir(models_dir, gms.registry)
@@ -67,9 +112,16 @@ def index(data_dir: Path, batch: int, dry: bool) -> tuple[int, float]:
     done, started = -WARM_UP, 0.0
     try:
         while records := consumer.poll(batch if done >= 0 else WARM_UP, 0):
+            before = time.process_time()
             with uncollected():  # as in the workers (workers.decode_in_worker)
                 decoded = pickle.dumps(decode(processor.decoder, preparer, [r.value for r in records]))
-            processor.process(records, pickle.loads(decoded))
+            items = pickle.loads(decoded)
+            between = time.process_time()
+            with timed_parts(spent) if spent is not None and done >= 0 else nullcontext():
+                processor.process(records, items)
+            if spent is not None and done >= 0:
+                spent["workers' share: decoding, preparing, pickling"] += between - before
+                spent["writer's share: the read models' transaction and commit"] += time.process_time() - between
             consumer.commit(records)
             done += len(records)
             if done == 0:
@@ -96,6 +148,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=2000, help="records per polled batch")
     parser.add_argument("--callgrind", action="store_true", help="count instructions under valgrind")
     parser.add_argument("--source", choices=SOURCES, default="generated", help="where the MCPs come from")
+    parser.add_argument("--parts", action="store_true", help="also print where the CPU goes (without --callgrind)")
     parser.add_argument("--keep", type=Path, help="keep the data and profiles in this (new) directory")
     parser.add_argument("--index", type=Path, help=argparse.SUPPRESS)  # the child under callgrind
     parser.add_argument("--dry", action="store_true", help=argparse.SUPPRESS)
@@ -114,9 +167,16 @@ def main() -> None:
             print(f"{mcls} MCLs of {args.datasets} {args.source} datasets, batches of {args.batch}: "
                   f"{(total - base) / mcls:,.0f} instructions per MCL ({total:,} - {base:,} to start and warm up)")
         else:
-            mcls, cpu = index(data_dir, args.batch, dry=False)
+            spent: Counter[str] | None = Counter() if args.parts else None
+            mcls, cpu = index(data_dir, args.batch, dry=False, spent=spent)
             print(f"{mcls} MCLs of {args.datasets} {args.source} datasets, batches of {args.batch}: "
                   f"{cpu / mcls * 1e6:,.0f} us CPU per MCL")
+            if spent is not None:
+                for label in ("workers' share: decoding, preparing, pickling",
+                              "writer's share: the read models' transaction and commit"):
+                    print(f"  {label:62} {spent[label] / mcls * 1e6:6,.0f} us")
+                for _, _, label in PARTS:  # inside the writer's share
+                    print(f"    {label:60} {spent[label] / mcls * 1e6:6,.0f} us")
 
 
 if __name__ == "__main__":
