@@ -257,9 +257,23 @@ def ingest(url: str, mcps: Sequence[dict[str, Any]], connections: int) -> tuple[
     with ThreadPoolExecutor(connections) as pool:
         list(pool.map(share, range(connections)))
     accepted = time.perf_counter() - start
-    while not client.call("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})["indexed"]:
+    while not indexed(client):
         pass  # each call waits up to 30 s for the processor to catch up
     return accepted, time.perf_counter() - start
+
+
+def indexed(client: RestClient) -> bool:
+    """Whether everything written is searchable, waiting up to 30 s for it; a 503 (a backend
+    that did not answer, e.g. a Kafka group coordinator still loading on a fresh cluster) is
+    asked again after its Retry-After (2 s), as the API says, for up to WAIT seconds."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        status, answer = client.request("POST", "/v1/proposals", {"proposals": [], "waitForIndex": True})
+        if status == 200:
+            return bool(answer["indexed"])
+        if status != 503 or time.monotonic() > deadline:
+            raise RuntimeError(f"waitForIndex: {status} {str(answer)[:500]}")
+        time.sleep(2)
 
 
 @dataclass
