@@ -51,6 +51,8 @@ ACTOR = "urn:li:corpuser:bench"
 GROUP = "mcl-processor-cost"  # a group of its own: every run reads the log from the start
 WARM_UP = 100  # records indexed before counting
 SOURCES = {"generated": generate, "datahub-file": datahub_file_mcps}
+WORKERS_SHARE = "workers' share: decoding, preparing, pickling"
+WRITERS_SHARE = "writer's share: the read models' transaction and commit"
 # The writer's parts timed by --parts: (owner, attribute, label); an indented label is inside the one above.
 PARTS = (
     (sqlite_search.SqliteSearchIndex, "apply", "search: the changes' fragments and documents"),
@@ -120,8 +122,8 @@ def index(data_dir: Path, batch: int, dry: bool, spent: Counter[str] | None = No
             with timed_parts(spent) if spent is not None and done >= 0 else nullcontext():
                 processor.process(records, items)
             if spent is not None and done >= 0:
-                spent["workers' share: decoding, preparing, pickling"] += between - before
-                spent["writer's share: the read models' transaction and commit"] += time.process_time() - between
+                spent[WORKERS_SHARE] += between - before
+                spent[WRITERS_SHARE] += time.process_time() - between
             consumer.commit(records)
             done += len(records)
             if done == 0:
@@ -172,8 +174,7 @@ def main() -> None:
             print(f"{mcls} MCLs of {args.datasets} {args.source} datasets, batches of {args.batch}: "
                   f"{cpu / mcls * 1e6:,.0f} us CPU per MCL")
             if spent is not None:
-                for label in ("workers' share: decoding, preparing, pickling",
-                              "writer's share: the read models' transaction and commit"):
+                for label in (WORKERS_SHARE, WRITERS_SHARE):
                     print(f"  {label:62} {spent[label] / mcls * 1e6:6,.0f} us")
                 for _, _, label in PARTS:  # inside the writer's share
                     print(f"    {label:60} {spent[label] / mcls * 1e6:6,.0f} us")

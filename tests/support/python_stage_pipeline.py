@@ -67,10 +67,16 @@ def start_unactivated(folder: Path, name: str, server: str, token: str, *extra: 
             (source / f"part-{f}.csv").write_text("".join(lines[f::files]))
     path = folder / f"{name}.json"
     path.write_text(json.dumps(definition(name, source, out, pause)))
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
-    env.update(PATH=BARE_PATH, COLUMNS="400")  # wide: the summary line unwrapped
+    env = unactivated_env(COLUMNS="400")  # wide: the summary line unwrapped
     return subprocess.Popen([lodestar_script(), "pipeline", "run", str(path), "--server", server, "--token", token,
                              *extra], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def unactivated_env(**extra: str) -> dict[str, str]:
+    """This process's environment as a shell without the virtualenv activated has it: PATH with
+    no Python of the virtualenv, PYSPARK_PYTHON unset (and `extra` set)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
+    return {**env, "PATH": BARE_PATH, **extra}
 
 
 PROGRAM = """\
@@ -108,15 +114,14 @@ def run_program_unactivated(folder: Path, name: str, server: str, token: str, ma
     source.write_text("".join(f"{NAMES[i]},{i + 1}\n" for i in range(3)))
     program = folder / f"{name}.py"
     program.write_text(PROGRAM)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "VIRTUAL_ENV")}
-    env.update(PATH=BARE_PATH)
     process = subprocess.Popen([sys.executable, str(program), master, server, token, name, str(source), str(out)],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=folder)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=unactivated_env(),
+                               cwd=folder)
     return finished(process, timeout)
 
 
 def finished(process: subprocess.Popen[str], timeout: float = 900) -> Ran:
-    """The run of a pipeline started by start_unactivated, once it succeeded."""
+    """The run of a pipeline or program started un-activated, once it succeeded."""
     stdout, stderr = process.communicate(timeout=timeout)
     assert process.returncode == 0, stdout[-3000:] + stderr[-5000:]
     found = re.search(r"run (urn:li:dataProcessInstance:\w+) .*: SUCCEEDED", stdout)
