@@ -23,15 +23,19 @@ Then each backend alone, on the same machine, doing the writes Lodestar made for
 * Kafka: the run's MCLs (same keys, sizes and partitioning), produced by an idempotent
   acks=all producer (the adapter's settings) while a consumer reads them back;
 * Cassandra: the rows of the run's aspect store, each an `INSERT ... IF NOT EXISTS` into a
-  table of the same shape, 64 in flight (execute_concurrent);
+  table of the same shape, 64 in flight (execute_concurrent); then the same rows as one
+  conditional batch per entity, as Lodestar writes them (the fair baseline);
 * OpenSearch: the run's search documents, bulk-indexed into an index with the same settings
   and mappings, then refreshed.
 
 A raw run repeats the run's writes (under other keys) until it has RAW_MINIMUM of them, so it
 measures a steady rate. Each raw figure is also given in MCP/s: the MCPs whose writes it did
 per second. The ratio is Lodestar's best setup over the slowest backend, both measured in the
-same round. A warm-up round (`--warmup-datasets`, printed, not counted) runs first, then
-`--rounds` rounds, each printing its own ratio; the last line gives every round's.
+same round (target >= 70%), and over the fair baseline (target >= 50%); the bound beside them is
+the raw backends' rates in series (each MCP's Kafka, batched Cassandra and OpenSearch writes one
+after the other): what the end-to-end rate would be if Lodestar's own processes took no CPU.
+A warm-up round (`--warmup-datasets`, printed, not counted) runs first, then `--rounds` rounds,
+each printing its own ratios; the last lines give every round's.
 
 Where the time goes: beside each Lodestar run, the CPU seconds of its processes and of each
 server's (every node's, found by its listening address; a server's figure includes any other
@@ -90,6 +94,8 @@ BATCH = 1000  # MCPs per POST, as the other benchmarks send them
 PARTITIONS = 4  # the Kafka event log's default partition count
 CASSANDRA_CONCURRENCY = 64
 BULK_DOCS = 500  # documents per raw bulk request
+FAIR = "fair"  # the key of a round's ratio to the raw client that batches each entity's rows
+FAIR_TARGET = 50  # percent of that client's rate, in each round
 RAW_MINIMUM = {"kafka": 50_000, "cassandra": 20_000, "opensearch": 10_000}  # writes per raw run, at least
 WAIT = 120.0
 
@@ -527,7 +533,8 @@ def per_thousand(cpu: dict[str, float], mcps: int) -> str:
 def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[Setup], formats: Sequence[str],
                   endpoints: Endpoints, workdir: Path, cleanup: ExitStack, servers: Servers) -> dict[str, float]:
     """One round: each setup in each wire format, then each raw backend; returns Lodestar's
-    best over the slowest raw backend, by wire format."""
+    best over the slowest raw backend, by wire format, and (key FAIR) over the raw client that
+    batches each entity's rows."""
     runs: list[LodestarRun] = []
     for setup in chosen:
         for wire_format in formats:
@@ -576,10 +583,11 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
     inserted.sort(key=lambda row: row[0])
     seconds = raw_cassandra(session, source, inserted, per_entity=True)
     grouped = n * len(mcps) / seconds
+    fair = 100 * len(mcps) / best.elapsed / grouped
     print(f"{label} raw cassandra  per entity, batched  {len(inserted):>7} rows  {seconds:7.1f} s"
           f"  {rate(len(inserted), seconds)} row/s  = {grouped:9,.0f} MCP/s   (the same rows, one conditional batch"
-          f" of each entity's, as Lodestar writes them; not the target's baseline:"
-          f" lodestar / this = {100 * len(mcps) / best.elapsed / grouped:.1f}%)", flush=True)
+          f" of each entity's, as Lodestar writes them: the fair baseline;"
+          f" lodestar / this = {fair:.1f}% (target >= {FAIR_TARGET}%))", flush=True)
 
     n = copies(docs, RAW_MINIMUM["opensearch"])
     indexed = [(f"{doc_id}#{copy}", doc) for copy in range(n) for doc_id, doc in docs]
@@ -592,6 +600,10 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
 
     for backend, limit in figures.items():
         print(f"{label} ratio      lodestar / raw {backend:<10} = {100 * len(mcps) / best.elapsed / limit:5.1f}%")
+    in_series = 1 / (1 / figures["kafka"] + 1 / grouped + 1 / figures["opensearch"])
+    print(f"{label} bound      raw backends in series = {in_series:,.0f} MCP/s = {100 * in_series / grouped:.1f}%"
+          " of the fair baseline   (each MCP's Kafka, batched Cassandra and OpenSearch writes one after the"
+          " other on these cores: the end-to-end rate if Lodestar's own processes took no CPU)", flush=True)
     slowest = min(figures, key=figures.__getitem__)
     ratios: dict[str, float] = {}
     for wire_format in formats:
@@ -601,7 +613,7 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
         print(f"{label} lodestar ({wire_format}) / slowest raw backend = {ratios[wire_format]:.1f}% (target >= 70%)"
               f"   (lodestar: {lodestar:,.0f} MCP/s, setup {fastest.setup.name};"
               f" slowest raw backend: {slowest}, {figures[slowest]:,.0f} MCP/s)", flush=True)
-    return ratios
+    return {**ratios, FAIR: fair}
 
 
 def main() -> None:
@@ -641,6 +653,8 @@ def main() -> None:
     for wire_format in formats:
         figures = "   ".join(f"{label}: {by_format[wire_format]:.1f}%" for label, by_format in ratios.items())
         print(f"lodestar ({wire_format}) / slowest raw backend by round: {figures} (target >= 70% in each round)")
+    figures = "   ".join(f"{label}: {by_format[FAIR]:.1f}%" for label, by_format in ratios.items())
+    print(f"lodestar / raw cassandra per entity, batched, by round: {figures} (target >= {FAIR_TARGET}% in each round)")
 
 
 if __name__ == "__main__":
