@@ -29,15 +29,13 @@ import pickle
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager, nullcontext
-from functools import wraps
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 from bench.callgrind import instructions
 from bench.datahub_file import datahub_file_mcps
 from bench.datasets import generate
+from bench.parts import timed_parts
 from gms.service import Gms
 from ingest.proposal import parse_proposal
 from mcl_processor import upstream_tags
@@ -75,30 +73,6 @@ def write(data_dir: Path, datasets: int, source: str) -> None:
         gms.close()
 
 
-@contextmanager
-def timed_parts(spent: Counter[str]) -> Iterator[None]:
-    """Meanwhile, the CPU seconds of each call to a part of PARTS are added to spent[label]."""
-    originals = [(owner, name, getattr(owner, name)) for owner, name, _ in PARTS]
-
-    def timed(method: Any, label: str) -> Any:
-        @wraps(method)
-        def part(*args: Any, **kwargs: Any) -> Any:
-            started = time.process_time()
-            try:
-                return method(*args, **kwargs)
-            finally:
-                spent[label] += time.process_time() - started
-        return part
-
-    for (owner, name, method), (_, _, label) in zip(originals, PARTS, strict=True):
-        setattr(owner, name, timed(method, label))
-    try:
-        yield
-    finally:
-        for owner, name, method in originals:
-            setattr(owner, name, method)
-
-
 def index(data_dir: Path, batch: int, dry: bool, spent: Counter[str] | None = None) -> tuple[int, float]:
     """Index every MCL of data_dir's log into fresh read models, but for a first batch of
     WARM_UP records, which also a `dry` run indexes (once-only work: loading the registry,
@@ -119,7 +93,7 @@ def index(data_dir: Path, batch: int, dry: bool, spent: Counter[str] | None = No
                 decoded = pickle.dumps(decode(processor.decoder, preparer, [r.value for r in records]))
             items = pickle.loads(decoded)
             between = time.process_time()
-            with timed_parts(spent) if spent is not None and done >= 0 else nullcontext():
+            with timed_parts(PARTS, spent) if spent is not None and done >= 0 else nullcontext():
                 processor.process(records, items)
             if spent is not None and done >= 0:
                 spent[WORKERS_SHARE] += between - before

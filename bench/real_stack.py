@@ -559,16 +559,20 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
     rows = written_rows(session, source)
     _, body, docs = written_documents(opensearch, source)
     figures: dict[str, float] = {}
+    needed: dict[str, float] = {}  # each server's CPU seconds per MCP for the raw writes Lodestar must make
 
     n = copies(messages, RAW_MINIMUM["kafka"])
     sent = [(key + b"#%d" % copy, value) for copy in range(n) for key, value in messages]
+    before = servers.cpu()
     seconds = raw_kafka(endpoints, source, sent)
+    needed["kafka"] = servers.since(before)["kafka"] / (n * len(mcps))
     figures["kafka"] = n * len(mcps) / seconds
     mean = sum(len(v) for _, v in messages) / max(1, len(messages))
     print(f"{label} raw kafka      produce+consume      {len(sent):>7} msgs  {seconds:7.1f} s"
           f"  {rate(len(sent), seconds)} msg/s  = {figures['kafka']:9,.0f} MCP/s"
           f"   (the run's {len(messages)} MCLs x {n}, {mean:,.0f} B on average; idempotent, acks=all,"
-          f" linger 5 ms, {PARTITIONS} partitions; a consumer reading them back meanwhile)", flush=True)
+          f" linger 5 ms, {PARTITIONS} partitions; a consumer reading them back meanwhile;"
+          f" CPU s per 1,000 MCPs: kafka {1000 * needed['kafka']:.2f})", flush=True)
 
     n = copies(rows, RAW_MINIMUM["cassandra"])
     inserted = [(f"{row[0]}#{copy}", *row[1:]) for copy in range(n) for row in rows]
@@ -581,29 +585,36 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
           f"   (the run's {len(rows)} versions x {n}; execute_concurrent, {CASSANDRA_CONCURRENCY} in flight,"
           f" QUORUM/SERIAL; CPU s per 1,000 MCPs: {per_thousand(cpu, n * len(mcps))})", flush=True)
     inserted.sort(key=lambda row: row[0])
+    before = servers.cpu()
     seconds = raw_cassandra(session, source, inserted, per_entity=True)
+    needed["cassandra"] = servers.since(before)["cassandra"] / (n * len(mcps))
     grouped = n * len(mcps) / seconds
     fair = 100 * len(mcps) / best.elapsed / grouped
     print(f"{label} raw cassandra  per entity, batched  {len(inserted):>7} rows  {seconds:7.1f} s"
           f"  {rate(len(inserted), seconds)} row/s  = {grouped:9,.0f} MCP/s   (the same rows, one conditional batch"
-          f" of each entity's, as Lodestar writes them: the fair baseline;"
-          f" lodestar / this = {fair:.1f}% (target >= {FAIR_TARGET}%))", flush=True)
+          f" of each entity's, as Lodestar writes them: the fair baseline; CPU s per 1,000 MCPs: cassandra"
+          f" {1000 * needed['cassandra']:.2f}; lodestar / this = {fair:.1f}% (target >= {FAIR_TARGET}%))", flush=True)
 
     n = copies(docs, RAW_MINIMUM["opensearch"])
     indexed = [(f"{doc_id}#{copy}", doc) for copy in range(n) for doc_id, doc in docs]
+    before = servers.cpu()
     seconds = raw_opensearch(opensearch, source, body, indexed)
+    needed["opensearch"] = servers.since(before)["opensearch"] / (n * len(mcps))
     figures["opensearch"] = n * len(mcps) / seconds
     print(f"{label} raw opensearch bulk + refresh       {len(indexed):>7} docs  {seconds:7.1f} s"
           f"  {rate(len(indexed), seconds)} doc/s  = {figures['opensearch']:9,.0f} MCP/s"
-          f"   (the run's {len(docs)} search documents x {n}; {BULK_DOCS} a request, then one refresh)",
-          flush=True)
+          f"   (the run's {len(docs)} search documents x {n}; {BULK_DOCS} a request, then one refresh;"
+          f" CPU s per 1,000 MCPs: opensearch {1000 * needed['opensearch']:.2f})", flush=True)
 
     for backend, limit in figures.items():
         print(f"{label} ratio      lodestar / raw {backend:<10} = {100 * len(mcps) / best.elapsed / limit:5.1f}%")
     in_series = 1 / (1 / figures["kafka"] + 1 / grouped + 1 / figures["opensearch"])
+    by_cpu = (os.cpu_count() or 1) / sum(needed.values())
     print(f"{label} bound      raw backends in series = {in_series:,.0f} MCP/s = {100 * in_series / grouped:.1f}%"
-          " of the fair baseline   (each MCP's Kafka, batched Cassandra and OpenSearch writes one after the"
-          " other on these cores: the end-to-end rate if Lodestar's own processes took no CPU)", flush=True)
+          f" of the fair baseline; the servers' CPU for those writes ({1000 * sum(needed.values()):.2f} s per 1,000"
+          f" MCPs) fills the {os.cpu_count()} cores at {by_cpu:,.0f} MCP/s = {100 * by_cpu / grouped:.1f}%"
+          "   (each MCP's Kafka, batched Cassandra and OpenSearch writes, raw: the end-to-end rate if Lodestar's"
+          " own processes took no CPU)", flush=True)
     slowest = min(figures, key=figures.__getitem__)
     ratios: dict[str, float] = {}
     for wire_format in formats:
