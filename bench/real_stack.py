@@ -31,9 +31,10 @@ Then each backend alone, on the same machine, doing the writes Lodestar made for
 A raw run repeats the run's writes (under other keys) until it has RAW_MINIMUM of them, so it
 measures a steady rate. Each raw figure is also given in MCP/s: the MCPs whose writes it did
 per second. The ratio is Lodestar's best setup over the slowest backend, both measured in the
-same round (target >= 70%), and over the fair baseline (target >= 50%); the bound beside them is
-the raw backends' rates in series (each MCP's Kafka, batched Cassandra and OpenSearch writes one
-after the other): what the end-to-end rate would be if Lodestar's own processes took no CPU.
+same round (target >= 70%), and over the fair baseline (target >= 50%). The bound beside them
+is what the end-to-end rate could be if Lodestar's own processes took no CPU: the raw backends'
+rates in series (each MCP's Kafka, batched Cassandra and OpenSearch writes one after the
+other), and the rate at which those raw writes' server CPU fills the machine's cores.
 A warm-up round (`--warmup-datasets`, printed, not counted) runs first, then `--rounds` rounds,
 each printing its own ratios; the last lines give every round's.
 
