@@ -64,7 +64,7 @@ from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import orjson
@@ -91,6 +91,7 @@ from tests.support.processes import LODESTAR, TOKEN
 from tests.support.server import free_port
 from tests.support.stack import replication_env
 
+T = TypeVar("T")
 BATCH = 1000  # MCPs per POST, as the other benchmarks send them
 PARTITIONS = 4  # the Kafka event log's default partition count
 CASSANDRA_CONCURRENCY = 64
@@ -354,6 +355,12 @@ class Servers:
         now = self.cpu()
         return {name: now[name] - before[name] for name in before}
 
+    def spent_by(self, engine: str, work: Callable[[], T]) -> tuple[T, float]:
+        """What `work` returns, and the CPU seconds `engine`'s nodes spent meanwhile."""
+        before = self.cpu()
+        result = work()
+        return result, self.since(before)[engine]
+
 
 # -- what Lodestar wrote, read back for the raw runs ----------------------------------------
 
@@ -564,9 +571,8 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
 
     n = copies(messages, RAW_MINIMUM["kafka"])
     sent = [(key + b"#%d" % copy, value) for copy in range(n) for key, value in messages]
-    before = servers.cpu()
-    seconds = raw_kafka(endpoints, source, sent)
-    needed["kafka"] = servers.since(before)["kafka"] / (n * len(mcps))
+    seconds, spent = servers.spent_by("kafka", lambda: raw_kafka(endpoints, source, sent))
+    needed["kafka"] = spent / (n * len(mcps))
     figures["kafka"] = n * len(mcps) / seconds
     mean = sum(len(v) for _, v in messages) / max(1, len(messages))
     print(f"{label} raw kafka      produce+consume      {len(sent):>7} msgs  {seconds:7.1f} s"
@@ -577,18 +583,16 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
 
     n = copies(rows, RAW_MINIMUM["cassandra"])
     inserted = [(f"{row[0]}#{copy}", *row[1:]) for copy in range(n) for row in rows]
-    before = servers.cpu()
-    seconds = raw_cassandra(session, source, inserted)
-    cpu = {name: spent for name, spent in servers.since(before).items() if name == "cassandra"}
+    seconds, spent = servers.spent_by("cassandra", lambda: raw_cassandra(session, source, inserted))
+    cpu = {"cassandra": spent}
     figures["cassandra"] = n * len(mcps) / seconds
     print(f"{label} raw cassandra  INSERT IF NOT EXISTS {len(inserted):>7} rows  {seconds:7.1f} s"
           f"  {rate(len(inserted), seconds)} row/s  = {figures['cassandra']:9,.0f} MCP/s"
           f"   (the run's {len(rows)} versions x {n}; execute_concurrent, {CASSANDRA_CONCURRENCY} in flight,"
           f" QUORUM/SERIAL; CPU s per 1,000 MCPs: {per_thousand(cpu, n * len(mcps))})", flush=True)
     inserted.sort(key=lambda row: row[0])
-    before = servers.cpu()
-    seconds = raw_cassandra(session, source, inserted, per_entity=True)
-    needed["cassandra"] = servers.since(before)["cassandra"] / (n * len(mcps))
+    seconds, spent = servers.spent_by("cassandra", lambda: raw_cassandra(session, source, inserted, per_entity=True))
+    needed["cassandra"] = spent / (n * len(mcps))
     grouped = n * len(mcps) / seconds
     fair = 100 * len(mcps) / best.elapsed / grouped
     print(f"{label} raw cassandra  per entity, batched  {len(inserted):>7} rows  {seconds:7.1f} s"
@@ -598,9 +602,8 @@ def measure_round(label: str, mcps: Sequence[dict[str, Any]], chosen: Sequence[S
 
     n = copies(docs, RAW_MINIMUM["opensearch"])
     indexed = [(f"{doc_id}#{copy}", doc) for copy in range(n) for doc_id, doc in docs]
-    before = servers.cpu()
-    seconds = raw_opensearch(opensearch, source, body, indexed)
-    needed["opensearch"] = servers.since(before)["opensearch"] / (n * len(mcps))
+    seconds, spent = servers.spent_by("opensearch", lambda: raw_opensearch(opensearch, source, body, indexed))
+    needed["opensearch"] = spent / (n * len(mcps))
     figures["opensearch"] = n * len(mcps) / seconds
     print(f"{label} raw opensearch bulk + refresh       {len(indexed):>7} docs  {seconds:7.1f} s"
           f"  {rate(len(indexed), seconds)} doc/s  = {figures['opensearch']:9,.0f} MCP/s"
